@@ -1,0 +1,3 @@
+module github.com/rcpgo/rcpgo
+
+go 1.26.8
