@@ -81,6 +81,9 @@ func (c Content) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON accepts a bare string or a block object.
 func (c *Content) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil // §4.6: null is absent
+	}
 	if len(b) > 0 && b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -173,6 +176,9 @@ func (q *Query) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return errors.New("empty query")
+	}
+	if string(b) == "null" {
+		return nil // §4.6: null is absent
 	}
 	switch b[0] {
 	case '"':

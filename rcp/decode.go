@@ -3,21 +3,152 @@ package rcp
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"strconv"
+	"strings"
 )
 
-// DecodeParams decodes a params object into v, mapping every decoding
-// problem to -32602 with error.data.field naming the offending path.
-// TODO(protocol-core): enforce §4.6 (53-bit integers, null-as-absent, strict booleans) here.
+// MaxSafeInteger is the largest integer RCP carries (§4.6): 2^53-1.
+const MaxSafeInteger = 1<<53 - 1
+
+// DecodeParams decodes a params object into v (a pointer to struct) with the
+// §4.6 data rules, mapping every problem to -32602 with error.data.field
+// naming the offending path:
+//   - integers must be JSON numbers without a fraction, within ±(2^53-1),
+//     never strings;
+//   - booleans must be true/false (never 0/1 or "true");
+//   - null is treated as absent (the field keeps its zero value);
+//   - unknown fields are ignored.
+//
+// Absent params decode as {}. params that are not an object are rejected.
 func DecodeParams(raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
+	}
+	if raw[0] != '{' {
+		return InvalidParams("params", "params must be an object")
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return InvalidParams(te.Field, "%s: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+			field := te.Field
+			if field == "" {
+				field = "params"
+			}
+			return InvalidParams(field, "%s: expected %s, got JSON %s", field, jsonKind(te.Type), te.Value)
 		}
-		return InvalidParams("", "%v", err)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return InvalidParams("params", "malformed JSON: %v", err)
+		}
+		return InvalidParams(fieldFromError(err), "%v", err)
+	}
+	if path, ok := checkIntegers(reflect.ValueOf(v), ""); !ok {
+		return InvalidParams(path, "%s: integer outside the 53-bit range", path)
 	}
 	return nil
+}
+
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+// fieldFromError extracts a field name from custom unmarshaler errors of
+// the form `json: ... Go struct field X.y of type ...`; "" otherwise.
+func fieldFromError(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, "Go struct field "); i >= 0 {
+		rest := s[i+len("Go struct field "):]
+		if j := strings.IndexByte(rest, ' '); j >= 0 {
+			rest = rest[:j]
+		}
+		if k := strings.IndexByte(rest, '.'); k >= 0 {
+			return rest[k+1:]
+		}
+		return rest
+	}
+	return ""
+}
+
+// checkIntegers walks a decoded value and reports the first integer field
+// beyond ±MaxSafeInteger.
+func checkIntegers(v reflect.Value, path string) (string, bool) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return "", true
+		}
+		return checkIntegers(v.Elem(), path)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		n := v.Int()
+		if n > MaxSafeInteger || n < -MaxSafeInteger {
+			return path, false
+		}
+	case reflect.Uint, reflect.Uint64, reflect.Uint32:
+		if v.Uint() > MaxSafeInteger {
+			return path, false
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			p := name
+			if path != "" {
+				p = path + "." + name
+			}
+			if q, ok := checkIntegers(v.Field(i), p); !ok {
+				return q, false
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8 {
+			return "", true // []byte and json.RawMessage
+		}
+		for i := 0; i < v.Len(); i++ {
+			if q, ok := checkIntegers(v.Index(i), path+"["+strconv.Itoa(i)+"]"); !ok {
+				return q, false
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			p := path + "." + iter.Key().String()
+			if q, ok := checkIntegers(iter.Value(), p); !ok {
+				return q, false
+			}
+		}
+	}
+	return "", true
 }

@@ -1,6 +1,9 @@
 package rcp
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"math"
+)
 
 // ProtocolVersion is the highest RCP version this SDK speaks (RCP/1).
 const ProtocolVersion = 1
@@ -91,7 +94,10 @@ type EmbedParams struct {
 	Texts    []Content `json:"texts,omitempty"`
 	Kind     string    `json:"kind,omitempty"` // "query" | "document"
 	Encoding string    `json:"encoding,omitempty"`
-	Meta     Meta      `json:"_meta,omitempty"`
+	// Strict:false lets the server fall back from an unadvertised encoding
+	// (§7.3.1 "under the usual strict rule").
+	Strict *bool `json:"strict,omitempty"`
+	Meta   Meta  `json:"_meta,omitempty"`
 }
 
 // AllInputs returns Inputs, or Texts when only the legacy field was sent.
@@ -370,6 +376,46 @@ type Hit struct {
 	Provenance *Provenance        `json:"provenance,omitempty"`
 	Trust      *Trust             `json:"trust,omitempty"`
 	Chunk      *ChunkRef          `json:"chunk,omitempty"`
+}
+
+// MarshalJSON writes the hit with §4.6 number hygiene: a non-finite score
+// becomes a finite sentinel (the lowest float for NaN and -Inf, the highest
+// for +Inf); non-finite confidence and per-stage scores are omitted.
+func (h Hit) MarshalJSON() ([]byte, error) {
+	type plain Hit
+	if finite(h.Score) && (h.Confidence == nil || finite(*h.Confidence)) && finiteMap(h.Scores) {
+		return json.Marshal(plain(h))
+	}
+	switch {
+	case math.IsInf(h.Score, 1):
+		h.Score = math.MaxFloat64
+	case !finite(h.Score):
+		h.Score = -math.MaxFloat64
+	}
+	if h.Confidence != nil && !finite(*h.Confidence) {
+		h.Confidence = nil
+	}
+	if !finiteMap(h.Scores) {
+		clean := make(map[string]float64, len(h.Scores))
+		for k, v := range h.Scores {
+			if finite(v) {
+				clean[k] = v
+			}
+		}
+		h.Scores = clean
+	}
+	return json.Marshal(plain(h))
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+func finiteMap(m map[string]float64) bool {
+	for _, v := range m {
+		if !finite(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // TextOf returns the hit's text or "".

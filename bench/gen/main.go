@@ -1,0 +1,72 @@
+package gen
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/rcpgo/rcpgo/internal/progress"
+)
+
+// Main is a command-line entry point: it writes a synthetic BEIR dataset
+// into -out and prints its Stats as JSON on stdout; progress goes to stderr.
+// It returns the exit status (0 ok, 1 failure, 2 usage).
+//
+//	gen -seed 1 -docs 1000000 -queries 10000 -out /tmp/synth
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c Config
+	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same seed gives the same bytes")
+	fs.IntVar(&c.Docs, "docs", 10_000, "number of passages")
+	fs.IntVar(&c.Queries, "queries", 1_000, "number of queries (each with one known relevant passage)")
+	fs.IntVar(&c.Vocab, "vocab", 50_000, "vocabulary size")
+	fs.Float64Var(&c.ZipfS, "zipf", 1.07, "Zipf exponent of word frequencies (> 1)")
+	fs.IntVar(&c.MedianWords, "words", 85, "median passage length in words (log-normal)")
+	workers := fs.Int("workers", 0, "rendering goroutines (0: all cores)")
+	out := fs.String("out", "", "output `directory` (corpus.jsonl, queries.jsonl, qrels/test.tsv)")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *out == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "gen: -out is required")
+		return 2
+	}
+	g, err := New(c)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var bar *progress.Bar
+	var report func(int)
+	if !*quiet {
+		bar = progress.New(stderr, "generating", int64(g.cfg.Docs), progress.WithUnit("docs"))
+		report = func(done int) { bar.Set(int64(done)) }
+	}
+	st, err := g.WriteDir(ctx, *out, *workers, report)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(struct {
+		Stats
+		Config  Config  `json:"config"`
+		Seconds float64 `json:"seconds"`
+		DocsPS  float64 `json:"docsPerSecond"`
+	}{st, g.cfg, st.Elapsed.Seconds(), float64(st.Docs) / st.Elapsed.Seconds()}); err != nil {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,248 @@
+package lsa
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// File format (little-endian):
+//
+//	magic   "RCPLSA"  6 bytes
+//	version uint16    (formatVersion)
+//	body:
+//	  dim, numTerms, numDocs, batchLimit uint32
+//	  sigmaPower float64
+//	  snapshot, tokenizerID: uint32 length + bytes
+//	  numTerms × (uint32 length + bytes), strictly increasing
+//	  idf   numTerms × float32
+//	  sigma dim × float32
+//	  proj  numTerms × dim × float32 (row-major)
+//	crc     uint32    CRC-32C (Castagnoli) of everything before it
+const (
+	magic         = "RCPLSA"
+	formatVersion = 1
+	maxDim        = 1 << 16
+	maxTerms      = 1 << 26
+	maxStr        = 1 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt is wrapped by every decoding error.
+var ErrCorrupt = errors.New("lsa: corrupt model file")
+
+func (m *Model) encodeBody() []byte {
+	var b bytes.Buffer
+	u32 := func(v uint32) { b.Write(binary.LittleEndian.AppendUint32(nil, v)) }
+	str := func(s string) { u32(uint32(len(s))); b.WriteString(s) }
+	u32(uint32(m.dim))
+	u32(uint32(len(m.terms)))
+	u32(uint32(m.numDocs))
+	u32(uint32(m.batchLimit))
+	b.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(m.sigmaPower)))
+	str(m.snapshot)
+	str(m.tokenizerID)
+	for _, t := range m.terms {
+		str(t)
+	}
+	f32s := func(xs []float32) {
+		buf := make([]byte, 4*len(xs))
+		for i, x := range xs {
+			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+		}
+		b.Write(buf)
+	}
+	f32s(m.idf)
+	f32s(m.sigma)
+	f32s(m.proj)
+	return b.Bytes()
+}
+
+// MarshalBinary encodes the model (without its tokenizer).
+func (m *Model) MarshalBinary() ([]byte, error) {
+	out := []byte(magic)
+	out = binary.LittleEndian.AppendUint16(out, formatVersion)
+	out = append(out, m.encodeBody()...)
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
+}
+
+// WriteTo writes the encoded model to w.
+func (m *Model) WriteTo(w io.Writer) (int64, error) {
+	data, _ := m.MarshalBinary()
+	n, err := w.Write(data)
+	return int64(n), err
+}
+
+// Save writes the model to path atomically (temporary file, fsync, rename).
+func (m *Model) Save(path string) error {
+	data, _ := m.MarshalBinary()
+	return writeFileAtomic(path, data)
+}
+
+// Load reads a model saved with Save and attaches tokenize.
+func Load(path string, tokenize Tokenizer) (*Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("lsa: load: %w", err)
+	}
+	m, err := Decode(data, tokenize)
+	if err != nil {
+		return nil, fmt.Errorf("lsa: load %s: %w", path, err)
+	}
+	return m, nil
+}
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) need(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b) {
+		r.err = fmt.Errorf("%w: truncated", ErrCorrupt)
+		return nil
+	}
+	s := r.b[:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) u32() uint32 {
+	if s := r.need(4); s != nil {
+		return binary.LittleEndian.Uint32(s)
+	}
+	return 0
+}
+
+func (r *reader) str() string {
+	n := r.u32()
+	if n > maxStr {
+		if r.err == nil {
+			r.err = fmt.Errorf("%w: string of %d bytes", ErrCorrupt, n)
+		}
+		return ""
+	}
+	return string(r.need(int(n)))
+}
+
+func (r *reader) f32s(n int) []float32 {
+	s := r.need(4 * n)
+	if s == nil {
+		return nil
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(s[4*i:]))
+	}
+	return out
+}
+
+// Decode decodes a model encoded with MarshalBinary, verifying its checksum
+// and structure, and attaches tokenize (which may be nil and set later with
+// SetTokenizer).
+func Decode(data []byte, tokenize Tokenizer) (*Model, error) {
+	if len(data) < len(magic)+2+4 || string(data[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%w: bad magic", ErrCorrupt)
+	}
+	if v := binary.LittleEndian.Uint16(data[len(magic):]); v != formatVersion {
+		return nil, fmt.Errorf("%w: unsupported format version %d", ErrCorrupt, v)
+	}
+	payload, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(payload, castagnoli) != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	}
+	r := &reader{b: payload[len(magic)+2:]}
+	m := &Model{tokenize: tokenize}
+	dim, nTerms := r.u32(), r.u32()
+	m.numDocs = int(r.u32())
+	m.batchLimit = int(r.u32())
+	if s := r.need(8); s != nil {
+		m.sigmaPower = math.Float64frombits(binary.LittleEndian.Uint64(s))
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if dim == 0 || dim > maxDim || nTerms < 1 || nTerms > maxTerms {
+		return nil, fmt.Errorf("%w: dim %d, terms %d", ErrCorrupt, dim, nTerms)
+	}
+	if math.IsNaN(m.sigmaPower) || math.IsInf(m.sigmaPower, 0) {
+		return nil, fmt.Errorf("%w: sigma power %v", ErrCorrupt, m.sigmaPower)
+	}
+	m.dim = int(dim)
+	m.snapshot = r.str()
+	m.tokenizerID = r.str()
+	// Every term costs ≥ 4 bytes, and the float arrays follow: bound the
+	// allocation by what the buffer can hold.
+	if uint64(nTerms)*(8+4*uint64(dim)) > uint64(len(r.b)) {
+		return nil, fmt.Errorf("%w: %d terms × %d dims exceed the file", ErrCorrupt, nTerms, dim)
+	}
+	m.terms = make([]string, nTerms)
+	for i := range m.terms {
+		m.terms[i] = r.str()
+		if r.err == nil && i > 0 && m.terms[i] <= m.terms[i-1] {
+			return nil, fmt.Errorf("%w: terms not strictly increasing at %d", ErrCorrupt, i)
+		}
+	}
+	m.idf = r.f32s(int(nTerms))
+	m.sigma = r.f32s(m.dim)
+	m.proj = r.f32s(int(nTerms) * m.dim)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if len(r.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(r.b))
+	}
+	for _, xs := range [][]float32{m.idf, m.sigma, m.proj} {
+		for _, x := range xs {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, fmt.Errorf("%w: non-finite value", ErrCorrupt)
+			}
+		}
+	}
+	m.buildIndex()
+	m.identity = m.computeIdentity()
+	return m, nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path, syncs it and
+// renames it over path, then syncs the directory.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("lsa: save: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("lsa: save: %w", err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("lsa: save: %w", err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("lsa: save: %w", err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("lsa: save: %w", err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}

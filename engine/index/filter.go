@@ -1,0 +1,353 @@
+package index
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Bitset is a fixed-size set of segment-local document ordinals.
+type Bitset struct {
+	words []uint64
+	n     int
+}
+
+// NewBitset returns an empty set over [0, n).
+func NewBitset(n int) *Bitset { return &Bitset{words: make([]uint64, (n+63)/64), n: n} }
+
+// Len is the size of the universe.
+func (b *Bitset) Len() int { return b.n }
+
+// Set adds i.
+func (b *Bitset) Set(i uint32) { b.words[i>>6] |= 1 << (i & 63) }
+
+// Has reports whether i is in the set.
+func (b *Bitset) Has(i uint32) bool { return b.words[i>>6]&(1<<(i&63)) != 0 }
+
+// Count returns the number of members.
+func (b *Bitset) Count() int {
+	c := 0
+	for _, w := range b.words {
+		c += bits.OnesCount64(w)
+	}
+	return c
+}
+
+// Clone returns a copy.
+func (b *Bitset) Clone() *Bitset {
+	return &Bitset{words: append([]uint64(nil), b.words...), n: b.n}
+}
+
+// And intersects o into b.
+func (b *Bitset) And(o *Bitset) {
+	for i := range b.words {
+		b.words[i] &= o.words[i]
+	}
+}
+
+// Or unions o into b.
+func (b *Bitset) Or(o *Bitset) {
+	for i := range b.words {
+		b.words[i] |= o.words[i]
+	}
+}
+
+// Not complements b within its universe.
+func (b *Bitset) Not() {
+	for i := range b.words {
+		b.words[i] = ^b.words[i]
+	}
+	if r := b.n % 64; r != 0 {
+		b.words[len(b.words)-1] &= (1 << r) - 1
+	}
+}
+
+// FieldReader exposes one segment's metadata indexes to a Filter. Local
+// ordinals run over [0, Len()).
+type FieldReader interface {
+	Len() int
+	// Keyword returns the documents whose field equals value (for arrays:
+	// has an element equal to value). Strings match exactly; bools are
+	// "true"/"false".
+	Keyword(field, value string) *Bitset
+	// Range returns the documents with a numeric value of field (numbers and
+	// dates as epoch milliseconds) within the bounds.
+	Range(field string, lo, hi float64, loInclusive, hiInclusive bool) *Bitset
+	// Exists returns the documents that have field.
+	Exists(field string) *Bitset
+	// DocNum returns the engine-wide document number of local ordinal i.
+	DocNum(i int) DocNum
+	// Doc loads the stored document of local ordinal i (slow path for
+	// predicates no index answers).
+	Doc(i int) (*Document, error)
+}
+
+// Filter restricts a search to documents whose metadata match. It is
+// compiled once per segment into a Bitset.
+type Filter interface {
+	Compile(r FieldReader) (*Bitset, error)
+}
+
+// DocFilter is the simplest Filter: a predicate on document numbers.
+type DocFilter interface {
+	Match(DocNum) bool
+}
+
+// FilterFunc adapts a DocFilter (evaluated for every document of a segment).
+func FilterFunc(f DocFilter) Filter { return docNumFilter{f} }
+
+type docNumFilter struct{ f DocFilter }
+
+func (d docNumFilter) Compile(r FieldReader) (*Bitset, error) {
+	b := NewBitset(r.Len())
+	for i := 0; i < r.Len(); i++ {
+		if d.f.Match(r.DocNum(i)) {
+			b.Set(uint32(i))
+		}
+	}
+	return b, nil
+}
+
+// Eq matches documents whose field equals value: a string, bool, or number
+// (numbers compare numerically against numeric values; time.Time against
+// dates).
+func Eq(field string, value any) Filter { return eqFilter{field, value} }
+
+type eqFilter struct {
+	field string
+	value any
+}
+
+func (e eqFilter) Compile(r FieldReader) (*Bitset, error) {
+	switch v := e.value.(type) {
+	case string:
+		return r.Keyword(e.field, v), nil
+	case bool:
+		return r.Keyword(e.field, strconv.FormatBool(v)), nil
+	case time.Time:
+		ms := float64(v.UnixMilli())
+		return r.Range(e.field, ms, ms, true, true), nil
+	}
+	f, ok := toFloat(e.value)
+	if !ok {
+		return nil, fmt.Errorf("index: filter on %q: unsupported value type %T", e.field, e.value)
+	}
+	return r.Range(e.field, f, f, true, true), nil
+}
+
+// In matches documents whose field equals any of values.
+func In(field string, values ...any) Filter {
+	fs := make([]Filter, len(values))
+	for i, v := range values {
+		fs[i] = Eq(field, v)
+	}
+	return orFilter(fs)
+}
+
+// Range matches numeric/date values within [lo, hi] (each bound may be
+// excluded, and ±Inf leaves it open).
+func Range(field string, lo, hi float64, loInclusive, hiInclusive bool) Filter {
+	return rangeFilter{field, lo, hi, loInclusive, hiInclusive}
+}
+
+// Gt, Gte, Lt, Lte are one-sided ranges.
+func Gt(field string, v float64) Filter  { return Range(field, v, math.Inf(1), false, true) }
+func Gte(field string, v float64) Filter { return Range(field, v, math.Inf(1), true, true) }
+func Lt(field string, v float64) Filter  { return Range(field, math.Inf(-1), v, true, false) }
+func Lte(field string, v float64) Filter { return Range(field, math.Inf(-1), v, true, true) }
+
+type rangeFilter struct {
+	field        string
+	lo, hi       float64
+	loInc, hiInc bool
+}
+
+func (f rangeFilter) Compile(r FieldReader) (*Bitset, error) {
+	return r.Range(f.field, f.lo, f.hi, f.loInc, f.hiInc), nil
+}
+
+// Exists matches documents that have field.
+func Exists(field string) Filter { return existsFilter(field) }
+
+type existsFilter string
+
+func (f existsFilter) Compile(r FieldReader) (*Bitset, error) { return r.Exists(string(f)), nil }
+
+// Contains matches documents whose string field contains substr (for array
+// fields: any element does). It reads stored documents: prefer Eq on
+// keyword arrays where possible.
+func Contains(field, substr string) Filter {
+	return Predicate(func(d *Document) bool {
+		v, ok := lookupMeta(d.Meta, field)
+		if !ok {
+			return false
+		}
+		switch x := v.(type) {
+		case string:
+			return strings.Contains(x, substr)
+		case []any:
+			for _, e := range x {
+				if s, ok := e.(string); ok && (s == substr || strings.Contains(s, substr)) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// Predicate evaluates fn on every stored document of a segment. Slow; for
+// operators no metadata index answers.
+func Predicate(fn func(*Document) bool) Filter { return predFilter(fn) }
+
+type predFilter func(*Document) bool
+
+func (p predFilter) Compile(r FieldReader) (*Bitset, error) {
+	b := NewBitset(r.Len())
+	for i := 0; i < r.Len(); i++ {
+		d, err := r.Doc(i)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil && p(d) {
+			b.Set(uint32(i))
+		}
+	}
+	return b, nil
+}
+
+// And matches documents matching every filter.
+func And(fs ...Filter) Filter { return andFilter(fs) }
+
+type andFilter []Filter
+
+func (a andFilter) Compile(r FieldReader) (*Bitset, error) {
+	out := NewBitset(r.Len())
+	out.Not()
+	for _, f := range a {
+		b, err := f.Compile(r)
+		if err != nil {
+			return nil, err
+		}
+		out.And(b)
+	}
+	return out, nil
+}
+
+// Or matches documents matching any filter.
+func Or(fs ...Filter) Filter { return orFilter(fs) }
+
+type orFilter []Filter
+
+func (o orFilter) Compile(r FieldReader) (*Bitset, error) {
+	out := NewBitset(r.Len())
+	for _, f := range o {
+		b, err := f.Compile(r)
+		if err != nil {
+			return nil, err
+		}
+		out.Or(b)
+	}
+	return out, nil
+}
+
+// Not matches documents not matching f.
+func Not(f Filter) Filter { return notFilter{f} }
+
+type notFilter struct{ f Filter }
+
+func (n notFilter) Compile(r FieldReader) (*Bitset, error) {
+	b, err := n.f.Compile(r)
+	if err != nil {
+		return nil, err
+	}
+	b = b.Clone()
+	b.Not()
+	return b, nil
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case interface{ Float64() (float64, error) }: // json.Number
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func lookupMeta(m map[string]any, field string) (any, bool) {
+	if v, ok := m[field]; ok {
+		return v, true
+	}
+	// Dotted paths reach into nested objects.
+	for i := 0; i < len(field); i++ {
+		if field[i] == '.' {
+			if sub, ok := m[field[:i]].(map[string]any); ok {
+				if v, ok := lookupMeta(sub, field[i+1:]); ok {
+					return v, true
+				}
+			}
+		}
+	}
+	return nil, false
+}
+
+// segFields implements FieldReader over one segment of a snapshot.
+type segFields struct {
+	seg  *segment
+	load func(seq uint64) (*Document, error)
+}
+
+func (s segFields) Len() int { return s.seg.n }
+
+func (s segFields) Keyword(field, value string) *Bitset {
+	b := NewBitset(s.seg.n)
+	s.seg.kwDocs(kwKey(field, value), b.Set)
+	return b
+}
+
+func (s segFields) Exists(field string) *Bitset {
+	b := NewBitset(s.seg.n)
+	s.seg.kwDocs(existsKey(field), b.Set)
+	return b
+}
+
+func (s segFields) Range(field string, lo, hi float64, loInc, hiInc bool) *Bitset {
+	b := NewBitset(s.seg.n)
+	c := s.seg.nums[field]
+	if c == nil {
+		return b
+	}
+	for i, v := range c.vals {
+		if (v > lo || loInc && v == lo) && (v < hi || hiInc && v == hi) {
+			b.Set(c.docs[i])
+		}
+	}
+	return b
+}
+
+func (s segFields) DocNum(i int) DocNum { return DocNum(s.seg.seq(uint32(i))) }
+
+func (s segFields) Doc(i int) (*Document, error) { return s.load(s.seg.seq(uint32(i))) }
+
+func kwKey(field, value string) string { return field + "\x00" + value }
+func existsKey(field string) string    { return "\x01" + field }

@@ -1,0 +1,680 @@
+// Package index is the search core of rcpd: an inverted index of immutable,
+// CRC-checked segments with compressed block postings, BM25F ranking over
+// title and body with MaxScore/block-max pruning, metadata filters compiled
+// to bitsets, upserts and tombstone deletes, versioned snapshots and
+// background segment merging.
+//
+// Documents, ids and the manifest live in a bbolt store (package store),
+// which doubles as the write-ahead log: Add and Delete return after their
+// store transaction is fsynced and the new state is published to searchers.
+// Segment files are derived data written later by a background flusher;
+// after a crash, documents newer than the last flushed segment are replayed
+// from the store.
+package index
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rcpgo/rcpgo/engine/analysis"
+	"github.com/rcpgo/rcpgo/engine/store"
+)
+
+// Document is an indexable document or chunk (see package store).
+type Document = store.Document
+
+// Source and ChunkRef describe a document's origin and chunk lineage.
+type (
+	Source   = store.Source
+	ChunkRef = store.ChunkRef
+)
+
+// DocNum is an engine-wide document number: unique per stored version of a
+// document (an upsert gets a new one), stable across merges and restarts.
+type DocNum uint64
+
+var (
+	// ErrSnapshotGone means a pinned version is no longer retained (or was
+	// never served by this index).
+	ErrSnapshotGone = errors.New("index: snapshot no longer available")
+	// ErrBadVersion means a version string is malformed.
+	ErrBadVersion = errors.New("index: malformed version")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("index: closed")
+	// ErrAnalyzerMismatch means the index was built with another analysis chain.
+	ErrAnalyzerMismatch = errors.New("index: analyzer differs from the one the index was built with")
+)
+
+// Options configure an Index. Zero values select the defaults.
+type Options struct {
+	Analyzer *analysis.Analyzer   // default analysis.Default()
+	BM25     BM25                 // default DefaultBM25()
+	Fields   map[string]FieldType // metadata typing; unlisted fields are FieldAuto
+
+	FlushDocs      int           // buffered docs that trigger a segment flush (default 20000)
+	MaxMemSegments int           // buffered batches that trigger a flush (default 64)
+	FlushAfter     time.Duration // flush buffered docs older than this (default 2s)
+	MergeFactor    int           // merge when more disk segments than this (default 8)
+
+	RetainVersions int           // at most this many past versions stay pinnable (default 64)
+	RetainFor      time.Duration // past versions stay pinnable this long (default 10m)
+
+	// NoBackground disables the background flusher/merger; call Flush and
+	// Merge explicitly. For tests and bulk loads.
+	NoBackground bool
+	Logger       *slog.Logger
+}
+
+func (o *Options) fill() {
+	if o.Analyzer == nil {
+		o.Analyzer = analysis.Default()
+	}
+	if o.BM25 == (BM25{}) {
+		o.BM25 = DefaultBM25()
+	}
+	if o.FlushDocs <= 0 {
+		o.FlushDocs = 20000
+	}
+	if o.MaxMemSegments <= 0 {
+		o.MaxMemSegments = 64
+	}
+	if o.FlushAfter <= 0 {
+		o.FlushAfter = 2 * time.Second
+	}
+	if o.MergeFactor <= 1 {
+		o.MergeFactor = 8
+	}
+	if o.RetainVersions <= 0 {
+		o.RetainVersions = 64
+	}
+	if o.RetainFor <= 0 {
+		o.RetainFor = 10 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Index is an open index directory. Safe for concurrent use.
+type Index struct {
+	dir  string
+	opts Options
+	an   *analysis.Analyzer
+	st   *store.Store
+	log  *slog.Logger
+
+	wmu sync.Mutex // serialises commits; guards man
+	man store.Manifest
+
+	cur      atomic.Pointer[snapshot]
+	rmu      sync.Mutex
+	retained []*snapshot // ascending version, includes cur
+
+	bgmu   sync.Mutex // serialises flush and merge
+	kick   chan struct{}
+	stop   chan struct{}
+	bgDone chan struct{}
+	closed atomic.Bool
+}
+
+const (
+	storeFile   = "store.db"
+	segDir      = "segments"
+	segExt      = ".rseg"
+	formatLevel = 1
+)
+
+// Open opens or creates the index in dir.
+func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
+	opts.fill()
+	if err := os.MkdirAll(filepath.Join(dir, segDir), 0o755); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	st, err := store.Open(filepath.Join(dir, storeFile))
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{dir: dir, opts: opts, an: opts.Analyzer, st: st, log: opts.Logger,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), bgDone: make(chan struct{})}
+	if err := ix.recover(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if opts.NoBackground {
+		close(ix.bgDone)
+	} else {
+		go ix.background()
+	}
+	return ix, nil
+}
+
+// recover loads the manifest and segments, rebuilds tombstones from the
+// live-id map, replays documents not yet in segments and publishes a new
+// version.
+func (ix *Index) recover(ctx context.Context) error {
+	var man store.Manifest
+	var found bool
+	var live []uint64
+	err := ix.st.View(func(tx *store.ReadTx) error {
+		var err error
+		man, found, err = tx.Manifest()
+		if err != nil {
+			return err
+		}
+		return tx.ForEachLive(func(_ string, seq uint64) error {
+			live = append(live, seq)
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("index: open: %w", err)
+	}
+	if !found {
+		var e [4]byte
+		rand.Read(e[:])
+		man = store.Manifest{Format: formatLevel, Epoch: hex.EncodeToString(e[:]), NextSeq: 1, NextSegID: 1, Analyzer: ix.an.Fingerprint()}
+	}
+	if man.Format != formatLevel {
+		return fmt.Errorf("index: unsupported index format %d", man.Format)
+	}
+	if man.Analyzer != ix.an.Fingerprint() {
+		return fmt.Errorf("%w (index %s, configured %s)", ErrAnalyzerMismatch, man.Analyzer, ix.an.Fingerprint())
+	}
+	slices.Sort(live)
+	isLive := func(seq uint64) bool {
+		_, ok := slices.BinarySearch(live, seq)
+		return ok
+	}
+
+	// Segments named in the manifest; anything else in the directory is
+	// debris from an interrupted flush or merge.
+	keep := map[string]bool{}
+	var views []segView
+	for _, ref := range man.Segments {
+		keep[ref.Name] = true
+		data, err := os.ReadFile(filepath.Join(ix.dir, segDir, ref.Name))
+		if err != nil {
+			return fmt.Errorf("index: open segment: %w", err)
+		}
+		if int64(len(data)) != ref.Size {
+			return fmt.Errorf("%w %s: size %d, manifest says %d", ErrCorruptSegment, ref.Name, len(data), ref.Size)
+		}
+		seg, err := openSegment(ref.Name, data)
+		if err != nil {
+			return err
+		}
+		if seg.crc != ref.CRC {
+			return fmt.Errorf("%w %s: checksum differs from manifest", ErrCorruptSegment, ref.Name)
+		}
+		v := segView{seg: seg}
+		for i := 0; i < seg.n; i++ {
+			if !isLive(seg.seq(uint32(i))) {
+				if v.del == nil {
+					v.del = NewBitset(seg.n)
+				}
+				v.del.Set(uint32(i))
+				v.ndel++
+			}
+		}
+		views = append(views, v)
+	}
+	if ents, err := os.ReadDir(filepath.Join(ix.dir, segDir)); err == nil {
+		for _, e := range ents {
+			if !keep[e.Name()] {
+				ix.log.Info("index: removing unreferenced segment file", "file", e.Name())
+				os.Remove(filepath.Join(ix.dir, segDir, e.Name()))
+			}
+		}
+	}
+
+	// Replay documents committed after the last flush.
+	b := newSegBuilder()
+	var scratch []analysis.Token
+	replayed := 0
+	flushB := func() error {
+		if b.len() == 0 {
+			return nil
+		}
+		seg, err := openSegment("", b.encode())
+		if err != nil {
+			return err
+		}
+		views = append(views, segView{seg: seg})
+		b = newSegBuilder()
+		return nil
+	}
+	err = ix.st.View(func(tx *store.ReadTx) error {
+		return tx.ForEachDocFrom(man.FlushedSeq+1, func(seq uint64, d *Document) error {
+			if !isLive(seq) {
+				return nil
+			}
+			if replayed%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			var in *docInput
+			in, scratch = prepare(ix.an, ix.opts.Fields, d, scratch)
+			in.seq, in.id = seq, d.ID
+			b.add(in)
+			replayed++
+			if b.len() >= ix.opts.FlushDocs {
+				return flushB()
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		err = flushB()
+	}
+	if err != nil {
+		return fmt.Errorf("index: replay: %w", err)
+	}
+
+	// A restart is a new version: scoring statistics of the rebuilt layout
+	// may differ from the pre-crash one.
+	man.Version++
+	if err := ix.st.Update(ctx, func(tx *store.Tx) error {
+		if _, err := tx.PurgeDead(man.Version); err != nil {
+			return err
+		}
+		return tx.PutManifest(man)
+	}); err != nil {
+		return fmt.Errorf("index: open: %w", err)
+	}
+	ix.man = man
+	ix.publish(views, man.Version)
+	ix.log.Debug("index: opened", "dir", ix.dir, "version", man.Version, "segments", len(man.Segments), "replayed", replayed)
+	return nil
+}
+
+// segView is a segment as seen by one snapshot: its deletions at that
+// version. Both are immutable once published.
+type segView struct {
+	seg  *segment
+	del  *Bitset // nil: none deleted
+	ndel int
+}
+
+func (v segView) deleted(i uint32) bool { return v.del != nil && v.del.Has(i) }
+
+// snapshot is one committed state of the index.
+type snapshot struct {
+	version uint64
+	str     string
+	at      time.Time
+	segs    []segView // ascending seq ranges
+	total   int       // documents in segments, deleted included (BM25 N)
+	live    int
+	sumLen  [numFields]uint64
+}
+
+func (ix *Index) versionString(v uint64) string {
+	return ix.man.Epoch + "." + strconv.FormatUint(v, 10)
+}
+
+// publish installs a new current snapshot. Caller holds wmu (or is Open).
+func (ix *Index) publish(segs []segView, version uint64) *snapshot {
+	s := &snapshot{version: version, str: ix.versionString(version), at: time.Now(), segs: segs}
+	for _, v := range segs {
+		s.total += v.seg.n
+		s.live += v.seg.n - v.ndel
+		for f := range s.sumLen {
+			s.sumLen[f] += v.seg.sumLen[f]
+		}
+	}
+	ix.cur.Store(s)
+	ix.rmu.Lock()
+	ix.retained = append(ix.retained, s)
+	ix.trimRetainedLocked()
+	ix.rmu.Unlock()
+	return s
+}
+
+func (ix *Index) trimRetainedLocked() {
+	now := time.Now()
+	drop := 0
+	for drop < len(ix.retained)-1 {
+		old := ix.retained[drop]
+		if len(ix.retained)-drop-1 > ix.opts.RetainVersions || now.Sub(old.at) > ix.opts.RetainFor {
+			drop++
+			continue
+		}
+		break
+	}
+	if drop > 0 {
+		clear(ix.retained[:drop])
+		ix.retained = ix.retained[drop:]
+	}
+}
+
+// oldestRetained returns the oldest version a searcher may still pin.
+func (ix *Index) oldestRetained() uint64 {
+	ix.rmu.Lock()
+	defer ix.rmu.Unlock()
+	ix.trimRetainedLocked()
+	return ix.retained[0].version
+}
+
+// snapshotFor resolves a version string ("" = current).
+func (ix *Index) snapshotFor(version string) (*snapshot, error) {
+	if version == "" {
+		return ix.cur.Load(), nil
+	}
+	epoch, num, ok := strings.Cut(version, ".")
+	v, err := strconv.ParseUint(num, 10, 64)
+	if !ok || err != nil || epoch == "" {
+		return nil, fmt.Errorf("%w: %q", ErrBadVersion, version)
+	}
+	if epoch != ix.man.Epoch {
+		return nil, fmt.Errorf("%w: %q belongs to another index", ErrSnapshotGone, version)
+	}
+	ix.rmu.Lock()
+	defer ix.rmu.Unlock()
+	ix.trimRetainedLocked()
+	i := sort.Search(len(ix.retained), func(i int) bool { return ix.retained[i].version >= v })
+	if i < len(ix.retained) && ix.retained[i].version == v {
+		return ix.retained[i], nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrSnapshotGone, version)
+}
+
+// Version returns the current version string.
+func (ix *Index) Version() string { return ix.cur.Load().str }
+
+var errNoChange = errors.New("no change")
+
+// Add indexes docs and returns their ids in input order. A document with an
+// id replaces the live document with that id (upsert); re-adding an
+// identical document changes nothing. Documents without an id get a fresh
+// one. Chunk documents (Chunk set) added together replace the previous
+// chunks of their parent that are not in the batch. Add returns after the
+// change is durable and visible to the next Search.
+func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
+	for i := range docs {
+		if err := validateDoc(&docs[i]); err != nil {
+			return nil, err
+		}
+	}
+	inputs, err := prepareAll(ctx, ix.an, ix.opts.Fields, docs)
+	if err != nil {
+		return nil, err
+	}
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if ix.closed.Load() {
+		return nil, ErrClosed
+	}
+	m := ix.man
+	ver := m.Version + 1
+	ids := make([]string, len(docs))
+	var added []*docInput
+	var kills []uint64
+	oldest := ix.oldestRetained()
+	err = ix.st.Update(ctx, func(tx *store.Tx) error {
+		added, kills = added[:0], kills[:0]
+		m = ix.man
+		inBatch := map[string]bool{}
+		parents := map[string]bool{}
+		for i := range docs {
+			d := docs[i]
+			if d.ID == "" {
+				d.ID = "_" + m.Epoch + "-" + strconv.FormatUint(m.NextSeq, 36)
+			}
+			ids[i] = d.ID
+			inBatch[d.ID] = true
+			if d.Chunk != nil && d.Chunk.DocID != "" {
+				parents[d.Chunk.DocID] = true
+			}
+			enc, err := store.EncodeDoc(&d)
+			if err != nil {
+				return err
+			}
+			if old, ok := tx.LookupID(d.ID); ok {
+				if oldEnc, _ := tx.DocBytes(old); bytes.Equal(oldEnc, enc) {
+					continue
+				}
+				if err := tx.Kill(d.ID, old, ver, true); err != nil {
+					return err
+				}
+				kills = append(kills, old)
+			}
+			seq := m.NextSeq
+			m.NextSeq++
+			if err := tx.PutDoc(seq, ver, &d, enc); err != nil {
+				return err
+			}
+			in := inputs[i]
+			in.seq, in.id = seq, d.ID
+			added = append(added, in)
+		}
+		for p := range parents {
+			for _, c := range tx.Children(p) {
+				if inBatch[c] {
+					continue
+				}
+				if seq, ok := tx.LookupID(c); ok {
+					if err := tx.Kill(c, seq, ver, false); err != nil {
+						return err
+					}
+					kills = append(kills, seq)
+				}
+			}
+		}
+		if len(added) == 0 && len(kills) == 0 {
+			return errNoChange
+		}
+		m.Version = ver
+		if _, err := tx.PurgeDead(oldest); err != nil {
+			return err
+		}
+		return tx.PutManifest(m)
+	})
+	if errors.Is(err, errNoChange) {
+		return ids, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("index: add: %w", err)
+	}
+	ix.man = m
+	segs := slices.Clone(ix.cur.Load().segs)
+	if len(added) > 0 {
+		b := newSegBuilder()
+		for _, in := range added {
+			b.add(in)
+		}
+		seg, err := openSegment("", b.encode())
+		if err != nil {
+			// Committed but not publishable: the store replays it on restart.
+			return nil, fmt.Errorf("index: add: %w", err)
+		}
+		segs = append(segs, segView{seg: seg})
+	}
+	applyKills(segs, kills)
+	ix.publish(segs, ver)
+	ix.maybeKick(segs)
+	return ids, nil
+}
+
+// Delete removes the documents with the given ids (and, for a chunked
+// document's id, all its chunks). It returns how many ids named something
+// live; deleting absent ids is not an error.
+func (ix *Index) Delete(ctx context.Context, ids []string) (int, error) {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if ix.closed.Load() {
+		return 0, ErrClosed
+	}
+	m := ix.man
+	ver := m.Version + 1
+	var kills []uint64
+	deleted := 0
+	oldest := ix.oldestRetained()
+	err := ix.st.Update(ctx, func(tx *store.Tx) error {
+		kills, deleted = kills[:0], 0
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			hit := false
+			if seq, ok := tx.LookupID(id); ok {
+				if err := tx.Kill(id, seq, ver, false); err != nil {
+					return err
+				}
+				kills = append(kills, seq)
+				hit = true
+			}
+			for _, c := range tx.Children(id) {
+				if seq, ok := tx.LookupID(c); ok {
+					if err := tx.Kill(c, seq, ver, false); err != nil {
+						return err
+					}
+					kills = append(kills, seq)
+					hit = true
+				}
+			}
+			if hit {
+				deleted++
+			}
+		}
+		if len(kills) == 0 {
+			return errNoChange
+		}
+		m.Version = ver
+		if _, err := tx.PurgeDead(oldest); err != nil {
+			return err
+		}
+		return tx.PutManifest(m)
+	})
+	if errors.Is(err, errNoChange) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("index: delete: %w", err)
+	}
+	ix.man = m
+	segs := slices.Clone(ix.cur.Load().segs)
+	applyKills(segs, kills)
+	ix.publish(segs, ver)
+	return deleted, nil
+}
+
+// applyKills marks the documents numbered kills deleted in segs, copying
+// each touched deletion set (segs is a fresh slice; the views are shared).
+func applyKills(segs []segView, kills []uint64) {
+	cloned := map[int]bool{}
+	for _, seq := range kills {
+		i := sort.Search(len(segs), func(i int) bool { return segs[i].seg.maxSeq >= seq })
+		if i == len(segs) {
+			continue
+		}
+		local, ok := segs[i].seg.findSeq(seq)
+		if !ok {
+			continue
+		}
+		v := &segs[i]
+		if !cloned[i] {
+			if v.del == nil {
+				v.del = NewBitset(v.seg.n)
+			} else {
+				v.del = v.del.Clone()
+			}
+			cloned[i] = true
+		}
+		if !v.del.Has(local) {
+			v.del.Set(local)
+			v.ndel++
+		}
+	}
+}
+
+// Stats describes the current state.
+type Stats struct {
+	Version          string
+	Docs             int   // live documents
+	Deleted          int   // deleted documents still occupying segments
+	Segments         int   // all segments
+	MemSegments      int   // segments not yet flushed to disk
+	SegmentBytes     int64 // bytes of segment images
+	Terms            int   // sum of per-segment dictionary sizes
+	RetainedVersions int
+}
+
+// Stats returns statistics of the current snapshot.
+func (ix *Index) Stats() Stats {
+	s := ix.cur.Load()
+	st := Stats{Version: s.str, Docs: s.live, Segments: len(s.segs)}
+	for _, v := range s.segs {
+		st.Deleted += v.ndel
+		st.SegmentBytes += int64(len(v.seg.data))
+		st.Terms += v.seg.nTerms
+		if v.seg.name == "" {
+			st.MemSegments++
+		}
+	}
+	ix.rmu.Lock()
+	st.RetainedVersions = len(ix.retained)
+	ix.rmu.Unlock()
+	return st
+}
+
+// Get returns the live stored document with id, or nil.
+func (ix *Index) Get(ctx context.Context, id string) (*Document, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var d *Document
+	err := ix.st.View(func(tx *store.ReadTx) error {
+		seq, ok := tx.LookupID(id)
+		if !ok {
+			return nil
+		}
+		var err error
+		d, err = tx.Doc(seq)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index: get: %w", err)
+	}
+	return d, nil
+}
+
+// Close flushes buffered documents to a segment, stops background work
+// and closes the store.
+func (ix *Index) Close() error {
+	if ix.closed.Swap(true) {
+		return nil
+	}
+	if !ix.opts.NoBackground {
+		close(ix.stop)
+	}
+	<-ix.bgDone
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ferr := ix.flush(ctx, true)
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if err := ix.st.Close(); err != nil {
+		return fmt.Errorf("index: close: %w", err)
+	}
+	if ferr != nil {
+		return fmt.Errorf("index: close: flush: %w", ferr)
+	}
+	return nil
+}

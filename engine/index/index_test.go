@@ -1,0 +1,550 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rcpgo/rcpgo/engine/analysis"
+)
+
+func openTest(t testing.TB, dir string, opts Options) *Index {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	ix, err := Open(context.Background(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+func mustAdd(t testing.TB, ix *Index, docs ...Document) []string {
+	t.Helper()
+	ids, err := ix.Add(context.Background(), docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func search(t testing.TB, ix *Index, q Query) *Result {
+	t.Helper()
+	res, err := ix.Search(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func hitIDs(r *Result) []string {
+	out := make([]string, len(r.Hits))
+	for i, h := range r.Hits {
+		out[i] = h.ID
+	}
+	return out
+}
+
+func TestAddSearch(t *testing.T) {
+	ix := openTest(t, "", Options{NoBackground: true})
+	ids := mustAdd(t, ix,
+		Document{ID: "b", Title: "Supersonic flow", Text: "shock waves in supersonic flow over wings"},
+		Document{ID: "a", Title: "Heat transfer", Text: "heat transfer in laminar boundary layers"},
+		Document{ID: "c", Text: "the boundary layer of a flat plate"},
+		Document{Text: "no id given: the engine mints one"},
+	)
+	if ids[0] != "b" || ids[1] != "a" || ids[2] != "c" || ids[3] == "" {
+		t.Fatalf("ids = %q", ids)
+	}
+	res := search(t, ix, Query{Text: "boundary layer", K: 10, Highlight: true})
+	if got := hitIDs(res); !slices.Equal(got, []string{"c", "a"}) {
+		t.Fatalf("hits %q", got)
+	}
+	if res.Hits[0].Doc == nil || res.Hits[0].Doc.Text != "the boundary layer of a flat plate" {
+		t.Fatalf("stored doc %+v", res.Hits[0].Doc)
+	}
+	for _, m := range res.Hits[0].Matches {
+		if got := strings.ToLower(res.Hits[0].Doc.Text[m.Start:m.End]); !strings.HasPrefix(got, m.Term[:4]) {
+			t.Fatalf("match %+v covers %q", m, got)
+		}
+	}
+	if len(res.Hits[0].Matches) != 2 || res.Version != ix.Version() {
+		t.Fatalf("matches %+v version %s/%s", res.Hits[0].Matches, res.Version, ix.Version())
+	}
+	if got := hitIDs(search(t, ix, Query{Text: "minted"})); len(got) != 1 || got[0] != ids[3] {
+		t.Fatalf("minted id search %q", got)
+	}
+	if r := search(t, ix, Query{Text: "the of a"}); len(r.Hits) != 0 {
+		t.Fatalf("stop-word query matched %q", hitIDs(r))
+	}
+	if st := ix.Stats(); st.Docs != 4 || st.Segments != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestTiesBrokenByID(t *testing.T) {
+	ix := openTest(t, "", Options{NoBackground: true})
+	for _, id := range []string{"m", "z", "a", "k"} {
+		mustAdd(t, ix, Document{ID: id, Text: "identical text about turbulence"})
+	}
+	mustAdd(t, ix, Document{ID: "0", Text: "other"})
+	for k := 1; k <= 4; k++ {
+		got := hitIDs(search(t, ix, Query{Text: "turbulence", K: k}))
+		if want := []string{"a", "k", "m", "z"}[:k]; !slices.Equal(got, want) {
+			t.Fatalf("k=%d: %q, want %q", k, got, want)
+		}
+	}
+}
+
+func TestUpsertAndIdempotentAdd(t *testing.T) {
+	ctx := context.Background()
+	ix := openTest(t, "", Options{NoBackground: true})
+	d := Document{ID: "x", Title: "Wing", Text: "flutter of a swept wing", Meta: map[string]any{"year": 1962, "tags": []any{"a", "b"}}}
+	mustAdd(t, ix, d)
+	v1 := ix.Version()
+	mustAdd(t, ix, d) // identical: observationally a no-op
+	if ix.Version() != v1 || ix.Stats().Docs != 1 || ix.Stats().Segments != 1 {
+		t.Fatalf("identical re-add changed state: %s→%s %+v", v1, ix.Version(), ix.Stats())
+	}
+	d.Text = "buckling of a cylindrical shell"
+	mustAdd(t, ix, d)
+	if ix.Version() == v1 || ix.Stats().Docs != 1 {
+		t.Fatalf("upsert: %+v", ix.Stats())
+	}
+	if r := search(t, ix, Query{Text: "flutter"}); len(r.Hits) != 0 {
+		t.Fatalf("old version still found: %q", hitIDs(r))
+	}
+	if r := search(t, ix, Query{Text: "buckling"}); !slices.Equal(hitIDs(r), []string{"x"}) {
+		t.Fatalf("new version not found: %q", hitIDs(r))
+	}
+	got, err := ix.Get(ctx, "x")
+	if err != nil || got == nil || got.Text != d.Text {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	// Duplicate ids inside one batch: the last wins.
+	mustAdd(t, ix, Document{ID: "y", Text: "first"}, Document{ID: "y", Text: "second"})
+	if r := search(t, ix, Query{Text: "first"}); len(r.Hits) != 0 {
+		t.Fatalf("in-batch duplicate kept: %q", hitIDs(r))
+	}
+	if r := search(t, ix, Query{Text: "second"}); len(r.Hits) != 1 {
+		t.Fatalf("in-batch last copy missing")
+	}
+}
+
+func TestDelete(t *testing.T) {
+	ctx := context.Background()
+	ix := openTest(t, "", Options{NoBackground: true})
+	mustAdd(t, ix, Document{ID: "a", Text: "alpha"}, Document{ID: "b", Text: "alpha beta"})
+	tests := []struct {
+		ids  []string
+		want int
+	}{
+		{[]string{"a", "missing"}, 1},
+		{[]string{"a"}, 0},
+		{[]string{"b", "b"}, 1},
+		{nil, 0},
+	}
+	for _, tt := range tests {
+		n, err := ix.Delete(ctx, tt.ids)
+		if err != nil || n != tt.want {
+			t.Fatalf("Delete(%q) = %d, %v; want %d", tt.ids, n, err, tt.want)
+		}
+	}
+	if r := search(t, ix, Query{Text: "alpha"}); len(r.Hits) != 0 {
+		t.Fatalf("deleted docs found: %q", hitIDs(r))
+	}
+	if st := ix.Stats(); st.Docs != 0 {
+		t.Fatalf("stats after delete %+v", st)
+	}
+}
+
+func TestChunks(t *testing.T) {
+	ctx := context.Background()
+	ix := openTest(t, "", Options{NoBackground: true})
+	chunk := func(parent string, i int, text string) Document {
+		return Document{ID: fmt.Sprintf("%s#%d", parent, i), Text: text, Chunk: &ChunkRef{DocID: parent, Index: i, Start: 10 * i, End: 10*i + len(text)}}
+	}
+	mustAdd(t, ix, chunk("P", 0, "rotor blades"), chunk("P", 1, "helicopter rotor noise"), chunk("P", 2, "rotor wake"), chunk("Q", 0, "rotor hub"))
+	r := search(t, ix, Query{Text: "rotor", K: 10, Filter: Eq(ParentField, "P")})
+	if len(r.Hits) != 3 || r.Hits[0].Doc.Chunk == nil || r.Hits[0].Doc.Chunk.DocID != "P" {
+		t.Fatalf("chunk filter: %q", hitIDs(r))
+	}
+	// Re-chunking P into two chunks drops the stale third one.
+	mustAdd(t, ix, chunk("P", 0, "rotor blades"), chunk("P", 1, "helicopter rotor noise and vibration"))
+	if got := hitIDs(search(t, ix, Query{Text: "wake"})); len(got) != 0 {
+		t.Fatalf("stale chunk still found: %q", got)
+	}
+	if n, err := ix.Delete(ctx, []string{"P"}); err != nil || n != 1 {
+		t.Fatalf("Delete(P) = %d, %v", n, err)
+	}
+	if got := hitIDs(search(t, ix, Query{Text: "rotor"})); !slices.Equal(got, []string{"Q#0"}) {
+		t.Fatalf("after parent delete: %q", got)
+	}
+}
+
+func TestSnapshots(t *testing.T) {
+	ctx := context.Background()
+	ix := openTest(t, "", Options{NoBackground: true, RetainVersions: 3})
+	mustAdd(t, ix, Document{ID: "a", Text: "laminar flow"})
+	v1 := ix.Version()
+	mustAdd(t, ix, Document{ID: "a", Text: "turbulent flow"}, Document{ID: "b", Text: "laminar jets"})
+	if _, err := ix.Delete(ctx, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.ForceMerge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Pinned: the old state, old stored text included.
+	r := search(t, ix, Query{Text: "laminar", Version: v1})
+	if r.Version != v1 || !slices.Equal(hitIDs(r), []string{"a"}) || r.Hits[0].Doc.Text != "laminar flow" {
+		t.Fatalf("pinned search: %+v", r)
+	}
+	if got := hitIDs(search(t, ix, Query{Text: "laminar"})); len(got) != 0 {
+		t.Fatalf("current search sees old state: %q", got)
+	}
+	for i := 0; i < 4; i++ {
+		mustAdd(t, ix, Document{ID: fmt.Sprint("n", i), Text: "filler"})
+	}
+	if _, err := ix.Search(ctx, Query{Text: "laminar", Version: v1}); !errors.Is(err, ErrSnapshotGone) {
+		t.Fatalf("expired pin: err = %v", err)
+	}
+	for _, bad := range []string{"garbage", "x.y", "."} {
+		if _, err := ix.Search(ctx, Query{Text: "flow", Version: bad}); !errors.Is(err, ErrBadVersion) {
+			t.Fatalf("version %q: err = %v", bad, err)
+		}
+	}
+	if _, err := ix.Search(ctx, Query{Text: "flow", Version: "ffffffff.1"}); !errors.Is(err, ErrSnapshotGone) {
+		t.Fatalf("foreign version: err = %v", err)
+	}
+}
+
+func TestReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ix, err := Open(ctx, dir, Options{NoBackground: true, FlushDocs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		mustAdd(t, ix, Document{ID: fmt.Sprint(i), Text: fmt.Sprintf("document number %d about wings", i), Meta: map[string]any{"n": i}})
+		if i%3 == 2 {
+			if err := ix.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := ix.Delete(ctx, []string{"1", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	before := search(t, ix, Query{Text: "wings", K: 20, Filter: Gte("n", 3)})
+	v := ix.Version()
+	// Simulate a crash: drop the Index without Close (the store lock is
+	// released by closing the bbolt file directly).
+	ix.closed.Store(true)
+	ix.st.Close()
+
+	ix2 := openTest(t, dir, Options{NoBackground: true, MergeFactor: 2})
+	after := search(t, ix2, Query{Text: "wings", K: 20, Filter: Gte("n", 3)})
+	if !slices.Equal(hitIDs(before), hitIDs(after)) {
+		t.Fatalf("after reopen %q, before %q", hitIDs(after), hitIDs(before))
+	}
+	if _, err := ix2.Search(ctx, Query{Text: "wings", Version: v}); !errors.Is(err, ErrSnapshotGone) {
+		t.Fatalf("pre-restart version: %v", err)
+	}
+	if err := ix2.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := ix2.Stats(); st.Docs != 8 || st.Segments > 3 {
+		t.Fatalf("stats after merge %+v", st)
+	}
+	if got := hitIDs(search(t, ix2, Query{Text: "wings", K: 20, Filter: Gte("n", 3)})); !slices.Equal(got, hitIDs(before)) {
+		t.Fatalf("after merge %q", got)
+	}
+	if err := ix2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A different analysis chain is refused.
+	if _, err := Open(ctx, dir, Options{Analyzer: analysis.Must(analysis.Options{Language: "none"})}); !errors.Is(err, ErrAnalyzerMismatch) {
+		t.Fatalf("analyzer mismatch: %v", err)
+	}
+}
+
+func TestCorruptSegmentDetected(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ix, err := Open(ctx, dir, Options{NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, ix, Document{ID: "a", Text: "some text to flush"})
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, segDir, "*"+segExt))
+	if len(files) != 1 {
+		t.Fatalf("segment files %q", files)
+	}
+	data, _ := os.ReadFile(files[0])
+	data[len(data)/2] ^= 0x40
+	os.WriteFile(files[0], data, 0o644)
+	if _, err := Open(ctx, dir, Options{}); !errors.Is(err, ErrCorruptSegment) {
+		t.Fatalf("corrupt segment: err = %v", err)
+	}
+}
+
+func TestFilters(t *testing.T) {
+	ctx := context.Background()
+	ix := openTest(t, "", Options{NoBackground: true, Fields: map[string]FieldType{"published": FieldDate, "code": FieldKeyword}})
+	docs := []Document{
+		{ID: "1", Text: "jet engine", Meta: map[string]any{"lang": "en", "year": 1999, "open": true, "tags": []any{"aero", "engine"}, "published": "2020-01-02T00:00:00Z", "code": 7, "author": map[string]any{"name": "Ada"}}},
+		{ID: "2", Text: "jet noise", Meta: map[string]any{"lang": "de", "year": 2005, "open": false, "tags": []any{"acoustics"}, "published": "2023-06-01T12:00:00Z"}},
+		{ID: "3", Text: "jet stream", Meta: map[string]any{"lang": "en", "year": 2021.5, "summary": "about the atmosphere"}},
+		{ID: "4", Text: "jet fuel"},
+	}
+	mustAdd(t, ix, docs[:2]...)
+	mustAdd(t, ix, docs[2:]...)
+	ms := func(s string) float64 { tm, _ := time.Parse(time.RFC3339, s); return float64(tm.UnixMilli()) }
+	tests := []struct {
+		name string
+		f    Filter
+		want []string
+	}{
+		{"eq keyword", Eq("lang", "en"), []string{"1", "3"}},
+		{"ne via not", Not(Eq("lang", "en")), []string{"2", "4"}},
+		{"in", In("lang", "de", "fr"), []string{"2"}},
+		{"array element", Eq("tags", "engine"), []string{"1"}},
+		{"bool", Eq("open", false), []string{"2"}},
+		{"numeric eq int", Eq("year", 2005), []string{"2"}},
+		{"range", Range("year", 2000, 2021.5, true, false), []string{"2"}},
+		{"gte float", Gte("year", 2021.5), []string{"3"}},
+		{"date", Gt("published", ms("2021-01-01T00:00:00Z")), []string{"2"}},
+		{"date eq time", Eq("published", time.Date(2020, 1, 2, 0, 0, 0, 0, time.UTC)), []string{"1"}},
+		{"declared keyword number", Eq("code", "7"), []string{"1"}},
+		{"nested", Eq("author.name", "Ada"), []string{"1"}},
+		{"exists", Exists("tags"), []string{"1", "2"}},
+		{"not exists", Not(Exists("lang")), []string{"4"}},
+		{"and/or", And(Eq("lang", "en"), Or(Lt("year", 2000), Exists("summary"))), []string{"1", "3"}},
+		{"contains substring", Contains("summary", "atmo"), []string{"3"}},
+		{"docnum", FilterFunc(docNumIs{}), []string{"2", "4"}},
+	}
+	check := func(stage string) {
+		for _, tt := range tests {
+			got := hitIDs(search(t, ix, Query{Text: "jet", K: 10, Filter: tt.f}))
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("%s %s: got %q, want %q", stage, tt.name, got, tt.want)
+			}
+		}
+	}
+	check("memory")
+	if err := ix.ForceMerge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("merged")
+}
+
+type docNumIs struct{}
+
+func (docNumIs) Match(n DocNum) bool { return n%2 == 0 }
+
+// randomCorpus generates a deterministic corpus over a Zipf vocabulary.
+func randomCorpus(seed uint64, n int) []Document {
+	r := rand.New(rand.NewPCG(seed, 1))
+	z := rand.NewZipf(r, 1.1, 2, 5000)
+	word := func() string { return fmt.Sprintf("w%d", z.Uint64()) }
+	docs := make([]Document, n)
+	for i := range docs {
+		var title, body []string
+		for range 1 + r.IntN(6) {
+			title = append(title, word())
+		}
+		for range 5 + r.IntN(120) {
+			body = append(body, word())
+		}
+		docs[i] = Document{ID: fmt.Sprintf("d%06d", i), Title: strings.Join(title, " "), Text: strings.Join(body, " "),
+			Meta: map[string]any{"bucket": fmt.Sprint(i % 7), "n": i}}
+	}
+	return docs
+}
+
+// exhaustive scores every live document of the snapshot without pruning.
+func exhaustive(ix *Index, text string, k int, filt Filter) []cand {
+	snap := ix.cur.Load()
+	var qts []qterm
+	for _, t := range ix.an.Analyze(text) {
+		if i := slices.IndexFunc(qts, func(x qterm) bool { return x.term == t.Term }); i >= 0 {
+			qts[i].qtf++
+		} else {
+			qts = append(qts, qterm{term: t.Term, qtf: 1})
+		}
+	}
+	sc := newScorer(ix.opts.BM25, snap)
+	var all []cand
+	for i := range qts {
+		df := 0
+		for _, v := range snap.segs {
+			if ti, ok := v.seg.lookup(qts[i].term); ok {
+				df += int(ti.df)
+			}
+		}
+		N := float64(snap.total)
+		qts[i].w = float64(qts[i].qtf) * math.Log(1+(N-float64(df)+0.5)/(float64(df)+0.5)) * (sc.k1 + 1)
+	}
+	for _, v := range snap.segs {
+		contrib := make([][]float64, v.seg.n)
+		for i, qt := range qts {
+			ti, ok := v.seg.lookup(qt.term)
+			if !ok {
+				continue
+			}
+			for it := newPostIter(v.seg.postingsBytes(ti), int(ti.df), v.seg.n); it.doc != noDoc; it.next() {
+				if contrib[it.doc] == nil {
+					contrib[it.doc] = make([]float64, len(qts))
+				}
+				contrib[it.doc][i] = sc.score(qt.w, it.tf, v.seg, it.doc)
+			}
+		}
+		var fb *Bitset
+		if filt != nil {
+			fb, _ = filt.Compile(segFields{seg: v.seg})
+		}
+		for d, c := range contrib {
+			if c == nil || v.deleted(uint32(d)) || fb != nil && !fb.Has(uint32(d)) {
+				continue
+			}
+			s := 0.0
+			for _, x := range c {
+				s += x
+			}
+			all = append(all, cand{score: s, id: v.seg.id(uint32(d))})
+		}
+	}
+	slices.SortFunc(all, func(a, b cand) int {
+		if worse(&a, &b) {
+			return 1
+		}
+		if worse(&b, &a) {
+			return -1
+		}
+		return 0
+	})
+	return all[:min(k, len(all))]
+}
+
+func TestPruningMatchesExhaustive(t *testing.T) {
+	ctx := context.Background()
+	ix := openTest(t, "", Options{NoBackground: true, FlushDocs: 700, MergeFactor: 3})
+	docs := randomCorpus(7, 3000)
+	for lo := 0; lo < len(docs); lo += 500 {
+		mustAdd(t, ix, docs[lo:lo+500]...)
+		if lo == 1000 {
+			if err := ix.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var del []string
+	for i := 0; i < len(docs); i += 11 {
+		del = append(del, docs[i].ID)
+	}
+	if _, err := ix.Delete(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 3))
+	z := rand.NewZipf(r, 1.1, 2, 5000)
+	check := func(stage string) {
+		for q := 0; q < 150; q++ {
+			var words []string
+			for range 1 + r.IntN(8) {
+				words = append(words, fmt.Sprintf("w%d", z.Uint64()))
+			}
+			text := strings.Join(words, " ")
+			k := []int{1, 5, 10, 100}[q%4]
+			var filt Filter
+			if q%5 == 0 {
+				filt = Eq("bucket", "3")
+			}
+			got := search(t, ix, Query{Text: text, K: k, Filter: filt, SkipDocs: true})
+			want := exhaustive(ix, text, k, filt)
+			if len(got.Hits) != len(want) {
+				t.Fatalf("%s %q k=%d: %d hits, want %d", stage, text, k, len(got.Hits), len(want))
+			}
+			for i, h := range got.Hits {
+				if h.ID != want[i].id || math.Abs(h.Score-want[i].score) > 1e-9 {
+					t.Fatalf("%s %q k=%d hit %d: %s %.12f, want %s %.12f", stage, text, k, i, h.ID, h.Score, want[i].id, want[i].score)
+				}
+			}
+		}
+	}
+	check("mixed")
+	if err := ix.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("merged")
+}
+
+func TestConcurrentReadersDuringWrites(t *testing.T) {
+	ctx := context.Background()
+	ix := openTest(t, "", Options{FlushDocs: 300, MaxMemSegments: 4, MergeFactor: 3, FlushAfter: 20 * time.Millisecond})
+	docs := randomCorpus(11, 2000)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := ix.Search(ctx, Query{Text: "w2 w3 w17", K: 10})
+				if err != nil {
+					errs <- err
+					return
+				}
+				// A pinned re-query of the served version returns the same hits.
+				res2, err := ix.Search(ctx, Query{Text: "w2 w3 w17", K: 10, Version: res.Version})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !slices.Equal(hitIDs(res), hitIDs(res2)) {
+					errs <- fmt.Errorf("pinned %s differs: %q vs %q", res.Version, hitIDs(res), hitIDs(res2))
+					return
+				}
+			}
+		})
+	}
+	for lo := 0; lo < len(docs); lo += 100 {
+		mustAdd(t, ix, docs[lo:lo+100]...)
+		if _, err := ix.Delete(ctx, []string{docs[lo].ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if st := ix.Stats(); st.Docs != 1980 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+var testAnalyzer = analysis.Default()

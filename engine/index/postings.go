@@ -1,0 +1,185 @@
+package index
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+)
+
+const noDoc = math.MaxUint32
+
+var errBadPostings = errors.New("index: malformed postings")
+
+type skipEntry struct {
+	last   uint32 // last doc of the block
+	start  int    // byte offset of the block in data
+	end    int
+	maxTf  [numFields]uint32
+	minLen [numFields]uint32
+}
+
+// postIter iterates one term's postings in doc order, with block skipping.
+type postIter struct {
+	data  []byte
+	skips []skipEntry
+	df    int
+	blk   int // current block; len(skips) when exhausted
+	pos   int // byte cursor inside the current block
+	left  int // postings left to decode in the current block
+	doc   uint32
+	tf    [numFields]uint32
+	err   error
+}
+
+// newPostIter decodes the skip table of a term's postings and positions the
+// iterator on the first posting. maxDoc bounds valid doc numbers.
+func newPostIter(data []byte, df int, maxDoc int) *postIter {
+	it := &postIter{data: data, df: df}
+	r := byteReader{b: data}
+	nb := r.uvarint()
+	if r.err || nb != uint64((df+blockSize-1)/blockSize) {
+		it.fail()
+		return it
+	}
+	it.skips = make([]skipEntry, nb)
+	last := uint64(0)
+	for i := range it.skips {
+		e := &it.skips[i]
+		delta := r.uvarint()
+		if i > 0 && delta == 0 {
+			r.err = true
+		}
+		last += delta
+		e.end = int(r.uvarint())
+		for f := 0; f < numFields; f++ {
+			e.maxTf[f] = uint32(min(r.uvarint(), math.MaxUint32))
+			e.minLen[f] = uint32(min(r.uvarint(), math.MaxUint32))
+		}
+		if r.err || last >= uint64(maxDoc) {
+			it.fail()
+			return it
+		}
+		e.last = uint32(last)
+	}
+	pos := r.off
+	for i := range it.skips {
+		e := &it.skips[i]
+		if e.end > len(data)-pos {
+			it.fail()
+			return it
+		}
+		e.start, e.end = pos, pos+e.end
+		pos = e.end
+	}
+	if pos != len(data) {
+		it.fail()
+		return it
+	}
+	it.blk = -1
+	it.enterBlock(0)
+	it.next()
+	return it
+}
+
+func (it *postIter) fail() {
+	it.err = errBadPostings
+	it.doc = noDoc
+	it.blk = len(it.skips)
+	it.left = 0
+}
+
+func (it *postIter) enterBlock(b int) {
+	if b >= len(it.skips) {
+		it.blk = len(it.skips)
+		it.left = 0
+		it.doc = noDoc
+		return
+	}
+	it.blk = b
+	it.pos = it.skips[b].start
+	it.left = min(blockSize, it.df-b*blockSize)
+	if b == 0 {
+		it.doc = 0
+	} else {
+		it.doc = it.skips[b-1].last
+	}
+}
+
+// next moves to the next posting (doc = noDoc at the end).
+func (it *postIter) next() {
+	for it.left == 0 {
+		if it.blk >= len(it.skips) || it.err != nil {
+			it.doc = noDoc
+			return
+		}
+		it.enterBlock(it.blk + 1)
+		if it.blk >= len(it.skips) {
+			return
+		}
+	}
+	first := it.left == min(blockSize, it.df-it.blk*blockSize)
+	end := it.skips[it.blk].end
+	v, n := binary.Uvarint(it.data[it.pos:end])
+	if n <= 0 {
+		it.fail()
+		return
+	}
+	it.pos += n
+	delta := v >> 1
+	if delta == 0 && !(first && it.blk == 0) || uint64(it.doc)+delta > uint64(it.skips[it.blk].last) {
+		it.fail()
+		return
+	}
+	it.doc += uint32(delta)
+	if v&1 == 1 {
+		it.tf = [numFields]uint32{FieldTitle: 0, FieldBody: 1}
+	} else {
+		for f := 0; f < numFields; f++ {
+			t, n := binary.Uvarint(it.data[it.pos:end])
+			if n <= 0 || t > math.MaxUint32 {
+				it.fail()
+				return
+			}
+			it.pos += n
+			it.tf[f] = uint32(t)
+		}
+	}
+	it.left--
+	if it.left == 0 && (it.doc != it.skips[it.blk].last || it.pos != end) {
+		it.fail()
+	}
+}
+
+// shallow returns the index of the block that may hold target (the first
+// block whose last doc ≥ target) without decoding, or -1 past the end.
+func (it *postIter) shallow(target uint32) int {
+	b := max(it.blk, 0)
+	for b < len(it.skips) && it.skips[b].last < target {
+		b++
+	}
+	if b >= len(it.skips) {
+		return -1
+	}
+	return b
+}
+
+// advance moves to the first posting with doc ≥ target.
+func (it *postIter) advance(target uint32) {
+	if it.doc >= target {
+		return
+	}
+	b := it.shallow(target)
+	if b < 0 {
+		it.blk = len(it.skips)
+		it.left = 0
+		it.doc = noDoc
+		return
+	}
+	if b != it.blk {
+		it.enterBlock(b)
+		it.next()
+	}
+	for it.doc < target {
+		it.next()
+	}
+}

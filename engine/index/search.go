@@ -1,0 +1,467 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/rcpgo/rcpgo/engine/store"
+)
+
+// BM25 parameterises BM25F scoring over the title and body fields:
+//
+//	tfn   = Σ_f w_f·tf_f / (1 − b_f + b_f·len_f/avglen_f)
+//	score = Σ_terms qtf · idf · tfn·(k1+1) / (k1 + tfn)
+//	idf   = ln(1 + (N − df + 0.5)/(df + 0.5))
+type BM25 struct {
+	K1    float64
+	Title FieldParams
+	Body  FieldParams
+}
+
+// FieldParams weight one field and set its length normalisation.
+type FieldParams struct {
+	Weight float64 // 0 disables matching in the field
+	B      float64
+}
+
+// DefaultBM25 returns the tuned defaults (see the quality tests).
+func DefaultBM25() BM25 {
+	return BM25{K1: 1.2, Title: FieldParams{Weight: 1, B: 0.75}, Body: FieldParams{Weight: 1, B: 0.75}}
+}
+
+// Query is one search request.
+type Query struct {
+	Text    string
+	K       int    // hits wanted (default 10)
+	Filter  Filter // nil: no filter
+	Version string // pin to this snapshot; "" serves the current one
+	// SkipDocs leaves Hit.Doc nil (no stored-document reads).
+	SkipDocs bool
+	// Highlight fills Hit.Matches with the offsets of matched terms.
+	Highlight bool
+}
+
+// Hit is one ranked result.
+type Hit struct {
+	ID      string
+	DocNum  DocNum
+	Score   float64
+	Doc     *Document // stored document, unless Query.SkipDocs
+	Matches []Match   // when Query.Highlight
+}
+
+// Match is one occurrence of a query term in a hit, as byte offsets into
+// the stored field.
+type Match struct {
+	Field    string // "title" or "text"
+	Term     string // analysed term
+	Position int
+	Start    int
+	End      int
+}
+
+// Result is the answer to a Query.
+type Result struct {
+	Hits    []Hit
+	Version string   // the snapshot served
+	Terms   []string // the analysed query terms
+}
+
+type qterm struct {
+	term string
+	qtf  int
+	w    float64 // qtf·idf·(k1+1)
+}
+
+// Search runs q against the current snapshot or the pinned q.Version.
+// Hits are ordered by descending score, ties by ascending id.
+func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
+	if ix.closed.Load() {
+		return nil, ErrClosed
+	}
+	snap, err := ix.snapshotFor(q.Version)
+	if err != nil {
+		return nil, err
+	}
+	k := q.K
+	if k <= 0 {
+		k = 10
+	}
+	res := &Result{Version: snap.str}
+	var qts []qterm
+	for _, t := range ix.an.Analyze(q.Text) {
+		i := slices.IndexFunc(qts, func(x qterm) bool { return x.term == t.Term })
+		if i < 0 {
+			qts = append(qts, qterm{term: t.Term, qtf: 1})
+			res.Terms = append(res.Terms, t.Term)
+		} else {
+			qts[i].qtf++
+		}
+	}
+	if len(qts) == 0 || snap.total == 0 {
+		return res, nil
+	}
+
+	p := ix.opts.BM25
+	sc := newScorer(p, snap)
+	// Per-segment dictionary lookups, and global document frequencies.
+	infos := make([][]termInfo, len(snap.segs))
+	found := make([][]bool, len(snap.segs))
+	dfs := make([]int, len(qts))
+	for s, v := range snap.segs {
+		infos[s] = make([]termInfo, len(qts))
+		found[s] = make([]bool, len(qts))
+		for i, qt := range qts {
+			if ti, ok := v.seg.lookup(qt.term); ok {
+				infos[s][i], found[s][i] = ti, true
+				dfs[i] += int(ti.df)
+			}
+		}
+	}
+	N := float64(snap.total)
+	for i := range qts {
+		df := float64(dfs[i])
+		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
+		qts[i].w = float64(qts[i].qtf) * idf * (p.K1 + 1)
+	}
+
+	var rtx *store.ReadTx
+	defer func() {
+		if rtx != nil {
+			rtx.Close()
+		}
+	}()
+	load := func(seq uint64) (*Document, error) {
+		if rtx == nil {
+			var err error
+			if rtx, err = ix.st.BeginRead(); err != nil {
+				return nil, err
+			}
+		}
+		return rtx.Doc(seq)
+	}
+
+	top := &topK{k: k}
+	order := make([]int, len(snap.segs))
+	for i := range order {
+		order[i] = i
+	}
+	// Big segments first: they raise the threshold fastest.
+	slices.SortStableFunc(order, func(a, b int) int { return snap.segs[b].seg.n - snap.segs[a].seg.n })
+	for _, s := range order {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		v := snap.segs[s]
+		var ts []*termScorer
+		for i := range qts {
+			if !found[s][i] {
+				continue
+			}
+			ti := infos[s][i]
+			it := newPostIter(v.seg.postingsBytes(ti), int(ti.df), v.seg.n)
+			if it.err != nil {
+				return nil, fmt.Errorf("%w %s: term %q", ErrCorruptSegment, v.seg.name, qts[i].term)
+			}
+			ts = append(ts, &termScorer{it: it, idx: i, w: qts[i].w, ub: sc.bound(qts[i].w, ti.maxTf, ti.minLen)})
+		}
+		if len(ts) == 0 {
+			continue
+		}
+		var filt *Bitset
+		if q.Filter != nil {
+			filt, err = q.Filter.Compile(segFields{seg: v.seg, load: load})
+			if err != nil {
+				return nil, fmt.Errorf("index: filter: %w", err)
+			}
+		}
+		if err := sc.run(ctx, v, filt, ts, len(qts), top); err != nil {
+			return nil, err
+		}
+	}
+
+	cands := top.sorted()
+	res.Hits = make([]Hit, len(cands))
+	qset := map[string]bool{}
+	for _, qt := range qts {
+		qset[qt.term] = true
+	}
+	for i, c := range cands {
+		h := Hit{ID: c.id, DocNum: DocNum(c.seg.seq(c.local)), Score: c.score}
+		if !q.SkipDocs || q.Highlight {
+			d, err := load(uint64(h.DocNum))
+			if err != nil {
+				return nil, fmt.Errorf("index: load hit: %w", err)
+			}
+			if d == nil {
+				return nil, fmt.Errorf("%w: %s (documents purged)", ErrSnapshotGone, snap.str)
+			}
+			if q.Highlight {
+				h.Matches = ix.highlight(d, qset)
+			}
+			if !q.SkipDocs {
+				h.Doc = d
+			}
+		}
+		res.Hits[i] = h
+	}
+	return res, nil
+}
+
+func (ix *Index) highlight(d *Document, qset map[string]bool) []Match {
+	var out []Match
+	for _, f := range [...]struct{ name, text string }{{"title", d.Title}, {"text", d.Text}} {
+		for _, t := range ix.an.Analyze(f.text) {
+			if qset[t.Term] {
+				out = append(out, Match{Field: f.name, Term: t.Term, Position: t.Position, Start: t.Start, End: t.End})
+			}
+		}
+	}
+	return out
+}
+
+type termScorer struct {
+	it  *postIter
+	idx int     // query term index
+	w   float64 // qtf·idf·(k1+1)
+	ub  float64 // score bound within the segment
+}
+
+// scorer holds the per-snapshot BM25F constants.
+type scorer struct {
+	k1     float64
+	weight [numFields]float64
+	c0, c1 [numFields]float64 // norm = c0 + c1·len
+}
+
+func newScorer(p BM25, snap *snapshot) *scorer {
+	s := &scorer{k1: p.K1}
+	for f, fp := range [numFields]FieldParams{FieldTitle: p.Title, FieldBody: p.Body} {
+		s.weight[f] = fp.Weight
+		s.c0[f] = 1 - fp.B
+		if snap.sumLen[f] > 0 {
+			s.c1[f] = fp.B * float64(snap.total) / float64(snap.sumLen[f])
+		}
+	}
+	return s
+}
+
+func (s *scorer) score(w float64, tf [numFields]uint32, seg *segment, doc uint32) float64 {
+	tfn := 0.0
+	for f := 0; f < numFields; f++ {
+		if tf[f] > 0 && s.weight[f] > 0 {
+			tfn += s.weight[f] * float64(tf[f]) / (s.c0[f] + s.c1[f]*float64(seg.fieldLen(doc, f)))
+		}
+	}
+	return w * tfn / (s.k1 + tfn)
+}
+
+// bound is the largest score a posting with at most maxTf and at least
+// minLen per field can get.
+func (s *scorer) bound(w float64, maxTf, minLen [numFields]uint32) float64 {
+	tfn := 0.0
+	for f := 0; f < numFields; f++ {
+		if maxTf[f] > 0 && s.weight[f] > 0 {
+			tfn += s.weight[f] * float64(maxTf[f]) / (s.c0[f] + s.c1[f]*float64(minLen[f]))
+		}
+	}
+	return w * tfn / (s.k1 + tfn)
+}
+
+// run scores one segment into top with MaxScore dynamic pruning: terms
+// sorted by score bound; those whose bounds together cannot reach the
+// current threshold are "non-essential" and only probed (after a block-max
+// check) for documents found through the essential ones.
+func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, ts []*termScorer, nq int, top *topK) error {
+	slices.SortStableFunc(ts, func(a, b *termScorer) int {
+		switch {
+		case a.ub < b.ub:
+			return -1
+		case a.ub > b.ub:
+			return 1
+		}
+		return a.idx - b.idx
+	})
+	n := len(ts)
+	prefix := make([]float64, n)
+	acc := 0.0
+	for i, t := range ts {
+		acc += t.ub
+		prefix[i] = acc * (1 + 1e-12)
+	}
+	contrib := make([]float64, nq)
+	seg := v.seg
+	theta := top.threshold()
+	below := func(x float64) bool { return x < theta-1e-9*math.Max(1, math.Abs(theta)) }
+	fe := 0
+	for fe < n && below(prefix[fe]) {
+		fe++
+	}
+	for iter := 1; fe < n; iter++ {
+		if iter&4095 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		doc := uint32(noDoc)
+		for i := fe; i < n; i++ {
+			doc = min(doc, ts[i].it.doc)
+		}
+		if doc == noDoc {
+			break
+		}
+		if v.deleted(doc) || filt != nil && !filt.Has(doc) {
+			for i := fe; i < n; i++ {
+				if ts[i].it.doc == doc {
+					ts[i].it.next()
+				}
+			}
+			continue
+		}
+		partial := 0.0
+		for i := fe; i < n; i++ {
+			it := ts[i].it
+			if it.doc == doc {
+				c := s.score(ts[i].w, it.tf, seg, doc)
+				contrib[ts[i].idx] = c
+				partial += c
+				it.next()
+			}
+		}
+		pruned := false
+		for i := fe - 1; i >= 0; i-- {
+			rest := 0.0
+			if i > 0 {
+				rest = prefix[i-1]
+			}
+			if below(partial + prefix[i]) {
+				pruned = true
+				break
+			}
+			it := ts[i].it
+			if it.doc < doc {
+				b := it.shallow(doc)
+				if b < 0 {
+					it.advance(doc)
+					continue
+				}
+				e := &it.skips[b]
+				if below(partial + s.bound(ts[i].w, e.maxTf, e.minLen)*(1+1e-12) + rest) {
+					pruned = true
+					break
+				}
+				it.advance(doc)
+			}
+			if it.doc == doc {
+				c := s.score(ts[i].w, it.tf, seg, doc)
+				contrib[ts[i].idx] = c
+				partial += c
+			}
+		}
+		if !pruned {
+			score := 0.0
+			for _, c := range contrib { // canonical order: query term order
+				score += c
+			}
+			if top.offer(score, seg, doc) {
+				theta = top.threshold()
+				for fe < n && below(prefix[fe]) {
+					fe++
+				}
+			}
+		}
+		clear(contrib)
+	}
+	for _, t := range ts {
+		if t.it.err != nil {
+			return fmt.Errorf("%w %s: %v", ErrCorruptSegment, seg.name, t.it.err)
+		}
+	}
+	return nil
+}
+
+type cand struct {
+	score float64
+	id    string
+	seg   *segment
+	local uint32
+}
+
+// worse orders candidates: lower score, then larger id, is worse.
+func worse(a, b *cand) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.id > b.id
+}
+
+// topK is a bounded min-heap of the best candidates (root = worst).
+type topK struct {
+	k int
+	h []cand
+}
+
+func (t *topK) threshold() float64 {
+	if len(t.h) < t.k {
+		return math.Inf(-1)
+	}
+	return t.h[0].score
+}
+
+// offer adds a candidate if it beats the current worst; it reports whether
+// the heap changed.
+func (t *topK) offer(score float64, seg *segment, doc uint32) bool {
+	if len(t.h) < t.k {
+		t.h = append(t.h, cand{score: score, id: seg.id(doc), seg: seg, local: doc})
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !worse(&t.h[i], &t.h[p]) {
+				break
+			}
+			t.h[i], t.h[p] = t.h[p], t.h[i]
+			i = p
+		}
+		return true
+	}
+	if score < t.h[0].score {
+		return false
+	}
+	c := cand{score: score, seg: seg, local: doc}
+	c.id = seg.id(doc)
+	if !worse(&t.h[0], &c) {
+		return false
+	}
+	t.h[0] = c
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(t.h) && worse(&t.h[l], &t.h[m]) {
+			m = l
+		}
+		if r < len(t.h) && worse(&t.h[r], &t.h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		t.h[i], t.h[m] = t.h[m], t.h[i]
+		i = m
+	}
+	return true
+}
+
+// sorted returns the candidates best first.
+func (t *topK) sorted() []cand {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, func(a, b cand) int {
+		if worse(&a, &b) {
+			return 1
+		}
+		if worse(&b, &a) {
+			return -1
+		}
+		return 0
+	})
+	return out
+}

@@ -1,0 +1,693 @@
+package index
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Segment file format, version 1 (all integers little-endian):
+//
+//	header   "RCPSEG01" | u32 format version | u32 number of text fields
+//	sections (see sec* constants), each a byte range of the file
+//	footer   nsec × (u64 offset, u64 length) | u32 nsec | u32 CRC-32C of every
+//	         byte before the CRC | "RCPSEGND"
+//
+// Postings of one term: uvarint block count, then per block a skip entry
+// (uvarint last-doc delta, uvarint byte length, per field uvarint max tf and
+// uvarint min field length), then the blocks. A block holds up to 128
+// postings: uvarint (doc delta << 1 | common) where common means tf = 0 in
+// the title and 1 in the body; otherwise a uvarint tf per field follows.
+const (
+	segMagic      = "RCPSEG01"
+	segEndMagic   = "RCPSEGND"
+	segFormat     = 1
+	headerSize    = 16
+	blockSize     = 128
+	termInfoSize  = 32
+	kwInfoSize    = 16
+	footerTailLen = 4 + 4 + 8
+)
+
+// Field numbers of the text fields.
+const (
+	FieldTitle = 0
+	FieldBody  = 1
+	numFields  = 2
+)
+
+const (
+	secInfo = iota
+	secSeqs
+	secLens
+	secIDOff
+	secIDBlob
+	secTermOff
+	secTermBlob
+	secTermInfo
+	secPost
+	secKwOff
+	secKwBlob
+	secKwInfo
+	secKwPost
+	secNum
+	numSections
+)
+
+// ErrCorruptSegment reports a segment that fails validation.
+var ErrCorruptSegment = errors.New("index: corrupt segment")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// docInput is one analysed document ready to be written to a segment.
+type docInput struct {
+	seq   uint64
+	id    string
+	lens  [numFields]uint32
+	terms []termFreq // sorted by term
+	kw    []string   // keyword keys (field\x00value, \x01field for exists), deduplicated
+	nums  []numValue
+}
+
+type termFreq struct {
+	term string
+	tf   [numFields]uint32
+}
+
+type numValue struct {
+	field string
+	v     float64
+}
+
+// segBuilder accumulates documents (in ascending seq order) for one segment.
+type segBuilder struct {
+	seqs  []uint64
+	ids   []string
+	lens  []uint32 // numFields per doc
+	terms map[string]*postAcc
+	kw    map[string][]uint32
+	nums  map[string]*numCol
+}
+
+type postAcc struct {
+	docs []uint32
+	tfs  []uint32 // numFields per doc
+}
+
+type numCol struct {
+	docs []uint32
+	vals []float64
+}
+
+func newSegBuilder() *segBuilder {
+	return &segBuilder{terms: map[string]*postAcc{}, kw: map[string][]uint32{}, nums: map[string]*numCol{}}
+}
+
+func (b *segBuilder) len() int { return len(b.seqs) }
+
+func (b *segBuilder) add(d *docInput) {
+	doc := uint32(len(b.seqs))
+	b.seqs = append(b.seqs, d.seq)
+	b.ids = append(b.ids, d.id)
+	b.lens = append(b.lens, d.lens[:]...)
+	for _, t := range d.terms {
+		p := b.terms[t.term]
+		if p == nil {
+			p = &postAcc{}
+			b.terms[t.term] = p
+		}
+		p.docs = append(p.docs, doc)
+		p.tfs = append(p.tfs, t.tf[:]...)
+	}
+	for _, k := range d.kw {
+		b.kw[k] = append(b.kw[k], doc)
+	}
+	for _, nv := range d.nums {
+		c := b.nums[nv.field]
+		if c == nil {
+			c = &numCol{}
+			b.nums[nv.field] = c
+		}
+		c.docs = append(c.docs, doc)
+		c.vals = append(c.vals, nv.v)
+	}
+}
+
+// encode writes the segment file image.
+func (b *segBuilder) encode() []byte {
+	n := len(b.seqs)
+	var secs [numSections][]byte
+
+	var sumLen [numFields]uint64
+	for i, l := range b.lens {
+		sumLen[i%numFields] += uint64(l)
+	}
+	info := binary.AppendUvarint(nil, uint64(n))
+	if n > 0 {
+		info = binary.AppendUvarint(info, b.seqs[0])
+		info = binary.AppendUvarint(info, b.seqs[n-1])
+	} else {
+		info = binary.AppendUvarint(info, 0)
+		info = binary.AppendUvarint(info, 0)
+	}
+	for _, s := range sumLen {
+		info = binary.AppendUvarint(info, s)
+	}
+	secs[secInfo] = info
+
+	seqs := make([]byte, 8*n)
+	for i, s := range b.seqs {
+		binary.LittleEndian.PutUint64(seqs[8*i:], s)
+	}
+	secs[secSeqs] = seqs
+	lens := make([]byte, 4*len(b.lens))
+	for i, l := range b.lens {
+		binary.LittleEndian.PutUint32(lens[4*i:], l)
+	}
+	secs[secLens] = lens
+	secs[secIDOff], secs[secIDBlob] = encodeStrings(b.ids)
+
+	// Terms.
+	terms := make([]string, 0, len(b.terms))
+	for t := range b.terms {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
+	secs[secTermOff], secs[secTermBlob] = encodeStrings(terms)
+	tinfo := make([]byte, termInfoSize*len(terms))
+	var post []byte
+	for i, t := range terms {
+		p := b.terms[t]
+		off := len(post)
+		var ti termInfo
+		post, ti = encodePostings(post, p.docs, p.tfs, b.lens)
+		ti.off, ti.n = uint64(off), uint32(len(post)-off)
+		ti.put(tinfo[termInfoSize*i:])
+	}
+	secs[secTermInfo], secs[secPost] = tinfo, post
+
+	// Keyword (metadata) postings.
+	keys := make([]string, 0, len(b.kw))
+	for k := range b.kw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	secs[secKwOff], secs[secKwBlob] = encodeStrings(keys)
+	kinfo := make([]byte, kwInfoSize*len(keys))
+	var kpost []byte
+	for i, k := range keys {
+		docs := b.kw[k]
+		off := len(kpost)
+		prev := uint32(0)
+		for j, d := range docs {
+			if j == 0 {
+				kpost = binary.AppendUvarint(kpost, uint64(d))
+			} else {
+				kpost = binary.AppendUvarint(kpost, uint64(d-prev))
+			}
+			prev = d
+		}
+		binary.LittleEndian.PutUint32(kinfo[kwInfoSize*i:], uint32(len(docs)))
+		binary.LittleEndian.PutUint64(kinfo[kwInfoSize*i+4:], uint64(off))
+		binary.LittleEndian.PutUint32(kinfo[kwInfoSize*i+12:], uint32(len(kpost)-off))
+	}
+	secs[secKwInfo], secs[secKwPost] = kinfo, kpost
+
+	// Numeric columns.
+	fields := make([]string, 0, len(b.nums))
+	for f := range b.nums {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields)
+	num := binary.AppendUvarint(nil, uint64(len(fields)))
+	for _, f := range fields {
+		c := b.nums[f]
+		num = binary.AppendUvarint(num, uint64(len(f)))
+		num = append(num, f...)
+		num = binary.AppendUvarint(num, uint64(len(c.docs)))
+		prev := uint32(0)
+		for _, d := range c.docs {
+			num = binary.AppendUvarint(num, uint64(d-prev))
+			prev = d
+		}
+		for _, v := range c.vals {
+			num = binary.LittleEndian.AppendUint64(num, math.Float64bits(v))
+		}
+	}
+	secs[secNum] = num
+
+	// Assemble.
+	size := headerSize
+	for _, s := range secs {
+		size += len(s)
+	}
+	out := make([]byte, 0, size+16*numSections+footerTailLen)
+	out = append(out, segMagic...)
+	out = binary.LittleEndian.AppendUint32(out, segFormat)
+	out = binary.LittleEndian.AppendUint32(out, numFields)
+	var table [numSections][2]uint64
+	for i, s := range secs {
+		table[i] = [2]uint64{uint64(len(out)), uint64(len(s))}
+		out = append(out, s...)
+	}
+	for _, e := range table {
+		out = binary.LittleEndian.AppendUint64(out, e[0])
+		out = binary.LittleEndian.AppendUint64(out, e[1])
+	}
+	out = binary.LittleEndian.AppendUint32(out, numSections)
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	out = append(out, segEndMagic...)
+	return out
+}
+
+func encodeStrings(ss []string) (offs, blob []byte) {
+	offs = make([]byte, 4*(len(ss)+1))
+	total := 0
+	for i, s := range ss {
+		binary.LittleEndian.PutUint32(offs[4*i:], uint32(total))
+		total += len(s)
+	}
+	binary.LittleEndian.PutUint32(offs[4*len(ss):], uint32(total))
+	blob = make([]byte, 0, total)
+	for _, s := range ss {
+		blob = append(blob, s...)
+	}
+	return offs, blob
+}
+
+// termInfo locates a term's postings and bounds its scores.
+type termInfo struct {
+	df     uint32
+	off    uint64
+	n      uint32
+	maxTf  [numFields]uint32
+	minLen [numFields]uint32
+}
+
+func (t *termInfo) put(b []byte) {
+	binary.LittleEndian.PutUint32(b, t.df)
+	binary.LittleEndian.PutUint64(b[4:], t.off)
+	binary.LittleEndian.PutUint32(b[12:], t.n)
+	for f := 0; f < numFields; f++ {
+		binary.LittleEndian.PutUint32(b[16+4*f:], t.maxTf[f])
+		binary.LittleEndian.PutUint32(b[24+4*f:], t.minLen[f])
+	}
+}
+
+func getTermInfo(b []byte) termInfo {
+	t := termInfo{
+		df:  binary.LittleEndian.Uint32(b),
+		off: binary.LittleEndian.Uint64(b[4:]),
+		n:   binary.LittleEndian.Uint32(b[12:]),
+	}
+	for f := 0; f < numFields; f++ {
+		t.maxTf[f] = binary.LittleEndian.Uint32(b[16+4*f:])
+		t.minLen[f] = binary.LittleEndian.Uint32(b[24+4*f:])
+	}
+	return t
+}
+
+// encodePostings appends the postings of docs (ascending) with per-field tfs
+// and returns the term's info (offset and length are filled by the caller).
+func encodePostings(dst []byte, docs []uint32, tfs []uint32, lens []uint32) ([]byte, termInfo) {
+	ti := termInfo{df: uint32(len(docs))}
+	for f := range ti.minLen {
+		ti.minLen[f] = math.MaxUint32
+	}
+	nb := (len(docs) + blockSize - 1) / blockSize
+	dst = binary.AppendUvarint(dst, uint64(nb))
+	var skips, blocks []byte
+	prevLast := uint32(0)
+	for bi := 0; bi < nb; bi++ {
+		lo, hi := bi*blockSize, min((bi+1)*blockSize, len(docs))
+		var maxTf, minLen [numFields]uint32
+		for f := range minLen {
+			minLen[f] = math.MaxUint32
+		}
+		start := len(blocks)
+		prev := prevLast
+		for j := lo; j < hi; j++ {
+			d := docs[j]
+			delta := d - prev
+			tf := tfs[numFields*j : numFields*j+numFields]
+			common := tf[FieldTitle] == 0 && tf[FieldBody] == 1
+			v := uint64(delta) << 1
+			if common {
+				v |= 1
+			}
+			blocks = binary.AppendUvarint(blocks, v)
+			if !common {
+				for f := 0; f < numFields; f++ {
+					blocks = binary.AppendUvarint(blocks, uint64(tf[f]))
+				}
+			}
+			for f := 0; f < numFields; f++ {
+				if tf[f] > 0 {
+					maxTf[f] = max(maxTf[f], tf[f])
+					minLen[f] = min(minLen[f], lens[numFields*int(d)+f])
+				}
+			}
+			prev = d
+		}
+		skips = binary.AppendUvarint(skips, uint64(docs[hi-1]-prevLast))
+		skips = binary.AppendUvarint(skips, uint64(len(blocks)-start))
+		for f := 0; f < numFields; f++ {
+			if maxTf[f] == 0 {
+				minLen[f] = 0
+			}
+			skips = binary.AppendUvarint(skips, uint64(maxTf[f]))
+			skips = binary.AppendUvarint(skips, uint64(minLen[f]))
+			ti.maxTf[f] = max(ti.maxTf[f], maxTf[f])
+			if maxTf[f] > 0 {
+				ti.minLen[f] = min(ti.minLen[f], minLen[f])
+			}
+		}
+		prevLast = docs[hi-1]
+	}
+	for f := range ti.minLen {
+		if ti.maxTf[f] == 0 {
+			ti.minLen[f] = 0
+		}
+	}
+	dst = append(dst, skips...)
+	return append(dst, blocks...), ti
+}
+
+// segment is an open, immutable segment image (from a file or built in
+// memory). All accessors index into data without copying.
+type segment struct {
+	name   string // file name, "" while only in memory
+	data   []byte
+	crc    uint32
+	n      int
+	minSeq uint64
+	maxSeq uint64
+	sumLen [numFields]uint64
+	sec    [numSections][]byte
+	nTerms int
+	nKw    int
+	nums   map[string]*numCol
+}
+
+// openSegment validates data (CRC, bounds, monotone tables) and opens it.
+func openSegment(name string, data []byte) (*segment, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w %s: %s", ErrCorruptSegment, name, fmt.Sprintf(format, args...))
+	}
+	if len(data) < headerSize+16*numSections+footerTailLen {
+		return nil, bad("short file (%d bytes)", len(data))
+	}
+	if string(data[:8]) != segMagic || string(data[len(data)-8:]) != segEndMagic {
+		return nil, bad("bad magic")
+	}
+	if v := binary.LittleEndian.Uint32(data[8:]); v != segFormat {
+		return nil, bad("unsupported format version %d", v)
+	}
+	if nf := binary.LittleEndian.Uint32(data[12:]); nf != numFields {
+		return nil, bad("field count %d", nf)
+	}
+	crcAt := len(data) - 12
+	want := binary.LittleEndian.Uint32(data[crcAt:])
+	if got := crc32.Checksum(data[:crcAt], castagnoli); got != want {
+		return nil, bad("checksum mismatch")
+	}
+	if ns := binary.LittleEndian.Uint32(data[crcAt-4:]); ns != numSections {
+		return nil, bad("section count %d", ns)
+	}
+	s := &segment{name: name, data: data, crc: want}
+	tableAt := crcAt - 4 - 16*numSections
+	for i := 0; i < numSections; i++ {
+		off := binary.LittleEndian.Uint64(data[tableAt+16*i:])
+		n := binary.LittleEndian.Uint64(data[tableAt+16*i+8:])
+		if off < headerSize || off > uint64(tableAt) || n > uint64(tableAt)-off {
+			return nil, bad("section %d out of bounds", i)
+		}
+		s.sec[i] = data[off : off+n : off+n]
+	}
+	r := byteReader{b: s.sec[secInfo]}
+	n := r.uvarint()
+	s.minSeq, s.maxSeq = r.uvarint(), r.uvarint()
+	for f := range s.sumLen {
+		s.sumLen[f] = r.uvarint()
+	}
+	if r.err || n > math.MaxUint32/8 {
+		return nil, bad("info")
+	}
+	s.n = int(n)
+	if len(s.sec[secSeqs]) != 8*s.n || len(s.sec[secLens]) != 4*numFields*s.n {
+		return nil, bad("doc table sizes")
+	}
+	if err := checkStrings(s.sec[secIDOff], s.sec[secIDBlob], s.n); err != nil {
+		return nil, bad("ids: %v", err)
+	}
+	for i := 1; i < s.n; i++ {
+		if s.seq(uint32(i)) <= s.seq(uint32(i-1)) {
+			return nil, bad("document numbers not ascending")
+		}
+	}
+	if s.n > 0 && (s.seq(0) != s.minSeq || s.seq(uint32(s.n-1)) != s.maxSeq) {
+		return nil, bad("seq range")
+	}
+	if len(s.sec[secTermInfo])%termInfoSize != 0 {
+		return nil, bad("term info size")
+	}
+	s.nTerms = len(s.sec[secTermInfo]) / termInfoSize
+	if err := checkStrings(s.sec[secTermOff], s.sec[secTermBlob], s.nTerms); err != nil {
+		return nil, bad("terms: %v", err)
+	}
+	for i := 0; i < s.nTerms; i++ {
+		ti := s.termInfo(i)
+		if ti.off > uint64(len(s.sec[secPost])) || uint64(ti.n) > uint64(len(s.sec[secPost]))-ti.off || ti.df == 0 || ti.df > uint32(s.n) {
+			return nil, bad("postings range of term %d", i)
+		}
+		if i > 0 && s.term(i) <= s.term(i-1) {
+			return nil, bad("terms not sorted")
+		}
+	}
+	if len(s.sec[secKwInfo])%kwInfoSize != 0 {
+		return nil, bad("keyword info size")
+	}
+	s.nKw = len(s.sec[secKwInfo]) / kwInfoSize
+	if err := checkStrings(s.sec[secKwOff], s.sec[secKwBlob], s.nKw); err != nil {
+		return nil, bad("keywords: %v", err)
+	}
+	for i := 0; i < s.nKw; i++ {
+		cnt, off, ln := s.kwInfo(i)
+		if off > uint64(len(s.sec[secKwPost])) || uint64(ln) > uint64(len(s.sec[secKwPost]))-off || cnt > uint32(s.n) {
+			return nil, bad("keyword postings range %d", i)
+		}
+		if i > 0 && s.kwKey(i) <= s.kwKey(i-1) {
+			return nil, bad("keywords not sorted")
+		}
+	}
+	nums, err := decodeNums(s.sec[secNum], s.n)
+	if err != nil {
+		return nil, bad("numeric columns: %v", err)
+	}
+	s.nums = nums
+	return s, nil
+}
+
+func checkStrings(offs, blob []byte, n int) error {
+	if len(offs) != 4*(n+1) {
+		return fmt.Errorf("offset table size %d for %d strings", len(offs), n)
+	}
+	prev := uint32(0)
+	for i := 0; i <= n; i++ {
+		o := binary.LittleEndian.Uint32(offs[4*i:])
+		if o < prev || int(o) > len(blob) {
+			return fmt.Errorf("offset %d out of order", i)
+		}
+		prev = o
+	}
+	if int(prev) != len(blob) {
+		return fmt.Errorf("blob size")
+	}
+	return nil
+}
+
+func decodeNums(b []byte, n int) (map[string]*numCol, error) {
+	r := byteReader{b: b}
+	nf := r.uvarint()
+	if r.err || nf > uint64(len(b)) {
+		return nil, errors.New("field count")
+	}
+	out := make(map[string]*numCol, nf)
+	for range nf {
+		l := r.uvarint()
+		name := r.bytes(l)
+		cnt := r.uvarint()
+		if r.err || cnt > uint64(len(b)) {
+			return nil, errors.New("truncated")
+		}
+		c := &numCol{docs: make([]uint32, cnt), vals: make([]float64, cnt)}
+		d := uint64(0)
+		for i := range c.docs {
+			d += r.uvarint()
+			if i > 0 && d < uint64(c.docs[i-1]) || d >= uint64(n) {
+				return nil, errors.New("doc out of range")
+			}
+			c.docs[i] = uint32(d)
+		}
+		for i := range c.vals {
+			c.vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(r.bytes(8)))
+			if r.err {
+				return nil, errors.New("truncated values")
+			}
+		}
+		if r.err {
+			return nil, errors.New("truncated")
+		}
+		out[string(name)] = c
+	}
+	if r.off != len(b) {
+		return nil, errors.New("trailing bytes")
+	}
+	return out, nil
+}
+
+func (s *segment) seq(i uint32) uint64 {
+	return binary.LittleEndian.Uint64(s.sec[secSeqs][8*i:])
+}
+
+func (s *segment) fieldLen(i uint32, f int) uint32 {
+	return binary.LittleEndian.Uint32(s.sec[secLens][4*(numFields*int(i)+f):])
+}
+
+func strAt(offs, blob []byte, i int) []byte {
+	a := binary.LittleEndian.Uint32(offs[4*i:])
+	b := binary.LittleEndian.Uint32(offs[4*i+4:])
+	return blob[a:b]
+}
+
+func (s *segment) id(i uint32) string {
+	return string(strAt(s.sec[secIDOff], s.sec[secIDBlob], int(i)))
+}
+
+func (s *segment) term(i int) string {
+	return string(strAt(s.sec[secTermOff], s.sec[secTermBlob], i))
+}
+
+func (s *segment) termInfo(i int) termInfo {
+	return getTermInfo(s.sec[secTermInfo][termInfoSize*i:])
+}
+
+// lookup finds term in the dictionary.
+func (s *segment) lookup(term string) (termInfo, bool) {
+	offs, blob := s.sec[secTermOff], s.sec[secTermBlob]
+	i := sort.Search(s.nTerms, func(i int) bool {
+		return bytes.Compare(strAt(offs, blob, i), []byte(term)) >= 0
+	})
+	if i < s.nTerms && string(strAt(offs, blob, i)) == term {
+		return s.termInfo(i), true
+	}
+	return termInfo{}, false
+}
+
+func (s *segment) postingsBytes(ti termInfo) []byte {
+	return s.sec[secPost][ti.off : ti.off+uint64(ti.n)]
+}
+
+func (s *segment) kwKey(i int) string {
+	return string(strAt(s.sec[secKwOff], s.sec[secKwBlob], i))
+}
+
+func (s *segment) kwInfo(i int) (count uint32, off uint64, n uint32) {
+	b := s.sec[secKwInfo][kwInfoSize*i:]
+	return binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint64(b[4:]), binary.LittleEndian.Uint32(b[12:])
+}
+
+// kwDocs calls fn for each document holding keyword key; it reports false
+// when the postings are malformed.
+func (s *segment) kwDocs(key string, fn func(doc uint32)) bool {
+	offs, blob := s.sec[secKwOff], s.sec[secKwBlob]
+	i := sort.Search(s.nKw, func(i int) bool {
+		return bytes.Compare(strAt(offs, blob, i), []byte(key)) >= 0
+	})
+	if i >= s.nKw || string(strAt(offs, blob, i)) != key {
+		return true
+	}
+	cnt, off, n := s.kwInfo(i)
+	return decodeDocList(s.sec[secKwPost][off:off+uint64(n)], int(cnt), s.n, fn)
+}
+
+// kwPrefix calls fn for every keyword key with the given prefix.
+func (s *segment) kwPrefix(prefix string, fn func(key string)) {
+	offs, blob := s.sec[secKwOff], s.sec[secKwBlob]
+	i := sort.Search(s.nKw, func(i int) bool {
+		return bytes.Compare(strAt(offs, blob, i), []byte(prefix)) >= 0
+	})
+	for ; i < s.nKw; i++ {
+		k := s.kwKey(i)
+		if !strings.HasPrefix(k, prefix) {
+			return
+		}
+		fn(k)
+	}
+}
+
+func decodeDocList(b []byte, cnt, n int, fn func(uint32)) bool {
+	r := byteReader{b: b}
+	d := uint64(0)
+	for j := 0; j < cnt; j++ {
+		v := r.uvarint()
+		if j == 0 {
+			d = v
+		} else {
+			d += v
+		}
+		if r.err || d >= uint64(n) || (j > 0 && v == 0) {
+			return false
+		}
+		fn(uint32(d))
+	}
+	return true
+}
+
+// findSeq returns the local doc number holding seq.
+func (s *segment) findSeq(seq uint64) (uint32, bool) {
+	if s.n == 0 || seq < s.minSeq || seq > s.maxSeq {
+		return 0, false
+	}
+	i := sort.Search(s.n, func(i int) bool { return s.seq(uint32(i)) >= seq })
+	if i < s.n && s.seq(uint32(i)) == seq {
+		return uint32(i), true
+	}
+	return 0, false
+}
+
+// byteReader reads uvarints with bounds checks; errors are sticky.
+type byteReader struct {
+	b   []byte
+	off int
+	err bool
+}
+
+func (r *byteReader) uvarint() uint64 {
+	if r.err {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.err = true
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *byteReader) bytes(n uint64) []byte {
+	if r.err || n > uint64(len(r.b)-r.off) {
+		r.err = true
+		return nil
+	}
+	b := r.b[r.off : r.off+int(n)]
+	r.off += int(n)
+	return b
+}

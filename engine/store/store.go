@@ -1,0 +1,349 @@
+// Package store is the engine's durable record store, on bbolt: documents
+// (id, title, text, metadata, source, chunk lineage) keyed by their document
+// number, the external-id → document-number map, chunk parent → children
+// links, tombstones kept for retained snapshots, and the index manifest.
+//
+// Every Update is one bbolt transaction, fsynced before it returns: a change
+// is either wholly durable or absent after a crash.
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Document is one indexable unit: a whole document or a chunk of one.
+type Document struct {
+	ID     string         `json:"id"`
+	Title  string         `json:"title,omitempty"`
+	Text   string         `json:"text"`
+	Meta   map[string]any `json:"meta,omitempty"`
+	Source *Source        `json:"source,omitempty"`
+	Chunk  *ChunkRef      `json:"chunk,omitempty"`
+}
+
+// Source says where a document came from (for citations).
+type Source struct {
+	Name string `json:"name,omitempty"`
+	URI  string `json:"uri,omitempty"`
+	Page int    `json:"page,omitempty"`
+}
+
+// ChunkRef marks a document as chunk Index of parent document DocID,
+// covering bytes [Start, End) of the parent's text.
+type ChunkRef struct {
+	DocID string `json:"docId"`
+	Index int    `json:"index"`
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+}
+
+// Segment describes one published segment file.
+type Segment struct {
+	Name   string `json:"name"`
+	MinSeq uint64 `json:"minSeq"`
+	MaxSeq uint64 `json:"maxSeq"`
+	Docs   int    `json:"docs"`
+	Size   int64  `json:"size"`
+	CRC    uint32 `json:"crc"`
+}
+
+// Manifest is the committed state of an index: which segment files hold
+// which documents, and the counters that name the next version and document.
+type Manifest struct {
+	Format     int       `json:"format"`
+	Epoch      string    `json:"epoch"`      // random per index, part of version strings
+	Version    uint64    `json:"version"`    // last committed version
+	NextSeq    uint64    `json:"nextSeq"`    // next document number to assign
+	FlushedSeq uint64    `json:"flushedSeq"` // every live doc with seq ≤ this is in Segments
+	NextSegID  uint64    `json:"nextSegId"`
+	Analyzer   string    `json:"analyzer"` // analyzer fingerprint
+	Segments   []Segment `json:"segments"`
+}
+
+var (
+	bktDocs     = []byte("docs")
+	bktIDs      = []byte("ids")
+	bktChildren = []byte("children")
+	bktDead     = []byte("dead")
+	bktMeta     = []byte("meta")
+	keyManifest = []byte("manifest")
+)
+
+// ErrCorrupt reports a record that cannot be decoded.
+var ErrCorrupt = errors.New("store: corrupt record")
+
+// Store is an open record store. Safe for concurrent use.
+type Store struct {
+	db *bolt.DB
+}
+
+// Open opens (creating if needed) the store file at path. It fails rather
+// than waits if another process holds the file.
+func Open(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o644, &bolt.Options{
+		Timeout:        2 * time.Second,
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bktDocs, bktIDs, bktChildren, bktDead, bktMeta} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: init %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Update runs fn in one write transaction and commits it durably (fsync)
+// unless fn returns an error, in which case nothing changes. A canceled ctx
+// aborts before commit.
+func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.Update(func(btx *bolt.Tx) error {
+		if err := fn(&Tx{ReadTx{btx}}); err != nil {
+			return err
+		}
+		return ctx.Err()
+	})
+}
+
+// View runs fn in a read transaction (a consistent snapshot of the store).
+func (s *Store) View(fn func(*ReadTx) error) error {
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&ReadTx{btx}) })
+}
+
+// BeginRead starts a read transaction; the caller must Close it.
+func (s *Store) BeginRead() (*ReadTx, error) {
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return nil, fmt.Errorf("store: begin: %w", err)
+	}
+	return &ReadTx{tx}, nil
+}
+
+// Close ends a transaction from BeginRead.
+func (r *ReadTx) Close() error { return r.tx.Rollback() }
+
+// ReadTx reads a consistent snapshot of the store.
+type ReadTx struct{ tx *bolt.Tx }
+
+// Tx is a write transaction.
+type Tx struct{ ReadTx }
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+// EncodeDoc returns the canonical encoding of d: two documents are
+// observationally identical iff their encodings are equal.
+func EncodeDoc(d *Document) ([]byte, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("store: encode document %q: %w", d.ID, err)
+	}
+	return b, nil
+}
+
+// DecodeDoc decodes an EncodeDoc encoding.
+func DecodeDoc(b []byte) (*Document, error) {
+	var d Document
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return &d, nil
+}
+
+// Manifest returns the committed manifest, and false if none was written yet.
+func (r *ReadTx) Manifest() (Manifest, bool, error) {
+	var m Manifest
+	v := r.tx.Bucket(bktMeta).Get(keyManifest)
+	if v == nil {
+		return m, false, nil
+	}
+	if err := json.Unmarshal(v, &m); err != nil {
+		return m, false, fmt.Errorf("%w: manifest: %v", ErrCorrupt, err)
+	}
+	return m, true, nil
+}
+
+// LookupID returns the live document number of external id.
+func (r *ReadTx) LookupID(id string) (uint64, bool) {
+	v := r.tx.Bucket(bktIDs).Get([]byte(id))
+	if len(v) != 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(v), true
+}
+
+// DocBytes returns the encoded document stored under seq and the version
+// that added it; nil when absent. The bytes are valid only inside the
+// transaction.
+func (r *ReadTx) DocBytes(seq uint64) (enc []byte, addedAt uint64) {
+	v := r.tx.Bucket(bktDocs).Get(seqKey(seq))
+	if len(v) < 8 {
+		return nil, 0
+	}
+	return v[8:], binary.BigEndian.Uint64(v[:8])
+}
+
+// Doc returns the document stored under seq, or nil when it is absent.
+func (r *ReadTx) Doc(seq uint64) (*Document, error) {
+	enc, _ := r.DocBytes(seq)
+	if enc == nil {
+		return nil, nil
+	}
+	return DecodeDoc(enc)
+}
+
+// ForEachLive calls fn for every live external id and its document number.
+func (r *ReadTx) ForEachLive(fn func(id string, seq uint64) error) error {
+	return r.tx.Bucket(bktIDs).ForEach(func(k, v []byte) error {
+		if len(v) != 8 {
+			return fmt.Errorf("%w: id %q", ErrCorrupt, k)
+		}
+		return fn(string(k), binary.BigEndian.Uint64(v))
+	})
+}
+
+// ForEachDocFrom calls fn for every stored document with seq ≥ from, in
+// seq order.
+func (r *ReadTx) ForEachDocFrom(from uint64, fn func(seq uint64, d *Document) error) error {
+	c := r.tx.Bucket(bktDocs).Cursor()
+	for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
+		if len(k) != 8 || len(v) < 8 {
+			return fmt.Errorf("%w: doc key %x", ErrCorrupt, k)
+		}
+		d, err := DecodeDoc(v[8:])
+		if err != nil {
+			return err
+		}
+		if err := fn(binary.BigEndian.Uint64(k), d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Children returns the ids of the live chunks of parent.
+func (r *ReadTx) Children(parent string) []string {
+	var out []string
+	prefix := append([]byte(parent), 0)
+	c := r.tx.Bucket(bktChildren).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		out = append(out, string(k[len(prefix):]))
+	}
+	return out
+}
+
+// Counts returns the number of live ids and stored document records.
+func (r *ReadTx) Counts() (live, stored int) {
+	return r.tx.Bucket(bktIDs).Stats().KeyN, r.tx.Bucket(bktDocs).Stats().KeyN
+}
+
+// PutManifest writes the manifest.
+func (t *Tx) PutManifest(m Manifest) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("store: encode manifest: %w", err)
+	}
+	return t.tx.Bucket(bktMeta).Put(keyManifest, b)
+}
+
+// PutDoc stores enc (an EncodeDoc encoding) under seq, added at version,
+// and points its id (and its parent's child link, for chunks) at seq.
+func (t *Tx) PutDoc(seq, version uint64, d *Document, enc []byte) error {
+	v := make([]byte, 8+len(enc))
+	binary.BigEndian.PutUint64(v, version)
+	copy(v[8:], enc)
+	if err := t.tx.Bucket(bktDocs).Put(seqKey(seq), v); err != nil {
+		return fmt.Errorf("store: put doc: %w", err)
+	}
+	if err := t.tx.Bucket(bktIDs).Put([]byte(d.ID), seqKey(seq)); err != nil {
+		return fmt.Errorf("store: put id: %w", err)
+	}
+	if d.Chunk != nil && d.Chunk.DocID != "" {
+		if err := t.tx.Bucket(bktChildren).Put(childKey(d.Chunk.DocID, d.ID), nil); err != nil {
+			return fmt.Errorf("store: put child: %w", err)
+		}
+	}
+	return nil
+}
+
+func childKey(parent, child string) []byte {
+	k := make([]byte, 0, len(parent)+1+len(child))
+	k = append(k, parent...)
+	k = append(k, 0)
+	return append(k, child...)
+}
+
+// Kill removes the live mapping of id (document number seq) at version: the
+// record stays readable for snapshots older than version until PurgeDead.
+// When replaced is true the id is about to be re-pointed, so only the
+// tombstone is written.
+func (t *Tx) Kill(id string, seq, version uint64, replaced bool) error {
+	if enc, _ := t.DocBytes(seq); enc != nil {
+		if d, err := DecodeDoc(enc); err == nil && d.Chunk != nil && d.Chunk.DocID != "" {
+			if err := t.tx.Bucket(bktChildren).Delete(childKey(d.Chunk.DocID, id)); err != nil {
+				return fmt.Errorf("store: delete child link: %w", err)
+			}
+		}
+	}
+	if !replaced {
+		if err := t.tx.Bucket(bktIDs).Delete([]byte(id)); err != nil {
+			return fmt.Errorf("store: delete id: %w", err)
+		}
+	}
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, version)
+	binary.BigEndian.PutUint64(k[8:], seq)
+	return t.tx.Bucket(bktDead).Put(k, nil)
+}
+
+// PurgeDead deletes the records of documents killed at or before version
+// (no retained snapshot can see them any more) and returns how many.
+func (t *Tx) PurgeDead(upTo uint64) (int, error) {
+	c := t.tx.Bucket(bktDead).Cursor()
+	docs := t.tx.Bucket(bktDocs)
+	n := 0
+	for k, _ := c.First(); k != nil; k, _ = c.First() {
+		if len(k) != 16 {
+			return n, fmt.Errorf("%w: tombstone %x", ErrCorrupt, k)
+		}
+		if binary.BigEndian.Uint64(k) > upTo {
+			break
+		}
+		if err := docs.Delete(k[8:]); err != nil {
+			return n, err
+		}
+		if err := c.Delete(); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,110 @@
+package eval
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ScoreMain is a command-line entry point that scores TREC run files
+// against qrels, like trec_eval, and writes the report. It returns the exit
+// status (0 ok, 1 failure, 2 usage). Example:
+//
+//	score -qrels qrels/test.tsv -run bm25=bm25.run,hybrid=hybrid.run \
+//	      -metrics ndcg@10,recall@100 -json report.json -md report.md -chart report.png
+func ScoreMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("score", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	qrelsPath := fs.String("qrels", "", "qrels file (BEIR tsv or TREC) `path`")
+	runs := fs.String("run", "", "comma-separated run files, each `[name=]path`")
+	metrics := fs.String("metrics", "", "comma-separated metrics (default ndcg@10,recall@10,recall@50,recall@100,mrr@10,map,map@100,p@10)")
+	dataset := fs.String("dataset", "", "dataset name for the report (default: the qrels file's directory)")
+	jsonOut := fs.String("json", "", "write the JSON report to `path`")
+	mdOut := fs.String("md", "", "write the Markdown table to `path`")
+	chartOut := fs.String("chart", "", "write the chart to `path` (.png or .svg)")
+	rankOrder := fs.Bool("rank-order", false, "use the rank column order instead of trec_eval's score order")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *qrelsPath == "" || *runs == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "score: -qrels and -run are required")
+		fs.Usage()
+		return 2
+	}
+	ms := DefaultMetrics
+	if *metrics != "" {
+		var err error
+		if ms, err = ParseMetrics(*metrics); err != nil {
+			fmt.Fprintln(stderr, "score:", err)
+			return 2
+		}
+	}
+	qrels, err := ReadQrelsFile(*qrelsPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "score:", err)
+		return 1
+	}
+	var names []string
+	var loaded []Run
+	for _, spec := range strings.Split(*runs, ",") {
+		name, path, ok := strings.Cut(spec, "=")
+		if !ok {
+			path = name
+			name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		}
+		run, _, err := ReadRunFile(path)
+		if err != nil {
+			fmt.Fprintln(stderr, "score:", err)
+			return 1
+		}
+		if !*rankOrder {
+			run.TrecOrder()
+		}
+		names = append(names, name)
+		loaded = append(loaded, run)
+	}
+	if *dataset == "" {
+		*dataset = filepath.Base(filepath.Dir(filepath.Dir(*qrelsPath)))
+	}
+	rep := ScoreRuns(*dataset, qrels, names, loaded, ms)
+	md := rep.Markdown()
+	fmt.Fprint(stdout, md)
+	write := func(path string, fn func(io.Writer) error) error {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	if *jsonOut != "" {
+		if err := write(*jsonOut, rep.WriteJSON); err != nil {
+			fmt.Fprintln(stderr, "score:", err)
+			return 1
+		}
+	}
+	if *mdOut != "" {
+		if err := os.WriteFile(*mdOut, []byte(md), 0o644); err != nil {
+			fmt.Fprintln(stderr, "score:", err)
+			return 1
+		}
+	}
+	if *chartOut != "" {
+		if err := rep.WriteChartFile(*chartOut); err != nil {
+			fmt.Fprintln(stderr, "score:", err)
+			return 1
+		}
+	}
+	for _, m := range rep.Modes {
+		if m.Scores.Unranked > 0 {
+			fmt.Fprintf(stderr, "score: %s: %d judged queries have no ranking and score 0\n", m.Mode.Name, m.Scores.Unranked)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,374 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// This is an EXAMPLE engine over a handful of in-memory documents. Its
+// "dense" vectors are hashed bag-of-words vectors and its "sparse" scores
+// plain word overlap; neither is a learned model. It exists to show the
+// protocol surface, not retrieval quality.
+
+const (
+	dim      = 64
+	maxK     = 50
+	identity = "memserver-hashed-bow-64"
+)
+
+type doc struct {
+	id, title, text, uri string
+}
+
+var corpus = []doc{
+	{"d1", "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.", "https://en.wikipedia.org/wiki/Eiffel_Tower"},
+	{"d2", "Photosynthesis", "Photosynthesis converts light energy into chemical energy stored in glucose within plant chloroplasts.", "https://en.wikipedia.org/wiki/Photosynthesis"},
+	{"d3", "Great Wall of China", "The Great Wall of China stretches thousands of kilometres across the country's northern borders.", "https://en.wikipedia.org/wiki/Great_Wall_of_China"},
+	{"d4", "Paris", "Paris is the capital of France and sits on the river Seine in the north of the country.", "https://en.wikipedia.org/wiki/Paris"},
+	{"d5", "Wrought iron", "Wrought iron is a tough, malleable form of iron used in historic construction such as towers and bridges.", "https://en.wikipedia.org/wiki/Wrought_iron"},
+	{"d6", "Retrieval-augmented generation", "Retrieval-augmented generation grounds a language model's answer in passages retrieved from an index.", "https://en.wikipedia.org/wiki/Retrieval-augmented_generation"},
+	{"d7", "BM25", "BM25 is a bag-of-words ranking function that scores documents by term frequency and inverse document frequency.", "https://en.wikipedia.org/wiki/Okapi_BM25"},
+	{"d8", "Reciprocal rank fusion", "Reciprocal rank fusion merges ranked lists by summing one over sixty plus the rank of each document.", "https://plg.uwaterloo.ca/~gvcormac/cormacksigir09-rrf.pdf"},
+}
+
+func tokens(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// embedText is a hashed bag-of-words vector, L2-normalised.
+func embedText(s string) []float32 {
+	v := make([]float32, dim)
+	for _, t := range tokens(s) {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(t))
+		v[h.Sum32()%dim]++
+	}
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n > 0 {
+		inv := float32(1 / math.Sqrt(n))
+		for i := range v {
+			v[i] *= inv
+		}
+	}
+	return v
+}
+
+func dot(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+// overlap is the fraction of distinct query words found in text.
+func overlap(query, text string) float64 {
+	q := map[string]bool{}
+	for _, t := range tokens(query) {
+		q[t] = true
+	}
+	if len(q) == 0 {
+		return 0
+	}
+	d := map[string]bool{}
+	for _, t := range tokens(text) {
+		d[t] = true
+	}
+	n := 0
+	for t := range q {
+		if d[t] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(q))
+}
+
+func f32Base64(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+type engine struct {
+	vecs [][]float32
+}
+
+func newEngine() *engine {
+	e := &engine{}
+	for _, d := range corpus {
+		e.vecs = append(e.vecs, embedText(d.title+" "+d.text))
+	}
+	return e
+}
+
+func (e *engine) describe(context.Context) rcp.Description {
+	return rcp.Description{
+		Server:      rcp.PeerInfo{Name: "rcpgo-memserver", Version: "0.1.0"},
+		Conformance: rcp.LevelL2,
+		Capabilities: rcp.Capabilities{
+			Embed: &rcp.EmbedCap{Dimension: dim, Identity: identity, BatchLimit: 256, Normalized: ptr(true),
+				Modalities: []string{rcp.ModalityText}, Encodings: []string{rcp.EncodingJSON, rcp.EncodingF32Base64}},
+			Rerank: &rcp.RerankCap{Methods: []string{rcp.RerankCrossEncoder}, MaxCandidates: 100},
+			Retrieve: &rcp.RetrieveCap{MaxK: maxK, Modes: []string{rcp.ModeDense, rcp.ModeSparse, rcp.ModeHybrid},
+				Fusion: []string{rcp.FusionRRF}, DefaultMode: rcp.ModeHybrid, Deterministic: true,
+				Units: []string{rcp.UnitChunk}, Encodings: []string{rcp.EncodingJSON, rcp.EncodingF32Base64}},
+			Citations: &rcp.EmptyCap{},
+			Streaming: &rcp.EmptyCap{},
+			Log:       &rcp.LogCap{Levels: []string{rcp.LogDebug, rcp.LogInfo}},
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (e *engine) router() *rcp.Router {
+	r := rcp.NewRouter(e.describe)
+	rcp.Handle(r, rcp.MethodEmbed, e.embed)
+	rcp.Handle(r, rcp.MethodRerank, e.rerank)
+	rcp.Handle(r, rcp.MethodRetrieve, e.retrieve)
+	return r
+}
+
+func (e *engine) embed(ctx context.Context, p *rcp.EmbedParams) (*rcp.EmbedResult, error) {
+	inputs := p.AllInputs()
+	if len(inputs) > 256 {
+		return nil, rcp.InvalidParams("inputs", "at most 256 inputs per call (embed.batchLimit)")
+	}
+	enc := cmp.Or(p.Encoding, rcp.EncodingJSON)
+	if enc != rcp.EncodingJSON && enc != rcp.EncodingF32Base64 {
+		return nil, rcp.OptionUnsupported("encoding", "encoding %q is not advertised", enc)
+	}
+	var vectors any
+	switch enc {
+	case rcp.EncodingF32Base64:
+		out := make([]string, len(inputs))
+		for i, in := range inputs {
+			if !in.IsText() {
+				return nil, rcp.OptionUnsupported("modality", "only text inputs are embedded")
+			}
+			out[i] = f32Base64(embedText(in.Text))
+		}
+		vectors = out
+	default:
+		out := make([][]float32, len(inputs))
+		for i, in := range inputs {
+			if !in.IsText() {
+				return nil, rcp.OptionUnsupported("modality", "only text inputs are embedded")
+			}
+			out[i] = embedText(in.Text)
+		}
+		vectors = out
+	}
+	raw, err := json.Marshal(vectors)
+	if err != nil {
+		return nil, err
+	}
+	return &rcp.EmbedResult{Vectors: raw, Encoding: enc, Dimension: dim}, nil
+}
+
+func (e *engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankResult, error) {
+	if p.Method != "" && p.Method != rcp.RerankCrossEncoder {
+		return nil, rcp.OptionUnsupported("method", "rerank method %q is not advertised", p.Method)
+	}
+	passages := p.Passages
+	if passages == nil {
+		passages = p.Documents
+	}
+	if p.Query.IsZero() {
+		return nil, rcp.InvalidParams("query", "query is required")
+	}
+	if len(passages) > 100 {
+		return nil, rcp.InvalidParams("passages", "at most 100 passages (rerank.maxCandidates)")
+	}
+	if p.TopN != nil && *p.TopN < 1 {
+		return nil, rcp.InvalidParams("topN", "topN must be >= 1")
+	}
+	q := p.Query.String()
+	res := &rcp.RerankResult{Scores: make([]float64, len(passages))}
+	for i, ps := range passages {
+		res.Scores[i] = overlap(q, ps.Text)
+	}
+	order := make([]int, len(passages))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(res.Scores[b], res.Scores[a]) })
+	if p.TopN != nil && *p.TopN < len(order) {
+		order = order[:*p.TopN]
+	}
+	res.Order = order
+	for _, i := range order {
+		res.Results = append(res.Results, rcp.RerankScore{Index: i, Score: res.Scores[i]})
+	}
+	return res, nil
+}
+
+type scored struct {
+	i     int
+	score float64
+}
+
+func ranked(scores []float64) []scored {
+	out := make([]scored, len(scores))
+	for i, s := range scores {
+		out[i] = scored{i, s}
+	}
+	slices.SortStableFunc(out, func(a, b scored) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	return out
+}
+
+func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.RetrieveResult, error) {
+	if p.Query.IsZero() {
+		return nil, rcp.InvalidParams("query", "query is required")
+	}
+	if p.K < 1 {
+		return nil, rcp.InvalidParams("k", "k must be an integer >= 1")
+	}
+	strict := p.IsStrict()
+	var notes []string
+	mode := cmp.Or(p.Mode, rcp.ModeHybrid)
+	if !slices.Contains([]string{rcp.ModeDense, rcp.ModeSparse, rcp.ModeHybrid}, mode) {
+		if strict {
+			return nil, rcp.OptionUnsupported("mode", "mode %q is not advertised", mode)
+		}
+		notes = append(notes, "mode "+mode+" unsupported; used hybrid")
+		mode = rcp.ModeHybrid
+	}
+	if p.Fusion != nil && p.Fusion.Method != "" && p.Fusion.Method != rcp.FusionRRF {
+		if strict {
+			return nil, rcp.OptionUnsupported("fusion.method", "fusion %q is not advertised", p.Fusion.Method)
+		}
+		notes = append(notes, "fusion "+p.Fusion.Method+" unsupported; used rrf")
+	}
+	if p.Unit != "" && p.Unit != rcp.UnitChunk {
+		if strict {
+			return nil, rcp.OptionUnsupported("unit", "unit %q is not advertised", p.Unit)
+		}
+		notes = append(notes, "unit "+p.Unit+" unsupported; returned chunks")
+	}
+	if p.Rerank != nil && !p.Rerank.Disabled {
+		if strict {
+			return nil, rcp.OptionUnsupported("rerank", "retrieve has no built-in rerank (call rerank)")
+		}
+		notes = append(notes, "built-in rerank unsupported; skipped")
+	}
+	if p.Filter != nil && strict {
+		return nil, rcp.OptionUnsupported("filter", "filtering is not advertised")
+	}
+	if p.MMR != nil && strict {
+		return nil, rcp.OptionUnsupported("mmr", "mmr is not advertised")
+	}
+	enc := cmp.Or(p.Encoding, rcp.EncodingJSON)
+	if enc != rcp.EncodingJSON && enc != rcp.EncodingF32Base64 {
+		return nil, rcp.OptionUnsupported("encoding", "encoding %q is not advertised", enc)
+	}
+	// Funnel invariant (§7.7): candidateK >= k. Values above maxK clamp.
+	k := min(p.K, maxK)
+	candK := max(k, len(corpus))
+	if p.CandidateK != nil {
+		if *p.CandidateK < 1 {
+			return nil, rcp.InvalidParams("candidateK", "candidateK must be >= 1")
+		}
+		if *p.CandidateK < p.K {
+			return nil, rcp.InvalidParams("candidateK", "candidateK (%d) must be >= k (%d)", *p.CandidateK, p.K)
+		}
+		candK = min(*p.CandidateK, maxK)
+	}
+	q := p.Query.String()
+	rcp.Log(ctx, rcp.LogDebug, "retrieve started", map[string]any{"mode": mode, "k": k})
+
+	qv := embedText(q)
+	dense := make([]float64, len(corpus))
+	sparse := make([]float64, len(corpus))
+	for i, d := range corpus {
+		dense[i] = dot(qv, e.vecs[i])
+		sparse[i] = overlap(q, d.title+" "+d.text)
+	}
+	_ = rcp.ReportProgress(ctx, rcp.ProgressParams{Progress: ptr(0.5), Stage: "recall", Message: "scored " + itoa(len(corpus)) + " documents"})
+
+	final := make([]float64, len(corpus))
+	perStage := make([]map[string]float64, len(corpus))
+	for i := range perStage {
+		perStage[i] = map[string]float64{}
+	}
+	addRanks := func(name string, s []float64) {
+		for r, sc := range ranked(s)[:min(candK, len(s))] {
+			perStage[sc.i][name] = sc.score
+			final[sc.i] += 1 / float64(60+r+1)
+		}
+	}
+	switch mode {
+	case rcp.ModeDense:
+		copy(final, dense)
+		for i := range perStage {
+			perStage[i][rcp.ModeDense] = dense[i]
+		}
+	case rcp.ModeSparse:
+		copy(final, sparse)
+		for i := range perStage {
+			perStage[i][rcp.ModeSparse] = sparse[i]
+		}
+	default:
+		addRanks(rcp.ModeDense, dense)
+		addRanks(rcp.ModeSparse, sparse)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := &rcp.RetrieveResult{IndexVersion: "memserver-1", Hits: []rcp.Hit{}}
+	for _, sc := range ranked(final) {
+		if len(res.Hits) == k {
+			break
+		}
+		if p.MinScore != nil && sc.score < *p.MinScore {
+			continue
+		}
+		d := corpus[sc.i]
+		h := rcp.Hit{ID: rcp.StringID(d.id), Score: sc.score, Unit: rcp.UnitChunk, Modality: rcp.ModalityText,
+			Scores:   perStage[sc.i],
+			Citation: &rcp.Citation{Source: d.id, URI: d.uri, Title: d.title},
+			Trust:    &rcp.Trust{Level: rcp.TrustCommunity},
+			Meta:     map[string]any{"title": d.title}}
+		if p.IncludeText == nil || *p.IncludeText {
+			h.Text = ptr(d.text)
+		}
+		if p.IncludeVectors != nil && *p.IncludeVectors {
+			var raw []byte
+			if enc == rcp.EncodingF32Base64 {
+				raw, _ = json.Marshal(f32Base64(e.vecs[sc.i]))
+			} else {
+				raw, _ = json.Marshal(e.vecs[sc.i])
+			}
+			h.Vector = raw
+		}
+		res.Hits = append(res.Hits, h)
+	}
+	_ = rcp.ReportProgress(ctx, rcp.ProgressParams{Progress: ptr(1.0), Stage: "pack"})
+	res.Usage = &rcp.Usage{Candidates: ptr(len(corpus)), Notes: notes}
+	return res, nil
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

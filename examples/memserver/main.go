@@ -1,0 +1,81 @@
+// Command memserver is an example RCP/1 server over a handful of in-memory
+// documents. It answers retrieve (dense = hashed bag-of-words vectors, sparse
+// = word overlap, hybrid = reciprocal rank fusion of both — toy scoring, not
+// a learned model), embed (json and f32-base64), rerank (word overlap),
+// ping, info and shutdown, with progress and log notifications.
+//
+// Usage:
+//
+//	memserver                      # stdio (NDJSON on stdin/stdout)
+//	memserver -http 127.0.0.1:8080 # HTTP on POST /rcp/<method>
+//	memserver -query "eiffel tower paris" # run one query in-process and print hits
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "memserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	httpAddr := flag.String("http", "", "serve HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
+	sessions := flag.String("sessions", "single", "HTTP session mode: single | stateful | stateless")
+	token := flag.String("token", "", "require this bearer token over HTTP")
+	query := flag.String("query", "", "run one retrieve in-process, print the hits as JSON and exit")
+	k := flag.Int("k", 3, "hits for -query")
+	flag.Parse()
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv := rcp.NewServer(newEngine().router(), &rcp.ServerOptions{Logger: logger})
+
+	switch {
+	case *query != "":
+		c, err := rcp.ConnectInProcess(ctx, srv, nil)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		res, err := c.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery(*query), K: *k})
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	case *httpAddr != "":
+		opts := &rcp.HTTPOptions{CORSOrigin: "*"}
+		switch *sessions {
+		case "single":
+			opts.Sessions = rcp.SessionSingle
+		case "stateful":
+			opts.Sessions = rcp.SessionStateful
+		case "stateless":
+			opts.Sessions = rcp.SessionStateless
+		default:
+			return fmt.Errorf("unknown -sessions %q", *sessions)
+		}
+		if *token != "" {
+			opts.BearerTokens = []string{*token}
+		}
+		logger.Info("serving RCP over HTTP", "addr", *httpAddr, "base", "/rcp", "sessions", *sessions)
+		return srv.ListenAndServeHTTP(ctx, *httpAddr, opts)
+	default:
+		return srv.ServeStdio(ctx, os.Stdin, os.Stdout)
+	}
+}

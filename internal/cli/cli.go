@@ -1,0 +1,224 @@
+// Package cli implements the `rcp` command: flag parsing and wiring only.
+// Every subcommand talks to its target through rcp.Client, so it works the
+// same against rcpd, a gateway, or any RCP server in any language.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// Env is what a command sees of the process: its streams and environment.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+}
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"query":       {"retrieve hits for a query", runQuery},
+		"index":       {"index add PATH… | index delete ID…", runIndex},
+		"info":        {"print the server's identity and capabilities", runInfo},
+		"ping":        {"measure a round trip", runPing},
+		"conformance": {"certify a server against RCP/1 (see rcp conformance -h)", runConformance},
+	}
+}
+
+// Main runs the rcp command and returns its exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	env := &Env{Stdout: stdout, Stderr: stderr, Getenv: os.Getenv}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "rcp: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := cmd.run(ctx, env, args[1:])
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "rcp %s: %v\n", args[0], err)
+		return 2
+	default:
+		var ec exitCode
+		if errors.As(err, &ec) {
+			return int(ec)
+		}
+		fmt.Fprintf(stderr, "rcp %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+// exitCode lets a command choose its exit status after printing its own report.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+var errUsage = errors.New("usage")
+
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "rcp — the Retrieval Context Protocol command line")
+	fmt.Fprintln(w, "\nUsage: rcp COMMAND [flags] [target]")
+	fmt.Fprintln(w, "\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nTargets (every command):")
+	fmt.Fprintln(w, "  --http URL              an HTTP server (default $RCP_URL, else http://127.0.0.1:7700/rcp)")
+	fmt.Fprintln(w, "  --token TOKEN           bearer token for --http (default $RCP_TOKEN)")
+	fmt.Fprintln(w, "  --registry FILE --engine ID   an engine from an rcp.json registry")
+	fmt.Fprintln(w, "  -- CMD ARGS…            spawn a server and speak over stdio")
+}
+
+// target is the common "which server" flag set.
+type target struct {
+	http, token, registry, engine string
+	timeout                       time.Duration
+	argv                          []string
+}
+
+func (t *target) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.http, "http", "", "base URL of an HTTP RCP server (e.g. http://127.0.0.1:7700/rcp)")
+	fs.StringVar(&t.token, "token", "", "bearer token for --http (default $RCP_TOKEN)")
+	fs.StringVar(&t.registry, "registry", "", "rcp.json engine registry")
+	fs.StringVar(&t.engine, "engine", "", "engine id in --registry")
+	fs.DurationVar(&t.timeout, "timeout", 60*time.Second, "per-call timeout")
+}
+
+// connect opens a client to the selected target.
+func (t *target) connect(ctx context.Context, env *Env, opts *rcp.ClientOptions) (*rcp.Client, error) {
+	var o rcp.ClientOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Info.Name == "" {
+		o.Info = rcp.PeerInfo{Name: "rcp-cli", Version: Version}
+	}
+	if o.Timeout == 0 {
+		o.Timeout = t.timeout
+	}
+	switch {
+	case len(t.argv) > 0:
+		if t.http != "" || t.registry != "" {
+			return nil, usageErr("choose one target: --http, --registry or -- CMD")
+		}
+		return rcp.ConnectStdio(ctx, t.argv, &o)
+	case t.registry != "":
+		reg, err := federation.LoadRegistry(t.registry)
+		if err != nil {
+			return nil, err
+		}
+		if t.engine == "" {
+			return nil, usageErr("--registry needs --engine ID")
+		}
+		spec, ok := reg.Engine(t.engine)
+		if !ok {
+			return nil, fmt.Errorf("registry %s has no engine %q", t.registry, t.engine)
+		}
+		return spec.Connect(ctx, &o)
+	default:
+		url := t.http
+		if url == "" {
+			url = env.Getenv("RCP_URL")
+		}
+		if url == "" {
+			url = "http://127.0.0.1:7700/rcp"
+		}
+		o.BearerToken = t.token
+		if o.BearerToken == "" {
+			o.BearerToken = env.Getenv("RCP_TOKEN")
+		}
+		return rcp.ConnectHTTP(ctx, url, &o)
+	}
+}
+
+// parse parses flags that may be interspersed with positional arguments and
+// splits off a trailing "-- CMD ARGS…" into t.argv.
+func parse(fs *flag.FlagSet, t *target, args []string) ([]string, error) {
+	var cmd []string
+	for i, a := range args {
+		if a == "--" {
+			cmd = args[i+1:]
+			args = args[:i]
+			break
+		}
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if t != nil {
+		t.argv = cmd
+	} else if len(cmd) > 0 {
+		pos = append(pos, cmd...)
+	}
+	return pos, nil
+}
+
+func newFlags(name string, env *Env, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("rcp "+name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "Usage: rcp %s %s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// Version is the CLI's version, reported in initialize.
+const Version = "0.1.0"
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

@@ -1,0 +1,214 @@
+// Package ingest turns files into RCP documents for `rcp index add`: it walks
+// paths, extracts text from plain text, Markdown, HTML, PDF and BEIR-style
+// JSONL, and gives every document a content-hash id so that re-running an
+// ingest is an idempotent upsert (§7.10).
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// Formats recognised by file extension.
+var formats = map[string]string{
+	".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
+	".html": "html", ".htm": "html", ".pdf": "pdf", ".jsonl": "jsonl", ".ndjson": "jsonl",
+}
+
+// Supported reports whether path has an extension Collect reads.
+func Supported(path string) bool {
+	_, ok := formats[strings.ToLower(filepath.Ext(path))]
+	return ok
+}
+
+// Collect expands paths (files and directories, recursively) into the sorted
+// list of supported files. Hidden files and directories are skipped unless
+// named explicitly.
+func Collect(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		if !fi.IsDir() {
+			if !Supported(p) {
+				return nil, fmt.Errorf("ingest: %s: unsupported file type (want txt, md, html, pdf or jsonl)", p)
+			}
+			out = append(out, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if path != p && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !d.IsDir() && d.Type().IsRegular() && Supported(path) {
+				out = append(out, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ContentID returns the id of a document: "sha256:" and the first 32 hex
+// digits of the SHA-256 of its text. Equal text gives an equal id, so a
+// re-run replaces rather than duplicates.
+func ContentID(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// ReadFile extracts the documents of one file (one for text formats, one per
+// line for JSONL). Each document's meta carries "path", "title" and
+// "format"; JSONL documents keep their own "_id" and "metadata".
+func ReadFile(ctx context.Context, path string) ([]rcp.Document, error) {
+	format := formats[strings.ToLower(filepath.Ext(path))]
+	if format == "jsonl" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		defer f.Close()
+		return ReadJSONL(ctx, f, path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	var title, text string
+	switch format {
+	case "text":
+		text = string(b)
+	case "markdown":
+		title, text = markdownTitle(string(b)), string(b)
+	case "html":
+		title, text, err = htmlText(b)
+	case "pdf":
+		title, text, err = pdfText(b)
+	default:
+		return nil, fmt.Errorf("ingest: %s: unsupported file type", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %s: %w", path, err)
+	}
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, nil
+	}
+	if title == "" {
+		title = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	abs, _ := filepath.Abs(path)
+	return []rcp.Document{{
+		ID:   ContentID(text),
+		Text: text,
+		Meta: map[string]any{"path": abs, "title": title, "format": format, "source": "file://" + filepath.ToSlash(abs)},
+	}}, nil
+}
+
+// beirDoc is one corpus.jsonl line.
+type beirDoc struct {
+	ID       json.RawMessage `json:"_id"`
+	AltID    json.RawMessage `json:"id"`
+	Title    string          `json:"title"`
+	Text     string          `json:"text"`
+	Metadata map[string]any  `json:"metadata"`
+}
+
+// ReadJSONL reads BEIR-style lines {"_id", "title", "text", "metadata"} ("id"
+// is accepted for "_id"). Lines without an id get a content-hash id.
+func ReadJSONL(ctx context.Context, r io.Reader, name string) ([]rcp.Document, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 64<<20)
+	var docs []rcp.Document
+	line := 0
+	for sc.Scan() {
+		line++
+		if line%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var d beirDoc
+		if err := json.Unmarshal(b, &d); err != nil {
+			return nil, fmt.Errorf("ingest: %s:%d: %w", name, line, err)
+		}
+		id := idString(d.ID)
+		if id == "" {
+			id = idString(d.AltID)
+		}
+		if id == "" {
+			id = ContentID(d.Title + "\n" + d.Text)
+		}
+		meta := map[string]any{}
+		for k, v := range d.Metadata {
+			meta[k] = v
+		}
+		if d.Title != "" {
+			meta["title"] = d.Title
+		}
+		docs = append(docs, rcp.Document{ID: id, Text: d.Text, Meta: meta})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("ingest: %s: %w", name, err)
+	}
+	return docs, nil
+}
+
+func idString(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw) // a numeric id, as written
+}
+
+// markdownTitle returns the text of the first ATX heading.
+func markdownTitle(s string) string {
+	for _, line := range strings.Split(s, "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "#") {
+			return strings.TrimSpace(strings.TrimLeft(t, "#"))
+		}
+	}
+	return ""
+}
+
+// ErrNoText is returned for files with no extractable text.
+var ErrNoText = errors.New("no extractable text")

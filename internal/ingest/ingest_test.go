@@ -1,0 +1,156 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// minimalPDF builds a one-page PDF showing text with the standard Helvetica
+// font, with a correct xref table.
+func minimalPDF(title, text string) []byte {
+	content := fmt.Sprintf("BT /F1 12 Tf 72 720 Td (%s) Tj ET", text)
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+		fmt.Sprintf("<< /Title (%s) >>", title),
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+func TestReadFileFormats(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string][]byte{
+		"notes.txt": []byte("Plain text about inverted indexes.\n"),
+		"guide.md":  []byte("# BM25 guide\n\nSaturation with k1.\n"),
+		"page.html": []byte(`<html><head><title>Fusion</title><style>p{}</style></head><body><h1>RRF</h1><p>Reciprocal rank <b>fusion</b>.</p><script>alert(1)</script></body></html>`),
+		"paper.pdf": minimalPDF("Dense retrieval", "Bi-encoders map text to vectors"),
+		"corpus.jsonl": []byte(`{"_id":"d1","title":"T1","text":"one","metadata":{"year":2020}}` + "\n\n" +
+			`{"_id":7,"title":"T2","text":"two"}` + "\n" + `{"title":"T3","text":"three"}` + "\n"),
+		".hidden.txt": []byte("skip me"),
+		"image.png":   []byte("not text"),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths, err := Collect([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 5 {
+		t.Fatalf("collected %v, want 5 supported visible files", paths)
+	}
+	ctx := context.Background()
+	tests := []struct {
+		file, title, textHas, notHas string
+		docs                         int
+	}{
+		{"notes.txt", "notes", "inverted indexes", "", 1},
+		{"guide.md", "BM25 guide", "Saturation", "", 1},
+		{"page.html", "Fusion", "Reciprocal rank fusion", "alert", 1},
+		{"paper.pdf", "Dense retrieval", "Bi-encoders map text to vectors", "", 1},
+		{"corpus.jsonl", "T1", "one", "", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			docs, err := ReadFile(ctx, filepath.Join(dir, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(docs) != tt.docs {
+				t.Fatalf("docs = %d, want %d", len(docs), tt.docs)
+			}
+			d := docs[0]
+			if d.Meta["title"] != tt.title {
+				t.Errorf("title = %v, want %q", d.Meta["title"], tt.title)
+			}
+			if !strings.Contains(d.Text, tt.textHas) {
+				t.Errorf("text %q lacks %q", d.Text, tt.textHas)
+			}
+			if tt.notHas != "" && strings.Contains(d.Text, tt.notHas) {
+				t.Errorf("text %q has %q", d.Text, tt.notHas)
+			}
+			if d.ID == "" {
+				t.Error("empty id")
+			}
+		})
+	}
+	docs, _ := ReadFile(ctx, filepath.Join(dir, "corpus.jsonl"))
+	if docs[0].ID != "d1" || docs[1].ID != "7" || !strings.HasPrefix(docs[2].ID, "sha256:") {
+		t.Errorf("jsonl ids = %q %q %q", docs[0].ID, docs[1].ID, docs[2].ID)
+	}
+	if docs[0].Meta["year"] != float64(2020) {
+		t.Errorf("metadata not kept: %v", docs[0].Meta)
+	}
+	// Content-hash ids make re-runs idempotent.
+	again, _ := ReadFile(ctx, filepath.Join(dir, "notes.txt"))
+	first, _ := ReadFile(ctx, filepath.Join(dir, "notes.txt"))
+	if again[0].ID != first[0].ID {
+		t.Error("content id not stable")
+	}
+}
+
+func TestReadFileBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := map[string][]byte{
+		"broken.pdf":   []byte("%PDF-1.4\nthis is not a pdf"),
+		"broken.jsonl": []byte("{\"_id\": \"a\", \"text\": \n"),
+	}
+	for name, b := range bad {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadFile(context.Background(), p); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+	if _, err := Collect([]string{filepath.Join(dir, "missing")}); err == nil {
+		t.Error("missing path: want an error")
+	}
+}
+
+func FuzzReadJSONL(f *testing.F) {
+	f.Add([]byte(`{"_id":"a","text":"x"}`))
+	f.Add([]byte(`{"_id":1.5,"title":"t","text":"x","metadata":{"a":[1]}}` + "\n\n{}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		docs, err := ReadJSONL(context.Background(), bytes.NewReader(b), "fuzz")
+		if err == nil {
+			for _, d := range docs {
+				if d.ID == "" {
+					t.Fatal("document without id")
+				}
+			}
+		}
+	})
+}
+
+func FuzzPDFText(f *testing.F) {
+	f.Add(minimalPDF("t", "hello"))
+	f.Add([]byte("%PDF-1.4\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _, _ = pdfText(b) // must not panic
+	})
+}

@@ -1,0 +1,495 @@
+package rcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrClosed reports a call on a closed client or over a dead transport. Calls
+// in flight when the transport dies fail with an error wrapping it (§13.1:
+// nothing is known about whether they took effect).
+var ErrClosed = errors.New("rcp: connection closed")
+
+// ClientOptions configure a Client. The zero value (or nil) is usable.
+type ClientOptions struct {
+	// Info names this client in initialize (default "rcpgo").
+	Info PeerInfo
+	// Capabilities are the client capabilities sent at initialize (§7.1):
+	// set Streaming or Log to opt into those notifications.
+	Capabilities Capabilities
+	// LogLevel, when set, is sent as initialize _meta.logLevel (§17.1).
+	LogLevel string
+	// OnProgress receives every progress frame (§9); per-call handlers can
+	// also be attached with WithProgress. Called on the reading goroutine:
+	// keep it short.
+	OnProgress func(ProgressParams)
+	// OnLog receives notifications/log (§17.1).
+	OnLog func(LogParams)
+	// MinProtocolVersion aborts the handshake when the negotiated version is
+	// lower (default 1).
+	MinProtocolVersion int
+	// Timeout is applied to calls whose context has no deadline (0: none).
+	Timeout time.Duration
+	// Retry enables the §12.2 retry policy (nil: no retries).
+	Retry *RetryPolicy
+	// Logger receives diagnostics (default slog.Default()).
+	Logger *slog.Logger
+
+	// Stdio: extra environment entries ("K=V") for the spawned server, on
+	// top of a least-privilege base (PATH, HOME, LANG, LC_ALL, TMPDIR, TZ);
+	// working directory; where the child's stderr goes (default os.Stderr).
+	Env    []string
+	Dir    string
+	Stderr interface{ Write([]byte) (int, error) }
+
+	// HTTP: client, extra headers and bearer token.
+	HTTPClient  *http.Client
+	Header      http.Header
+	BearerToken string
+}
+
+// RetryPolicy is the opt-in §12.2 policy: exponential backoff with full
+// jitter, honouring error.data.retryAfterMs and Retry-After. Retryable are
+// -32010, -32011, -32014 (and whatever error.data.retryable says), -32603
+// once. Writes (index/add, feedback, memory/build) are retried only when
+// they carry _meta.idempotencyKey (or, for index/add, every document has an
+// id, which makes it an upsert).
+type RetryPolicy struct {
+	MaxAttempts int           // total attempts including the first (default 3)
+	BaseDelay   time.Duration // default 100ms
+	MaxDelay    time.Duration // default 5s
+}
+
+// Client is an RCP client over one connection. It is safe for concurrent
+// use; calls are pipelined and correlated by id.
+type Client struct {
+	tr     clientTransport
+	opts   ClientOptions
+	log    *slog.Logger
+	init   InitializeResult
+	nextID atomic.Int64
+	closed atomic.Bool
+}
+
+// clientTransport moves requests and notifications.
+type clientTransport interface {
+	// roundTrip sends a request and waits for its response. progress, when
+	// non-nil, receives progress frames carrying token.
+	roundTrip(ctx context.Context, id int64, method string, params json.RawMessage, token string, progress func(ProgressParams)) (*response, error)
+	notify(ctx context.Context, method string, params json.RawMessage) error
+	setSession(token string)
+	close() error
+}
+
+// response is a decoded answer.
+type response struct {
+	result     json.RawMessage
+	err        *Error
+	retryAfter time.Duration // from an HTTP Retry-After header
+}
+
+func newClient(ctx context.Context, tr clientTransport, opts *ClientOptions) (*Client, error) {
+	c := &Client{tr: tr}
+	if opts != nil {
+		c.opts = *opts
+	}
+	if c.opts.Info.Name == "" {
+		c.opts.Info = PeerInfo{Name: "rcpgo", Version: "0.1.0"}
+	}
+	if c.opts.MinProtocolVersion <= 0 {
+		c.opts.MinProtocolVersion = 1
+	}
+	c.log = c.opts.Logger
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if err := c.handshake(ctx); err != nil {
+		_ = tr.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Client) handshake(ctx context.Context) error {
+	p := InitializeParams{ProtocolVersion: ProtocolVersion, Client: &c.opts.Info, Capabilities: c.opts.Capabilities}
+	if c.opts.LogLevel != "" {
+		p.Meta = p.Meta.Set(MetaLogLevel, c.opts.LogLevel)
+	}
+	raw, _ := json.Marshal(p)
+	var res InitializeResult
+	if err := c.do(ctx, MethodInitialize, raw, &res); err != nil {
+		return fmt.Errorf("rcp: initialize: %w", err)
+	}
+	if res.ProtocolVersion < c.opts.MinProtocolVersion {
+		return fmt.Errorf("rcp: server negotiated RCP/%d, below the minimum RCP/%d: %w", res.ProtocolVersion, c.opts.MinProtocolVersion,
+			&Error{Code: CodeVersionMismatch, Message: "negotiated version below the client's minimum"})
+	}
+	var tok string
+	if res.Meta.Get(MetaSession, &tok) && tok != "" {
+		c.tr.setSession(tok)
+	}
+	c.init = res
+	return nil
+}
+
+// Close ends the connection. On stdio the server sees EOF (an implicit
+// shutdown) and is waited for.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	return c.tr.close()
+}
+
+// InitializeResult returns the server's answer to initialize: identity,
+// the session's capabilities and _meta.
+func (c *Client) InitializeResult() InitializeResult { return c.init }
+
+// Capabilities returns the session's server capabilities.
+func (c *Client) Capabilities() *Capabilities { return &c.init.Capabilities }
+
+// Supports reports whether the server advertised capability key.
+func (c *Client) Supports(key string) bool { return c.init.Capabilities.Has(key) }
+
+// Conformance returns the level the server declared in _meta.conformance.
+func (c *Client) Conformance() string {
+	var s string
+	c.init.Meta.Get(MetaConformance, &s)
+	return s
+}
+
+type progressKey struct{}
+
+// WithProgress returns a context whose calls ask for progress (§9): the
+// client attaches a _meta.progressToken and routes that request's progress
+// frames to fn. Over HTTP it also asks for SSE.
+func WithProgress(ctx context.Context, fn func(ProgressParams)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+// Call sends method with params (any JSON-marshalable value or
+// json.RawMessage; nil means {}) and decodes the result into result (which
+// may be nil or a *json.RawMessage). Client-side gating applies before any
+// I/O (-32003 / -32004 as *Error). Server errors are returned as *Error.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if err := c.gate(method); err != nil {
+		return err
+	}
+	raw, err := marshalParams(params)
+	if err != nil {
+		return fmt.Errorf("rcp: %s: encoding params: %w", method, err)
+	}
+	return c.do(ctx, method, raw, result)
+}
+
+func marshalParams(params any) (json.RawMessage, error) {
+	switch p := params.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		if len(bytes.TrimSpace(p)) == 0 {
+			return json.RawMessage("{}"), nil
+		}
+		return p, nil
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	if string(b) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return nil, errors.New("params must encode to a JSON object")
+	}
+	return b, nil
+}
+
+// gate applies §14.4 client rules: never call an undefined or unadvertised
+// method.
+func (c *Client) gate(method string) error {
+	capKey, defined := MethodCapability(method)
+	if !defined {
+		return NewError(CodeUnknownMethod, "method %q is not defined by RCP", method)
+	}
+	if capKey == "" {
+		return nil
+	}
+	if !c.init.Capabilities.Allows(method) {
+		return NewError(CodeCapabilityMissing, "server did not advertise capability %q", capKey)
+	}
+	return nil
+}
+
+// do performs one call with retries.
+func (c *Client) do(ctx context.Context, method string, params json.RawMessage, result any) error {
+	if c.opts.Timeout > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+			defer cancel()
+		}
+	}
+	attempts := 1
+	var pol RetryPolicy
+	if c.opts.Retry != nil && retrySafe(method, params) {
+		pol = *c.opts.Retry
+		if pol.MaxAttempts <= 0 {
+			pol.MaxAttempts = 3
+		}
+		if pol.BaseDelay <= 0 {
+			pol.BaseDelay = 100 * time.Millisecond
+		}
+		if pol.MaxDelay <= 0 {
+			pol.MaxDelay = 5 * time.Second
+		}
+		attempts = pol.MaxAttempts
+	}
+	internalRetried := false
+	for attempt := 0; ; attempt++ {
+		resp, err := c.once(ctx, method, params)
+		if err != nil {
+			return err
+		}
+		if resp.err == nil {
+			if result == nil {
+				return nil
+			}
+			if err := json.Unmarshal(resp.result, result); err != nil {
+				return fmt.Errorf("rcp: %s: decoding result: %w", method, err)
+			}
+			return nil
+		}
+		e := resp.err
+		retry := e.Retryable()
+		if e.Code == CodeInternalError && !internalRetried && (e.Data == nil || e.Data.Retryable == nil) {
+			retry, internalRetried = true, true
+		}
+		if !retry || attempt+1 >= attempts {
+			return e
+		}
+		delay := backoff(pol, attempt)
+		if e.Data != nil && e.Data.RetryAfterMs != nil {
+			delay = max(delay, time.Duration(*e.Data.RetryAfterMs)*time.Millisecond)
+		}
+		delay = max(delay, resp.retryAfter)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return e
+		case <-t.C:
+		}
+	}
+}
+
+func backoff(p RetryPolicy, attempt int) time.Duration {
+	d := p.BaseDelay << min(attempt, 20)
+	if d > p.MaxDelay || d <= 0 {
+		d = p.MaxDelay
+	}
+	return time.Duration(rand.Int64N(int64(d)) + 1) // full jitter
+}
+
+// retrySafe reports whether repeating method is harmless (§7.10, §12.2).
+func retrySafe(method string, params json.RawMessage) bool {
+	switch method {
+	case MethodIndexAdd, MethodFeedback, MethodMemoryBuild:
+	default:
+		return true
+	}
+	var p struct {
+		Meta      Meta `json:"_meta"`
+		Documents []struct {
+			ID *string `json:"id"`
+		} `json:"documents"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	var key string
+	if p.Meta.Get(MetaIdempotencyKey, &key) && key != "" {
+		return true
+	}
+	if method == MethodIndexAdd && len(p.Documents) > 0 {
+		for _, d := range p.Documents {
+			if d.ID == nil || *d.ID == "" {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// once sends one request: it attaches _meta.progressToken when the context
+// asks for progress and _meta.deadlineMs when it has a deadline (§16.2).
+func (c *Client) once(ctx context.Context, method string, params json.RawMessage) (*response, error) {
+	id := c.nextID.Add(1)
+	progress, _ := ctx.Value(progressKey{}).(func(ProgressParams))
+	var token string
+	extra := map[string]any{}
+	if (progress != nil || c.opts.OnProgress != nil) && c.Supports(CapStreaming) {
+		token = "p" + strconv.FormatInt(id, 10)
+		extra[MetaProgressToken] = token
+	}
+	if dl, ok := ctx.Deadline(); ok && method != MethodInitialize {
+		if ms := time.Until(dl).Milliseconds(); ms > 0 {
+			extra[MetaDeadlineMs] = ms
+		}
+	}
+	if progress == nil {
+		progress = c.opts.OnProgress
+	}
+	if len(extra) > 0 {
+		var err error
+		if params, err = mergeMeta(params, extra); err != nil {
+			return nil, fmt.Errorf("rcp: %s: %w", method, err)
+		}
+	}
+	resp, err := c.tr.roundTrip(ctx, id, method, params, token, progress)
+	if err != nil {
+		if ctx.Err() != nil && method != MethodInitialize {
+			// §7.14: tell the server; the late answer is discarded.
+			cp, _ := json.Marshal(map[string]any{"id": id, "reason": "client context ended"})
+			_ = c.tr.notify(context.WithoutCancel(ctx), NotifyCancel, cp)
+		}
+		return nil, fmt.Errorf("rcp: %s: %w", method, err)
+	}
+	return resp, nil
+}
+
+// mergeMeta adds keys to params._meta (params must be an object).
+func mergeMeta(params json.RawMessage, extra map[string]any) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(params, &obj); err != nil {
+		return nil, fmt.Errorf("params must be a JSON object: %w", err)
+	}
+	if obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := obj["_meta"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, fmt.Errorf("_meta must be an object: %w", err)
+		}
+	}
+	for k, v := range extra {
+		if _, exists := meta[k]; exists && k == MetaDeadlineMs {
+			continue // the caller's explicit budget wins
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		meta[k] = b
+	}
+	mb, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	obj["_meta"] = mb
+	return json.Marshal(obj)
+}
+
+// decodeWireError turns a wire error object into *Error.
+func decodeWireError(code int, msg string, data json.RawMessage) *Error {
+	e := &Error{Code: Code(code), Message: msg}
+	if len(data) > 0 && string(data) != "null" {
+		var d ErrorData
+		if json.Unmarshal(data, &d) == nil {
+			e.Data = &d
+		} else {
+			e.Data = &ErrorData{Detail: string(data)}
+		}
+	}
+	return e
+}
+
+// pendingCalls correlates responses with waiting calls by id.
+type pendingCalls struct {
+	mu       sync.Mutex
+	calls    map[int64]chan *response
+	progress map[string]func(ProgressParams)
+	err      error // set once the transport is dead
+}
+
+func newPending() *pendingCalls {
+	return &pendingCalls{calls: map[int64]chan *response{}, progress: map[string]func(ProgressParams){}}
+}
+
+func (p *pendingCalls) add(id int64, token string, fn func(ProgressParams)) (chan *response, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return nil, p.err
+	}
+	ch := make(chan *response, 1)
+	p.calls[id] = ch
+	if token != "" && fn != nil {
+		p.progress[token] = fn
+	}
+	return ch, nil
+}
+
+func (p *pendingCalls) remove(id int64, token string) {
+	p.mu.Lock()
+	delete(p.calls, id)
+	if token != "" {
+		delete(p.progress, token)
+	}
+	p.mu.Unlock()
+}
+
+// deliver hands a response to its caller; late or unknown ids are dropped.
+func (p *pendingCalls) deliver(id int64, r *response) bool {
+	p.mu.Lock()
+	ch, ok := p.calls[id]
+	delete(p.calls, id)
+	p.mu.Unlock()
+	if ok {
+		ch <- r
+	}
+	return ok
+}
+
+func (p *pendingCalls) progressFor(token string) func(ProgressParams) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.progress[token]
+}
+
+// fail marks the transport dead: every waiting call fails with err.
+func (p *pendingCalls) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = err
+	}
+	for id, ch := range p.calls {
+		close(ch)
+		delete(p.calls, id)
+	}
+}
+
+func (p *pendingCalls) failure() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		return ErrClosed
+	}
+	return p.err
+}

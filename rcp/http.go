@@ -1,0 +1,532 @@
+package rcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rcpgo/rcpgo/internal/jsonrpc"
+)
+
+// SessionMode selects how the HTTP transport keeps §13 session state.
+type SessionMode int
+
+const (
+	// SessionStateless treats every request as implicitly initialized at the
+	// advertised capabilities; initialize and info answer idempotently and
+	// unadvertised methods are still -32003 (§5.2).
+	SessionStateless SessionMode = iota
+	// SessionStateful issues a token in initialize.result._meta.session and
+	// requires it in the RCP-Session header on every later request. Requests
+	// without a valid token are uninitialized (-32001).
+	SessionStateful
+	// SessionSingle keeps one implicit session shared by every caller, like
+	// one stdio connection (what the reference servers and the conformance
+	// harness expect). Meant for a local, single-client server; shutdown
+	// resets it.
+	SessionSingle
+)
+
+// HeaderSession carries the stateful HTTP session token.
+const HeaderSession = "RCP-Session"
+
+// HTTPOptions configure the HTTP transport. The zero value (or nil) is usable.
+type HTTPOptions struct {
+	// Base is the path prefix; requests are POST <Base>/<method> or, for
+	// batches, POST <Base>. Default "/rcp".
+	Base string
+	// Sessions selects the session mode (default SessionStateless).
+	Sessions SessionMode
+	// SessionIdleTimeout evicts idle stateful sessions (default 30 min).
+	SessionIdleTimeout time.Duration
+	// MaxSessions caps live stateful sessions (default 10000); initialize
+	// beyond it is shed with -32011.
+	MaxSessions int
+	// MaxBodyBytes caps a request body (-32013, HTTP 413). Default: the
+	// server's MaxFrameBytes.
+	MaxBodyBytes int64
+	// BearerTokens, when non-empty, require "Authorization: Bearer <token>"
+	// with one of them before anything else (§5.2, §15.6): 401 and -32012.
+	// Credentials are never read from params.
+	BearerTokens []string
+	// Authorize, when set, is consulted (after BearerTokens) and rejects a
+	// caller by returning false.
+	Authorize func(*http.Request) bool
+	// RateLimit, when set, sheds load per client (429 + Retry-After, -32011).
+	RateLimit *RateLimit
+	// CORSOrigin is sent as Access-Control-Allow-Origin ("" disables CORS
+	// headers; "*" allows any origin). OPTIONS preflight is always answered.
+	CORSOrigin string
+}
+
+// RateLimit is a per-client token bucket.
+type RateLimit struct {
+	// RequestsPerSecond is the sustained rate; Burst the bucket size
+	// (default: max(1, RequestsPerSecond)).
+	RequestsPerSecond float64
+	Burst             int
+	// Key identifies the client (default: the remote IP).
+	Key func(*http.Request) string
+}
+
+// HTTPHandler serves RCP over HTTP (§5.2) with SSE streaming. Create it with
+// Server.HTTPHandler; Close it to end its sessions.
+type HTTPHandler struct {
+	srv  *Server
+	opts HTTPOptions
+	ctx  context.Context
+	stop context.CancelCauseFunc
+
+	mu        sync.Mutex
+	sessions  map[string]*session
+	single    *session
+	stateless *session
+	lastSweep time.Time
+
+	limiter *limiter
+}
+
+// HTTPHandler returns an http.Handler serving s over HTTP. opts may be nil.
+func (s *Server) HTTPHandler(opts *HTTPOptions) *HTTPHandler {
+	h := &HTTPHandler{srv: s, sessions: map[string]*session{}}
+	if opts != nil {
+		h.opts = *opts
+	}
+	if h.opts.Base == "" {
+		h.opts.Base = "/rcp"
+	}
+	h.opts.Base = "/" + strings.Trim(h.opts.Base, "/")
+	if h.opts.SessionIdleTimeout <= 0 {
+		h.opts.SessionIdleTimeout = 30 * time.Minute
+	}
+	if h.opts.MaxSessions <= 0 {
+		h.opts.MaxSessions = 10000
+	}
+	if h.opts.MaxBodyBytes <= 0 {
+		h.opts.MaxBodyBytes = int64(s.opts.MaxFrameBytes)
+	}
+	if h.opts.RateLimit != nil {
+		h.limiter = newLimiter(*h.opts.RateLimit)
+	}
+	h.ctx, h.stop = context.WithCancelCause(context.Background())
+	return h
+}
+
+// Close ends every session, cancelling their in-flight requests, and waits
+// for the handlers to return.
+func (h *HTTPHandler) Close() error {
+	h.stop(errTransportClosed)
+	h.mu.Lock()
+	all := make([]*session, 0, len(h.sessions)+2)
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	if h.single != nil {
+		all = append(all, h.single)
+	}
+	if h.stateless != nil {
+		all = append(all, h.stateless)
+	}
+	h.sessions = map[string]*session{}
+	h.mu.Unlock()
+	for _, s := range all {
+		s.closeSession()
+		s.wait()
+	}
+	return nil
+}
+
+func (h *HTTPHandler) setCORS(w http.ResponseWriter) {
+	if h.opts.CORSOrigin == "" {
+		return
+	}
+	hd := w.Header()
+	hd.Set("Access-Control-Allow-Origin", h.opts.CORSOrigin)
+	if h.opts.CORSOrigin != "*" {
+		hd.Add("Vary", "Origin")
+	}
+	hd.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+	hd.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, "+HeaderSession)
+	hd.Set("Access-Control-Expose-Headers", HeaderSession+", Retry-After")
+	hd.Set("Access-Control-Max-Age", "600")
+}
+
+// writeJSON writes a JSON body with status.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// ServeHTTP implements http.Handler.
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.setCORS(w)
+	pathMethod, ok := h.route(r.URL.Path)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method == http.MethodOptions {
+		w.Header().Set("Allow", "POST, OPTIONS")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST, OPTIONS")
+		http.Error(w, "RCP over HTTP uses POST", http.StatusMethodNotAllowed)
+		return
+	}
+	// §5.2/§15.6: auth first — before initialize, before capability gating,
+	// with one uniform answer.
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rcp"`)
+		writeJSON(w, http.StatusUnauthorized, errorFrame(nil, NewError(CodeUnauthorized, "unauthorized")))
+		return
+	}
+	if h.limiter != nil {
+		if wait, ok := h.limiter.allow(r); !ok {
+			ms := max(wait.Milliseconds(), 1)
+			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
+			writeJSON(w, http.StatusTooManyRequests, errorFrame(nil, &Error{Code: CodeRateLimited, Message: "rate limited",
+				Data: &ErrorData{Retryable: ptr(true), RetryAfterMs: ptr(ms)}}))
+			return
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxBodyBytes+1))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorFrame(nil, NewError(CodeParseError, "cannot read the request body")))
+		return
+	}
+	if int64(len(body)) > h.opts.MaxBodyBytes {
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorFrame(nil, NewError(CodePayloadTooLarge, "request body exceeds %d bytes", h.opts.MaxBodyBytes)))
+		return
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' && pathMethod != "" {
+		writeJSON(w, http.StatusBadRequest, errorFrame(nil, NewError(CodeInvalidRequest, "batches are posted to %s, not to a method path", h.opts.Base)))
+		return
+	}
+	if len(trimmed) == 0 {
+		writeJSON(w, http.StatusBadRequest, errorFrame(nil, NewError(CodeParseError, "empty request body")))
+		return
+	}
+
+	sess, serr := h.sessionFor(r, trimmed)
+	if serr != nil {
+		writeJSON(w, http.StatusOK, serr)
+		return
+	}
+
+	wantSSE := strings.Contains(r.Header.Get("Accept"), "text/event-stream") &&
+		trimmed[0] == '{' && sess.description().Capabilities.Streaming != nil
+	if wantSSE {
+		h.serveSSE(w, r, sess, trimmed, pathMethod)
+		return
+	}
+
+	fo := frameOpts{compactOK: true, reqCtx: r.Context(), method: pathMethod}
+	out := <-h.handleWithSession(sess, trimmed, fo)
+	if out == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, statusFor(out), out)
+}
+
+// handleWithSession runs one frame and returns the channel its one answer
+// (nil: nothing to write) arrives on.
+func (h *HTTPHandler) handleWithSession(sess *session, body []byte, fo frameOpts) <-chan []byte {
+	result := make(chan []byte, 1)
+	if stop := sess.handleFrame(body, func(b []byte) error { result <- b; return nil }, fo); stop {
+		h.endSession(sess)
+	}
+	return result
+}
+
+// statusFor maps an answer to its HTTP status (§5.2): 200 for JSON-RPC
+// responses, 400 when the body was not JSON or not a JSON-RPC request (a
+// single error answer with id null).
+func statusFor(out []byte) int {
+	if bytes.HasPrefix(out, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700`)) ||
+		bytes.HasPrefix(out, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600`)) {
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// serveSSE answers one request as an event stream: progress (and log)
+// frames, then exactly one final frame (§5.2).
+func (h *HTTPHandler) serveSSE(w http.ResponseWriter, r *http.Request, sess *session, body []byte, pathMethod string) {
+	flusher, _ := w.(http.Flusher)
+	var mu sync.Mutex
+	closed := false
+	started := false
+	start := func() {
+		if started {
+			return
+		}
+		started = true
+		hd := w.Header()
+		hd.Set("Content-Type", "text/event-stream")
+		hd.Set("Cache-Control", "no-cache")
+		hd.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+	}
+	writeEvent := func(b []byte) {
+		start()
+		_, _ = w.Write([]byte("data: "))
+		_, _ = w.Write(b)
+		_, _ = w.Write([]byte("\n\n"))
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	notify := func(b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !closed {
+			writeEvent(b)
+		}
+	}
+	fo := frameOpts{compactOK: true, reqCtx: r.Context(), method: pathMethod, notify: notify}
+	out := <-h.handleWithSession(sess, body, fo)
+	mu.Lock()
+	defer mu.Unlock()
+	closed = true
+	if out == nil {
+		if !started {
+			w.WriteHeader(http.StatusNoContent)
+		}
+		return
+	}
+	if !started && statusFor(out) != http.StatusOK {
+		writeJSON(w, statusFor(out), out)
+		return
+	}
+	writeEvent(out)
+}
+
+func (h *HTTPHandler) route(path string) (method string, ok bool) {
+	base := h.opts.Base
+	if path == base || path == base+"/" {
+		return "", true
+	}
+	if !strings.HasPrefix(path, base+"/") {
+		return "", false
+	}
+	return strings.TrimPrefix(path, base+"/"), true
+}
+
+func (h *HTTPHandler) authorized(r *http.Request) bool {
+	if len(h.opts.BearerTokens) > 0 {
+		auth := r.Header.Get("Authorization")
+		tok, found := strings.CutPrefix(auth, "Bearer ")
+		if !found {
+			return false
+		}
+		ok := false
+		for _, want := range h.opts.BearerTokens {
+			if subtle.ConstantTimeCompare([]byte(tok), []byte(want)) == 1 {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if h.opts.Authorize != nil && !h.opts.Authorize(r) {
+		return false
+	}
+	return true
+}
+
+// sessionFor picks the session of a request. A non-nil frame is an answer to
+// write instead (an unknown session token).
+func (h *HTTPHandler) sessionFor(r *http.Request, body []byte) (*session, []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch h.opts.Sessions {
+	case SessionStateless:
+		if h.stateless == nil {
+			h.stateless = h.srv.newSession(h.ctx, sessionStateless)
+		}
+		return h.stateless, nil
+	case SessionSingle:
+		if h.single == nil {
+			h.single = h.srv.newSession(h.ctx, sessionHTTP)
+		}
+		return h.single, nil
+	}
+	h.sweepLocked()
+	if tok := r.Header.Get(HeaderSession); tok != "" {
+		sess, ok := h.sessions[tok]
+		if !ok {
+			return nil, errorFrame(idOf(body), NewError(CodeNotInitialized, "unknown or expired %s; call initialize again", HeaderSession))
+		}
+		sess.lastUsed = time.Now()
+		return sess, nil
+	}
+	// No token: a fresh, uninitialized session. Only initialize can make it
+	// useful; it is kept when initialize succeeds.
+	if len(h.sessions) >= h.opts.MaxSessions {
+		return nil, errorFrame(idOf(body), &Error{Code: CodeRateLimited, Message: "too many sessions", Data: &ErrorData{Retryable: ptr(true), RetryAfterMs: ptr(int64(1000))}})
+	}
+	sess := h.srv.newSession(h.ctx, sessionHTTP)
+	sess.id = newToken()
+	if isInitialize(body) {
+		h.sessions[sess.id] = sess
+	}
+	return sess, nil
+}
+
+// endSession forgets a session after shutdown.
+func (h *HTTPHandler) endSession(sess *session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case sess == h.single:
+		h.single = nil // the next caller starts afresh
+	case sess.id != "":
+		delete(h.sessions, sess.id)
+	}
+}
+
+func (h *HTTPHandler) sweepLocked() {
+	now := time.Now()
+	if now.Sub(h.lastSweep) < time.Second {
+		return
+	}
+	h.lastSweep = now
+	for id, s := range h.sessions {
+		s.mu.Lock()
+		idle := s.running == 0 && now.Sub(s.lastUsed) > h.opts.SessionIdleTimeout
+		s.mu.Unlock()
+		if idle {
+			delete(h.sessions, id)
+		}
+	}
+}
+
+func isInitialize(body []byte) bool {
+	f := jsonrpc.Decode(body, jsonrpc.Options{})
+	return !f.Batch && len(f.Messages) == 1 && f.Messages[0].Method == MethodInitialize
+}
+
+func idOf(body []byte) json.RawMessage {
+	f := jsonrpc.Decode(body, jsonrpc.Options{})
+	if !f.Batch && len(f.Messages) == 1 {
+		return f.Messages[0].ID
+	}
+	return nil
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// limiter is a per-key token bucket.
+type limiter struct {
+	rl      RateLimit
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter(rl RateLimit) *limiter {
+	if rl.Burst <= 0 {
+		rl.Burst = max(1, int(rl.RequestsPerSecond))
+	}
+	if rl.Key == nil {
+		rl.Key = func(r *http.Request) string {
+			host, _, err := net.SplitHostPort(r.RemoteAddr)
+			if err != nil {
+				return r.RemoteAddr
+			}
+			return host
+		}
+	}
+	return &limiter{rl: rl, buckets: map[string]*bucket{}}
+}
+
+// allow takes a token for r's client, or reports how long to wait for one.
+func (l *limiter) allow(r *http.Request) (time.Duration, bool) {
+	key := l.rl.Key(r)
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[key]
+	if !ok {
+		if len(l.buckets) > 100000 {
+			l.buckets = map[string]*bucket{} // bound memory under key floods
+		}
+		b = &bucket{tokens: float64(l.rl.Burst), last: now}
+		l.buckets[key] = b
+	}
+	b.tokens = math.Min(float64(l.rl.Burst), b.tokens+now.Sub(b.last).Seconds()*l.rl.RequestsPerSecond)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return 0, true
+	}
+	if l.rl.RequestsPerSecond <= 0 {
+		return time.Minute, false
+	}
+	return time.Duration((1 - b.tokens) / l.rl.RequestsPerSecond * float64(time.Second)), false
+}
+
+// ListenAndServeHTTP serves s over HTTP on addr until ctx ends, then shuts
+// down gracefully: it stops accepting, lets in-flight requests finish (up to
+// 10 s) and closes the sessions. Use signal.NotifyContext for SIGINT/SIGTERM.
+func (s *Server) ListenAndServeHTTP(ctx context.Context, addr string, opts *HTTPOptions) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("rcp: listen %s: %w", addr, err)
+	}
+	return s.ServeListener(ctx, ln, opts)
+}
+
+// ServeListener is ListenAndServeHTTP on an existing listener.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener, opts *HTTPOptions) error {
+	h := s.HTTPHandler(opts)
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		_ = h.Close()
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("rcp: serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	_ = h.Close()
+	<-errc
+	if err != nil {
+		return fmt.Errorf("rcp: HTTP shutdown: %w", err)
+	}
+	return nil
+}
