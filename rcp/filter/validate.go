@@ -47,7 +47,7 @@ func Validate(tree any, fields map[string]string, operators []string) (*Node, er
 // tree may be raw JSON (json.RawMessage or []byte, decoded with UseNumber so
 // numbers keep their exact text), a *Node from the builder, or already
 // decoded JSON (nil, map[string]any, []any, string, float64, json.Number,
-// bool). An absent filter — nil, empty raw JSON, JSON null or {} — returns
+// bool; objects must be map[string]any). An absent filter — nil, empty raw JSON, JSON null or {} — returns
 // (nil, nil), which matches every document.
 //
 // Errors are *rcp.Error: -32602 with error.data.field set to the path of the
@@ -164,7 +164,8 @@ func (st *state) node(x any, depth int) (*Node, error) {
 	if !ok {
 		return nil, st.invalid("", "filter node must be an object")
 	}
-	var comb []string
+	var combBuf [3]string
+	comb := combBuf[:0]
 	for _, k := range [...]string{"and", "or", "not"} {
 		if _, ok := obj[k]; ok {
 			comb = append(comb, k)

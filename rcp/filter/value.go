@@ -47,17 +47,27 @@ type Value struct {
 	list []Value
 }
 
-// NullValue, StringValue, BoolValue and NumberValue build scalar values.
-func NullValue() Value             { return Value{} }
-func StringValue(s string) Value   { return Value{kind: String, s: s} }
-func BoolValue(b bool) Value       { return Value{kind: Bool, b: b} }
-func IntValue(n int64) Value       { return Value{kind: Number, s: strconv.FormatInt(n, 10)} }
-func listValue(vs []Value) Value   { return Value{kind: List, list: vs} }
-func numberText(s string) Value    { return Value{kind: Number, s: s} }
-func (v Value) Kind() ValueKind    { return v.kind }
-func (v Value) IsNull() bool       { return v.kind == Null }
-func (v Value) isScalar() bool     { return v.kind != List }
-func (v Value) Elems() []Value     { return v.list }
+// NullValue, StringValue, BoolValue and IntValue build scalar values.
+func NullValue() Value           { return Value{} }
+func StringValue(s string) Value { return Value{kind: String, s: s} }
+func BoolValue(b bool) Value     { return Value{kind: Bool, b: b} }
+func IntValue(n int64) Value     { return Value{kind: Number, s: strconv.FormatInt(n, 10)} }
+
+func listValue(vs []Value) Value { return Value{kind: List, list: vs} }
+func numberText(s string) Value  { return Value{kind: Number, s: s} }
+
+// Kind returns the value's JSON type.
+func (v Value) Kind() ValueKind { return v.kind }
+
+// IsNull reports whether v is JSON null.
+func (v Value) IsNull() bool { return v.kind == Null }
+
+func (v Value) isScalar() bool { return v.kind != List }
+
+// Elems returns the elements of a List (nil otherwise).
+func (v Value) Elems() []Value { return v.list }
+
+// Bool returns the boolean and whether v is a boolean.
 func (v Value) Bool() (bool, bool) { return v.b, v.kind == Bool }
 
 // Str returns the string and whether v is a string.

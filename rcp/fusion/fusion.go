@@ -180,7 +180,7 @@ type Result struct {
 	ID     string  // stringified id of the kept hit
 	Score  float64 // fused score
 	Weight float64 // summed weight (tie-break)
-	Engine string  // engine of the kept hit
+	Engine string  // engine (List.Engine) the kept hit came from; meta.engine keeps an upstream tag if the hit had one
 	Rank   int     // 1-based rank of the kept hit in its engine's list
 }
 
@@ -319,7 +319,11 @@ func Fuse(lists []List, opts Options) ([]Result, error) {
 		}
 	}
 
-	slices.SortFunc(accs, func(a, b acc) int {
+	order := make([]*acc, len(accs))
+	for i := range accs {
+		order[i] = &accs[i]
+	}
+	slices.SortFunc(order, func(a, b *acc) int {
 		switch {
 		case a.score > b.score:
 			return -1
@@ -335,12 +339,11 @@ func Fuse(lists []List, opts Options) ([]Result, error) {
 		}
 		return strings.Compare(a.key, b.key)
 	})
-	if opts.K != nil && *opts.K < len(accs) {
-		accs = accs[:max(*opts.K, 0)]
+	if opts.K != nil && *opts.K < len(order) {
+		order = order[:max(*opts.K, 0)]
 	}
-	out := make([]Result, len(accs))
-	for i := range accs {
-		a := &accs[i]
+	out := make([]Result, len(order))
+	for i, a := range order {
 		engine := lists[a.list].Engine
 		hit := *a.hit
 		hit.Score = a.score

@@ -49,6 +49,44 @@ var fusionDivergences = map[string]struct{ section, reason string }{
 	"weighted/bool-score":                   {"§7.7, §4.6", "score MUST be a number: rcp.Hit rejects a boolean score at decode time (recommended: Python coerces)"},
 }
 
+// fusionChoices records, for every Python/Node disagreement, the side this
+// package takes (the line's "recommended" one) and why.
+var fusionChoices = map[string]struct{ side, section, reason string }{
+	"rrf/float-id-integral":       {"python", "§16.3, §7.7", "key is the id's JSON text: 1.0 and \"1\" are different documents"},
+	"rrf/float-id-exponent":       {"python", "§16.3, §7.7", "key is the id's JSON text as received (1e-07)"},
+	"rrf/large-int-id":            {"python", "§4.6, §16.3", "ids keep their exact decimal text beyond 2^53"},
+	"rrf/astral-vs-bmp-id-order":  {"python", "§16.3, §8", "ids compare by bytes = code points"},
+	"rrf/richness-astral-text":    {"python", "§16.3", "text length counts runes (code points)"},
+	"rrf/integer-like-engine-ids": {"python", "§16.3", "engine order is the caller's slice order"},
+	"rrf/weights-null-value":      {"node", "§4.6", "null weight is absent: default 1.0"},
+	"rrf/hit-missing-id":          {"python", "§7.7", "Hit.id is required: ErrMissingID"},
+	"weighted/null-score":         {"node", "§4.6", "null score is absent: excluded from min/max, raw 0"},
+	"weighted/string-score":       {"reject", "§7.7, §4.6", "see fusionDivergences"},
+	"weighted/bool-score":         {"reject", "§7.7, §4.6", "see fusionDivergences"},
+}
+
+func TestFusionChoicesCoverDisagreements(t *testing.T) {
+	n := 0
+	for _, c := range loadFusionCases(t) {
+		if c.Expect != nil {
+			continue
+		}
+		n++
+		ch, ok := fusionChoices[c.Name]
+		if !ok {
+			t.Errorf("disagreement %s has no recorded choice", c.Name)
+			continue
+		}
+		if ch.side != "reject" && ch.side != c.Recommended {
+			t.Errorf("%s: choice %s but the test follows %s", c.Name, ch.side, c.Recommended)
+		}
+		t.Logf("%-34s %-7s %-12s %s", c.Name, ch.side, ch.section, ch.reason)
+	}
+	if n != len(fusionChoices) {
+		t.Errorf("%d disagreements, %d recorded choices", n, len(fusionChoices))
+	}
+}
+
 func loadFusionCases(t testing.TB) []fusionCase {
 	f, err := os.Open(shared.Path(t, "rcp", "vectors", "fusion.jsonl"))
 	if err != nil {

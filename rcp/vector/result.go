@@ -177,26 +177,32 @@ func stringElems(raw []byte) ([][]byte, error) {
 		return nil, notArray
 	}
 	i = skipSpace(raw, i+1)
-	var out [][]byte
+	out := make([][]byte, 0, bytes.Count(raw, []byte{','})+1)
 	if i < len(raw) && raw[i] == ']' {
 		if skipSpace(raw, i+1) != len(raw) {
 			return nil, notArray
 		}
 		return [][]byte{}, nil
 	}
+	notString := func() error {
+		return rcp.InvalidParams(fmt.Sprintf("vectors[%d]", len(out)), "f32-base64 vector must be a string")
+	}
 	for {
-		field := fmt.Sprintf("vectors[%d]", len(out))
 		if i >= len(raw) || raw[i] != '"' {
-			return nil, rcp.InvalidParams(field, "f32-base64 vector must be a string")
+			return nil, notString()
 		}
 		j := i + 1
 		escaped := false
-		for j < len(raw) && raw[j] != '"' {
-			if raw[j] == '\\' {
-				escaped = true
+		if q := bytes.IndexByte(raw[j:], '"'); q >= 0 && bytes.IndexByte(raw[j:j+q], '\\') < 0 {
+			j += q // fast path: no escapes
+		} else {
+			for j < len(raw) && raw[j] != '"' {
+				if raw[j] == '\\' {
+					escaped = true
+					j++
+				}
 				j++
 			}
-			j++
 		}
 		if j >= len(raw) {
 			return nil, notArray
@@ -205,7 +211,7 @@ func stringElems(raw []byte) ([][]byte, error) {
 		if escaped {
 			var s string
 			if err := json.Unmarshal(raw[i:j+1], &s); err != nil {
-				return nil, rcp.InvalidParams(field, "f32-base64 vector must be a string")
+				return nil, notString()
 			}
 			elem = []byte(s)
 		}

@@ -39,12 +39,14 @@
 package vector
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -103,26 +105,38 @@ func validBlob[T ~string | ~[]byte](s T) (int, error) {
 	if len(s)%4 != 0 {
 		return 0, rcp.InvalidParams("", "f32-base64 blob is not padded base64 (length %d is not a multiple of 4)", len(s))
 	}
+	if indexByte(s, '\n') >= 0 || indexByte(s, '\r') >= 0 {
+		return 0, rcp.InvalidParams("", "f32-base64 blob contains a line break")
+	}
 	pad := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '=':
-			if i < len(s)-2 {
+	if p := indexByte(s, '='); p >= 0 {
+		if p < len(s)-2 {
+			return 0, rcp.InvalidParams("", "f32-base64 blob has data after padding")
+		}
+		for i := p; i < len(s); i++ {
+			if s[i] != '=' {
 				return 0, rcp.InvalidParams("", "f32-base64 blob has data after padding")
 			}
-			pad++
-		case pad > 0:
-			return 0, rcp.InvalidParams("", "f32-base64 blob has data after padding")
-		case c == '\r' || c == '\n':
-			return 0, rcp.InvalidParams("", "f32-base64 blob contains a line break")
+		}
+		pad = len(s) - p
+	}
+	return len(s)/4*3 - pad, nil
+}
+
+// indexByte is strings.IndexByte / bytes.IndexByte for either type.
+func indexByte[T ~string | ~[]byte](s T, c byte) int {
+	switch v := any(s).(type) {
+	case string:
+		return strings.IndexByte(v, c)
+	case []byte:
+		return bytes.IndexByte(v, c)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
 		}
 	}
-	n := len(s) / 4 * 3
-	if pad > 0 {
-		n -= pad
-	}
-	return n, nil
+	return -1
 }
 
 // decodeChunks decodes the validated blob s into dst (len(dst) == n/4).
