@@ -203,14 +203,23 @@ func TestDurationBoundRealTime(t *testing.T) {
 	}
 	took := time.Since(start)
 	tr := res.Targets[0]
-	// ideal: 8 / 5ms = 1600/s; a loaded machine oversleeps, so only bound it.
-	if res.StoppedBy != "duration" || took < 300*time.Millisecond || took > 2*time.Second || tr.Throughput < 300 || tr.Throughput > 1650 {
-		t.Fatalf("stopped by %s after %v, throughput %.0f", res.StoppedBy, took, tr.Throughput)
+	// A shared machine can starve the workers, so only what holds whatever
+	// the scheduling is checked: the time bound, the ceiling of 8 / 5ms =
+	// 1600 ops/s, and Little's law for a closed loop: throughput × mean
+	// latency ≤ the 8 requests in flight.
+	if res.StoppedBy != "duration" || took < 300*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("stopped by %s after %v", res.StoppedBy, took)
 	}
-	if tr.Latency.P50Ms < 5 || tr.Errors != 0 {
-		t.Fatalf("latency %+v errors %d", tr.Latency, tr.Errors)
+	if tr.OK < 8 || tr.Errors != 0 || tr.Throughput > 1600*1.02 || tr.Latency.P50Ms < 5 || tr.Latency.MinMs < 5 {
+		t.Fatalf("ok %d errors %d throughput %.0f latency %+v", tr.OK, tr.Errors, tr.Throughput, tr.Latency)
 	}
-	if len(progress) < 2 || progress[len(progress)-1].Done != res.Operations {
+	if inFlight := tr.Throughput * tr.Latency.MeanMs / 1000; inFlight > 8*1.02 {
+		t.Fatalf("Little's law: %.2f requests in flight > 8", inFlight)
+	}
+	if !within(tr.Throughput, float64(tr.OK)/res.Elapsed, 1e-9) {
+		t.Fatalf("throughput %v ≠ ok/elapsed %v", tr.Throughput, float64(tr.OK)/res.Elapsed)
+	}
+	if len(progress) == 0 || progress[len(progress)-1].Done != res.Operations {
 		t.Fatalf("progress %v", progress)
 	}
 }
@@ -334,5 +343,24 @@ func TestMixedRunTable(t *testing.T) {
 	tab := res.Table()
 	if !strings.Contains(tab, "by method") || !strings.Contains(tab, "index/add") || !strings.HasPrefix(tab, "mixed(ping:1,retrieve:2,index(batch=10):1)") {
 		t.Fatalf("table:\n%s", tab)
+	}
+}
+
+func TestFromCall(t *testing.T) {
+	var gotMethod string
+	call := func(ctx context.Context, method string, params, result any) error {
+		gotMethod = method
+		if method == "fail" {
+			return &rcp.Error{Code: rcp.CodeTimeout, Message: "late"}
+		}
+		return json.Unmarshal([]byte(`{"nonce":1}`), result)
+	}
+	c := FromCall(call)
+	raw, err := c.Call(context.Background(), "ping", nil)
+	if err != nil || string(raw) != `{"nonce":1}` || gotMethod != "ping" {
+		t.Fatalf("%s %v", raw, err)
+	}
+	if _, err := c.Call(context.Background(), "fail", nil); ErrorLabel(err) != "Timeout(-32014)" {
+		t.Fatalf("label %q", ErrorLabel(err))
 	}
 }

@@ -37,6 +37,23 @@ func (f CallerFunc) Call(ctx context.Context, method string, params any) (json.R
 	return f(ctx, method, params)
 }
 
+// CallFunc has the shape of (*rcp.Client).Call: it decodes the result into
+// result, which may be a *json.RawMessage.
+type CallFunc func(ctx context.Context, method string, params, result any) error
+
+// FromCall adapts a CallFunc — typically the method value client.Call of an
+// *rcp.Client — to a Caller. The returned CallerFunc also satisfies
+// eval.Caller, so one adapter serves `rcp bench` and `rcp eval`.
+func FromCall(call CallFunc) CallerFunc {
+	return func(ctx context.Context, method string, params any) (json.RawMessage, error) {
+		var raw json.RawMessage
+		if err := call(ctx, method, params, &raw); err != nil {
+			return nil, err
+		}
+		return raw, nil
+	}
+}
+
 // Op is one request of a workload.
 type Op struct {
 	Method string

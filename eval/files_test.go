@@ -3,6 +3,8 @@ package eval
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -238,4 +240,41 @@ func FuzzReadRun(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCountLinesAndLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := map[string]int64{"": 0, "a\n": 1, "a\n\n  \nb": 2, "a\nb\n": 2, strings.Repeat("x", 3<<20) + "\ny\n": 2}
+	for in, want := range tests {
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, []byte(in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := CountLines(p); err != nil || got != want {
+			t.Errorf("CountLines(%.10q…) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	// a judged query missing from queries.jsonl
+	must := func(name, body string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must("corpus.jsonl", `{"_id":"d","text":"x"}`+"\n")
+	must("queries.jsonl", `{"_id":1,"text":"x"}`+"\n"+`{"_id":3,"text":"unjudged"}`+"\n")
+	must("qrels/test.tsv", "query-id\tcorpus-id\tscore\n1\td\t1\n")
+	ds, err := LoadBEIR(dir, "")
+	if err != nil || len(ds.Queries) != 1 || ds.Queries[0].ID != "1" || ds.Split != "test" {
+		t.Fatalf("%+v %v", ds, err)
+	}
+	must("qrels/test.tsv", "1\td\t1\n2\td\t1\n")
+	if _, err := LoadBEIR(dir, "test"); err == nil || !strings.Contains(err.Error(), `"2"`) {
+		t.Fatalf("missing judged query: %v", err)
+	}
+	if _, err := LoadBEIR(dir, "dev"); err == nil {
+		t.Fatal("missing split accepted")
+	}
 }

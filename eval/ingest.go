@@ -42,7 +42,7 @@ type IngestStats struct {
 	Docs    int64         `json:"docs"`
 	Batches int64         `json:"batches"`
 	Retries int64         `json:"retries"`
-	Elapsed time.Duration `json:"elapsed"`
+	Elapsed time.Duration `json:"elapsedNs"`
 }
 
 // IngestFile streams the corpus.jsonl at path to fn in batches, counting

@@ -10,13 +10,18 @@ import (
 
 // Report gathers the results of every mode run on one dataset.
 type Report struct {
-	Dataset string        `json:"dataset"`
-	Split   string        `json:"split,omitempty"`
-	Queries int           `json:"queries"`
-	Metrics []string      `json:"metrics"`
-	Started time.Time     `json:"started"`
-	Modes   []*ModeResult `json:"modes"`
+	Dataset string    `json:"dataset"`
+	Split   string    `json:"split,omitempty"`
+	Queries int       `json:"queries"`
+	Metrics []string  `json:"metrics"`
+	Started time.Time `json:"started"`
+	// IndexVersion is the snapshot every query was served from, when the
+	// server reports one (spec §7.7.1).
+	IndexVersion string        `json:"indexVersion,omitempty"`
+	Modes        []*ModeResult `json:"modes"`
 }
+
+func startTime() time.Time { return time.Now().UTC().Truncate(time.Second) }
 
 // CurvePoint is one point of a recall@k curve.
 type CurvePoint struct {

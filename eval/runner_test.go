@@ -17,20 +17,27 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // bm25 is a tiny in-memory BM25 index used as a real retrieval function in
 // these tests (lower-cased alphanumeric tokens, no stemming).
 type bm25 struct {
-	mu     sync.Mutex
-	ids    []string
-	tf     []map[string]int
-	length []int
-	df     map[string]int
-	seen   map[string]int
+	mu       sync.Mutex
+	ids      []string
+	tf       []map[string]int
+	length   []int
+	seen     map[string]int
+	postings map[string][]posting // built on the first retrieve after a change
+	avg      float64
 }
 
-func newBM25() *bm25 { return &bm25{df: map[string]int{}, seen: map[string]int{}} }
+type posting struct {
+	doc int
+	tf  float64
+}
+
+func newBM25() *bm25 { return &bm25{seen: map[string]int{}} }
 
 func tokens(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
@@ -42,6 +49,7 @@ func tokens(s string) []string {
 func (x *bm25) add(_ context.Context, docs []Doc) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.postings = nil
 	for _, d := range docs {
 		tf := map[string]int{}
 		toks := tokens(d.Body())
@@ -49,42 +57,48 @@ func (x *bm25) add(_ context.Context, docs []Doc) error {
 			tf[t]++
 		}
 		if i, ok := x.seen[d.ID]; ok {
-			for t := range x.tf[i] {
-				x.df[t]--
-			}
 			x.tf[i], x.length[i] = tf, len(toks)
-		} else {
-			x.seen[d.ID] = len(x.ids)
-			x.ids = append(x.ids, d.ID)
-			x.tf = append(x.tf, tf)
-			x.length = append(x.length, len(toks))
+			continue
 		}
-		for t := range tf {
-			x.df[t]++
-		}
+		x.seen[d.ID] = len(x.ids)
+		x.ids = append(x.ids, d.ID)
+		x.tf = append(x.tf, tf)
+		x.length = append(x.length, len(toks))
 	}
 	return nil
 }
 
+func (x *bm25) index() (map[string][]posting, float64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.postings == nil {
+		x.postings = map[string][]posting{}
+		total := 0
+		for i, tf := range x.tf {
+			total += x.length[i]
+			for t, f := range tf {
+				x.postings[t] = append(x.postings[t], posting{i, float64(f)})
+			}
+		}
+		x.avg = float64(total) / float64(len(x.tf))
+	}
+	return x.postings, x.avg
+}
+
 func (x *bm25) retrieve(_ context.Context, query string, k int, opts Options) ([]Ranked, error) {
 	k1, b := opts["k1"].(float64), opts["b"].(float64)
+	postings, avg := x.index()
 	n := float64(len(x.ids))
-	avg := 0.0
-	for _, l := range x.length {
-		avg += float64(l)
-	}
-	avg /= n
 	score := make([]float64, len(x.ids))
 	for _, t := range tokens(query) {
-		df := float64(x.df[t])
-		if df == 0 {
+		ps := postings[t]
+		if len(ps) == 0 {
 			continue
 		}
+		df := float64(len(ps))
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		for i, tf := range x.tf {
-			if f := float64(tf[t]); f > 0 {
-				score[i] += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(x.length[i])/avg))
-			}
+		for _, p := range ps {
+			score[p.doc] += idf * p.tf * (k1 + 1) / (p.tf + k1*(1-b+b*float64(x.length[p.doc])/avg))
 		}
 	}
 	var out []Ranked
@@ -214,6 +228,8 @@ func fixedQueries(n int) ([]Query, Qrels) {
 func TestRunnerBoundsConcurrency(t *testing.T) {
 	qs, qrels := fixedQueries(40)
 	var inFlight, peak atomic.Int64
+	reached := make(chan struct{})
+	var once sync.Once
 	r := &Runner{Concurrency: 3, K: 5, Metrics: []Metric{{MRR, 0}}, Retrieve: func(ctx context.Context, q string, k int, _ Options) ([]Ranked, error) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
@@ -222,6 +238,13 @@ func TestRunnerBoundsConcurrency(t *testing.T) {
 			if n <= p || peak.CompareAndSwap(p, n) {
 				break
 			}
+		}
+		if n == 3 {
+			once.Do(func() { close(reached) })
+		}
+		select { // hold the first calls until all three workers are in
+		case <-reached:
+		case <-time.After(5 * time.Second):
 		}
 		if k != 5 {
 			return nil, errors.New("wrong k")
@@ -315,4 +338,105 @@ func TestIngestRetriesAndFailure(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad corpus accepted")
 	}
+}
+
+// rcpServer puts the toy BM25 behind an RCP-shaped Caller: params and
+// results go through JSON as they would on the wire.
+type rcpServer struct {
+	idx     *bm25
+	version string
+	calls   []map[string]any
+	mu      sync.Mutex
+}
+
+func (s *rcpServer) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	switch method {
+	case rcp.MethodIndexAdd:
+		var p rcp.IndexAddParams
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, err
+		}
+		docs := make([]Doc, len(p.Documents))
+		ids := make([]string, len(p.Documents))
+		for i, d := range p.Documents {
+			docs[i], ids[i] = Doc{ID: d.ID, Text: d.Text}, d.ID
+		}
+		_ = s.idx.add(ctx, docs)
+		return json.Marshal(rcp.IndexAddResult{IDs: ids})
+	case rcp.MethodRetrieve:
+		var p map[string]any
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.calls = append(s.calls, p)
+		s.mu.Unlock()
+		if v, ok := p["indexVersion"]; ok && v != s.version {
+			return nil, &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "snapshot gone"}
+		}
+		hits, _ := s.idx.retrieve(ctx, p["query"].(string), int(p["k"].(float64)), Options{"k1": p["k1"], "b": p["b"]})
+		res := rcp.RetrieveResult{IndexVersion: s.version}
+		for _, h := range hits {
+			res.Hits = append(res.Hits, rcp.Hit{ID: rcp.StringID(h.DocID), Score: h.Score})
+		}
+		return json.Marshal(res)
+	}
+	return nil, &rcp.Error{Code: rcp.CodeUnknownMethod, Message: method}
+}
+
+func TestRCPAdapters(t *testing.T) {
+	ds, err := LoadBEIR(shared.Path(t, "datasets", "cranfield"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &rcpServer{idx: newBM25(), version: "v1"}
+	if _, err := IngestFile(context.Background(), ds.CorpusPath, IngestOptions{BatchSize: 200}, RCPIngest(srv, nil)); err != nil {
+		t.Fatal(err)
+	}
+	seed := int64(7)
+	rr := &RCPRetriever{Caller: srv, Seed: &seed}
+	r := &Runner{Retrieve: rr.Retrieve, Concurrency: 1}
+	res, err := r.RunMode(context.Background(), ds.Queries, ds.Qrels, Mode{Name: "bm25", Options: Options{"k1": 0.9, "b": 0.4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the same figure as the direct call in TestRunnerCranfieldBM25
+	if got := res.Scores.Mean["ndcg@10"]; math.Abs(got-0.3276) > 5e-5 {
+		t.Fatalf("nDCG@10 through RCP %.4f, direct 0.3276", got)
+	}
+	if rr.Pinned() != "v1" || srv.calls[0]["seed"] != 7.0 || srv.calls[0]["indexVersion"] != nil || srv.calls[1]["indexVersion"] != "v1" {
+		t.Fatalf("pinning: %q, first call %v, second %v", rr.Pinned(), srv.calls[0], srv.calls[1])
+	}
+	srv.version = "v2" // the snapshot moves: a pinned run must fail, not drift
+	if _, err := rr.Retrieve(context.Background(), "flow", 10, Options{"k1": 0.9, "b": 0.4}); rcp.CodeOf(err) != rcp.CodeBackendUnavailable {
+		t.Fatalf("err %v, want BackendUnavailable", err)
+	}
+	srv.version = "v3"
+	chunkSrv := CallerFunc(func(ctx context.Context, m string, p any) (json.RawMessage, error) {
+		return json.RawMessage(`{"hits":[{"id":1,"score":2,"chunk":{"docId":"d9","index":0}}],"indexVersion":"v3"}`), nil
+	})
+	if _, err := (&RCPRetriever{Caller: chunkSrv, IndexVersion: "v2"}).Retrieve(context.Background(), "q", 1, nil); err == nil {
+		t.Fatal("a result from another snapshot was accepted")
+	}
+	hits, err := (&RCPRetriever{Caller: chunkSrv}).Retrieve(context.Background(), "q", 1, nil)
+	if err != nil || len(hits) != 1 || hits[0].DocID != "d9" {
+		t.Fatalf("chunk hit: %v %v", hits, err)
+	}
+	bad := CallerFunc(func(ctx context.Context, m string, p any) (json.RawMessage, error) {
+		return json.RawMessage(`{"ids":["x"]}`), nil
+	})
+	if err := RCPIngest(bad, nil)(context.Background(), []Doc{{ID: "a"}}); err == nil || !strings.Contains(err.Error(), `"a" as "x"`) {
+		t.Fatalf("id mismatch: %v", err)
+	}
+}
+
+// CallerFunc adapts a function to Caller (test helper).
+type CallerFunc func(ctx context.Context, method string, params any) (json.RawMessage, error)
+
+func (f CallerFunc) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return f(ctx, method, params)
 }

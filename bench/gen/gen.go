@@ -23,15 +23,15 @@ import (
 
 // Config describes a synthetic dataset. Zero fields take the defaults shown.
 type Config struct {
-	Seed        uint64  // default 1
-	Docs        int     // number of passages (default 10 000)
-	Queries     int     // number of queries (default 1 000)
-	Vocab       int     // distinct words (default 50 000)
-	ZipfS       float64 // Zipf exponent, > 1 (default 1.07)
-	MedianWords int     // median passage length in words (default 85)
-	Sigma       float64 // log-normal spread of passage lengths (default 0.35)
-	MinWords    int     // shortest passage (default 10)
-	MaxWords    int     // longest passage (default 400)
+	Seed        uint64  `json:"seed"`        // default 1
+	Docs        int     `json:"docs"`        // number of passages (default 10 000)
+	Queries     int     `json:"queries"`     // number of queries (default 1 000)
+	Vocab       int     `json:"vocab"`       // distinct words (default 50 000)
+	ZipfS       float64 `json:"zipfS"`       // Zipf exponent, > 1 (default 1.07)
+	MedianWords int     `json:"medianWords"` // median passage length in words (default 85)
+	Sigma       float64 `json:"sigma"`       // log-normal spread of passage lengths (default 0.35)
+	MinWords    int     `json:"minWords"`    // shortest passage (default 10)
+	MaxWords    int     `json:"maxWords"`    // longest passage (default 400)
 }
 
 func (c Config) withDefaults() Config {

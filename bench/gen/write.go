@@ -158,7 +158,7 @@ type Stats struct {
 	Docs        int           `json:"docs"`
 	Queries     int           `json:"queries"`
 	CorpusBytes int64         `json:"corpusBytes"`
-	Elapsed     time.Duration `json:"elapsed"`
+	Elapsed     time.Duration `json:"-"`
 }
 
 // WriteDir writes a BEIR layout into dir: corpus.jsonl, queries.jsonl and

@@ -128,7 +128,7 @@ func (b *Bar) Finish() {
 	b.finished = true
 	line := b.render(b.now())
 	if b.tty {
-		fmt.Fprintf(b.w, "\r%s\n", line)
+		fmt.Fprintf(b.w, "\r%s\x1b[K\n", line)
 	} else {
 		fmt.Fprintln(b.w, line)
 	}

@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rcpgo/rcpgo/bench/gen"
+	"github.com/rcpgo/rcpgo/internal/progress"
+)
+
+// Dialer connects to a target as written on the command line (an address,
+// or whatever the CLI accepts) and returns its Caller and a close function.
+type Dialer func(ctx context.Context, target string) (Caller, func() error, error)
+
+// targetList is a repeatable -target flag: "[name=]address".
+type targetList []struct{ name, addr string }
+
+func (t *targetList) String() string { return fmt.Sprint(*t) }
+
+func (t *targetList) Set(v string) error {
+	name, addr, ok := strings.Cut(v, "=")
+	if !ok || strings.Contains(name, "://") || strings.ContainsAny(name, "/:") {
+		name, addr = "", v
+	}
+	if addr == "" {
+		return errors.New("empty target")
+	}
+	if name == "" {
+		name = string(rune('A' + len(*t)))
+	}
+	*t = append(*t, struct{ name, addr string }{name, addr})
+	return nil
+}
+
+// Main is a command-line entry point for load tests. dial connects to each
+// -target; two or more targets make an A/B run. It prints the table (or the
+// JSON with -json -) on stdout, progress on stderr, and returns the exit
+// status: 0 ok, 1 failure, 2 usage. Examples:
+//
+//	bench -target :7400 -workload ping -n 10000 -c 8
+//	bench -target old=:7400 -target new=:7401 -workload retrieve -queries q.jsonl -d 30s
+//	bench -target :7400 -workload mixed -mix ping:1,retrieve:8,index:1 -batch 64 -d 1m -json out.json
+func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var targets targetList
+	fs.Var(&targets, "target", "server to load, `[name=]address`; repeat for an A/B run (the first is the baseline)")
+	workload := fs.String("workload", "ping", "ping, retrieve, index or mixed")
+	conc := fs.Int("c", 4, "concurrency: requests in flight")
+	n := fs.Int64("n", 0, "operations to run (0: bounded by -d)")
+	dur := fs.Duration("d", 0, "duration (default 10s when -n is not set)")
+	warmup := fs.Int64("warmup", 0, "operations run before recording")
+	timeout := fs.Duration("timeout", 30*time.Second, "per-call timeout")
+	queries := fs.String("queries", "", "retrieve: queries file (queries.jsonl or one per line); default: generated")
+	k := fs.Int("k", 10, "retrieve: k")
+	opts := fs.String("opts", "", `retrieve: extra params as JSON, e.g. {"mode":"hybrid"}`)
+	batchList := fs.String("batch", "32", "index: documents per index/add; a comma list (8,32,128) runs the index workload once per size")
+	genSeed := fs.Uint64("gen-seed", 1, "seed of the synthetic corpus (index documents, generated queries)")
+	genDocs := fs.Int("gen-docs", 100_000, "size of the synthetic corpus the index workload cycles through")
+	mix := fs.String("mix", "ping:1,retrieve:8,index:1", "mixed: workload:weight list")
+	seed := fs.Uint64("seed", 1, "seed of the workload's random choices")
+	jsonOut := fs.String("json", "", "write the JSON result to `path` (- for stdout)")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	usage := func(msg string, a ...any) int {
+		fmt.Fprintf(stderr, "bench: "+msg+"\n", a...)
+		return 2
+	}
+	if len(targets) == 0 || fs.NArg() > 0 {
+		return usage("at least one -target is needed")
+	}
+	var batches []int
+	for _, b := range strings.Split(*batchList, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(b))
+		if err != nil || v <= 0 {
+			return usage("-batch %q: want positive integers", *batchList)
+		}
+		batches = append(batches, v)
+	}
+	if len(batches) > 1 && *workload != "index" {
+		return usage("several -batch sizes need -workload index")
+	}
+	batch := &batches[0]
+	g, err := gen.New(gen.Config{Seed: *genSeed, Docs: *genDocs, Queries: 1000})
+	if err != nil {
+		return usage("%v", err)
+	}
+	var retrieveOpts map[string]any
+	if *opts != "" {
+		if err := json.Unmarshal([]byte(*opts), &retrieveOpts); err != nil {
+			return usage("-opts: %v", err)
+		}
+	}
+	makeRetrieve := func() (Workload, error) {
+		qs := GeneratedQueries(g, 1000)
+		if *queries != "" {
+			var err error
+			if qs, err = QueriesFromFile(*queries); err != nil {
+				return nil, err
+			}
+		}
+		return &Retrieve{Queries: qs, K: *k, Options: retrieveOpts}, nil
+	}
+	simple := func(name string) (Workload, error) {
+		switch name {
+		case "ping":
+			return Ping{}, nil
+		case "retrieve":
+			return makeRetrieve()
+		case "index":
+			return &Index{Gen: g, Batch: *batch}, nil
+		}
+		return nil, fmt.Errorf("unknown workload %q (want ping, retrieve, index or mixed)", name)
+	}
+	var wl Workload
+	if *workload == "mixed" {
+		var parts []Weighted
+		for _, part := range strings.Split(*mix, ",") {
+			name, w, _ := strings.Cut(strings.TrimSpace(part), ":")
+			weight, err := strconv.Atoi(w)
+			if err != nil {
+				return usage("-mix %q: weight of %s is not an integer", *mix, name)
+			}
+			sub, err := simple(name)
+			if err != nil {
+				return usage("-mix: %v", err)
+			}
+			parts = append(parts, Weighted{sub, weight})
+		}
+		if wl, err = NewMixed(parts...); err != nil {
+			return usage("%v", err)
+		}
+	} else if wl, err = simple(*workload); err != nil {
+		return usage("%v", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cfg := Config{Workload: wl, Concurrency: *conc, Requests: *n, Duration: *dur, Warmup: *warmup, Timeout: *timeout, Seed: *seed}
+	for _, t := range targets {
+		c, closeFn, err := dial(ctx, t.addr)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: %s: %v\n", t.name, err)
+			return 1
+		}
+		if closeFn != nil {
+			defer closeFn()
+		}
+		cfg.Targets = append(cfg.Targets, Target{Name: t.name, Caller: c})
+	}
+	var results []*Result
+	for _, size := range batches {
+		if *workload == "index" {
+			cfg.Workload = &Index{Gen: g, Batch: size}
+		}
+		res, code := runOnce(ctx, cfg, *quiet, stderr)
+		if code != 0 {
+			return code
+		}
+		results = append(results, res)
+	}
+	if *jsonOut == "-" {
+		var err error
+		if len(results) == 1 {
+			err = results[0].WriteJSON(stdout)
+		} else {
+			err = writeJSON(stdout, results)
+		}
+		if err != nil {
+			return 1
+		}
+		return 0
+	}
+	for i, res := range results {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprint(stdout, res.Table())
+	}
+	if *jsonOut != "" {
+		f, err := os.Create(*jsonOut)
+		if err == nil {
+			if len(results) == 1 {
+				err = results[0].WriteJSON(f)
+			} else {
+				err = writeJSON(f, results)
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+	}
+	for _, res := range results {
+		if res.StoppedBy == "context" {
+			return 1
+		}
+	}
+	return 0
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// runOnce runs cfg with a progress bar on stderr unless quiet.
+func runOnce(ctx context.Context, cfg Config, quiet bool, stderr io.Writer) (*Result, int) {
+	var bar *progress.Bar
+	if !quiet {
+		if cfg.Requests == 0 && cfg.Duration == 0 {
+			cfg.Duration = DefaultDuration
+		}
+		bar = progress.New(stderr, "bench "+cfg.Workload.Name(), cfg.Requests, progress.WithUnit("ops"))
+		cfg.Progress = func(p Progress) { bar.Set(p.Done) }
+	}
+	res, err := Run(ctx, cfg)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return nil, 1
+	}
+	return res, 0
+}

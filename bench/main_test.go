@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+func TestMain_(t *testing.T) {
+	dialed := map[string]bool{}
+	dial := func(ctx context.Context, addr string) (Caller, func() error, error) {
+		if addr == "bad" {
+			return nil, nil, errors.New("refused")
+		}
+		dialed[addr] = true
+		return CallerFunc(func(ctx context.Context, method string, params any) (json.RawMessage, error) {
+			return json.RawMessage(`{}`), nil
+		}), func() error { return nil }, nil
+	}
+	var out, errb bytes.Buffer
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	code := Main([]string{"-target", "old=:1", "-target", "new=:2", "-workload", "mixed", "-mix", "ping:1,retrieve:2,index:1",
+		"-n", "200", "-c", "2", "-gen-docs", "500", "-opts", `{"mode":"hybrid"}`, "-json", jsonPath}, &out, &errb, dial)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !dialed[":1"] || !dialed[":2"] || !strings.Contains(out.String(), "A/B") || !strings.Contains(out.String(), "new") {
+		t.Fatalf("stdout:\n%s", out.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	var res Result
+	if err != nil || json.Unmarshal(b, &res) != nil || res.Operations != 200 || len(res.Targets) != 2 {
+		t.Fatalf("json %s: %v", b, err)
+	}
+	if !strings.Contains(errb.String(), "200/200 ops") {
+		t.Fatalf("no progress line on stderr: %q", errb.String())
+	}
+	for _, bad := range [][]string{{}, {"-target", ":1", "-workload", "nope"}, {"-target", ":1", "-opts", "{"},
+		{"-target", ":1", "-workload", "mixed", "-mix", "ping:x"}} {
+		if code := Main(bad, &out, &errb, dial); code != 2 {
+			t.Errorf("Main(%q) = %d, want 2", bad, code)
+		}
+	}
+	if code := Main([]string{"-target", "bad", "-n", "1"}, &out, &errb, dial); code != 1 {
+		t.Errorf("dial failure exit %d", code)
+	}
+	out.Reset()
+	if code := Main([]string{"-target", ":1", "-n", "5", "-json", "-", "-quiet"}, &out, &errb, dial); code != 0 || !json.Valid(out.Bytes()) {
+		t.Errorf("-json - : %d %q", code, out.String())
+	}
+}
+
+func TestMainBatchSweep(t *testing.T) {
+	sizes := map[int]int{}
+	dial := func(ctx context.Context, addr string) (Caller, func() error, error) {
+		return CallerFunc(func(ctx context.Context, method string, params any) (json.RawMessage, error) {
+			if p, ok := params.(rcp.IndexAddParams); ok {
+				sizes[len(p.Documents)]++
+			}
+			return json.RawMessage(`{}`), nil
+		}), nil, nil
+	}
+	var out, errb bytes.Buffer
+	if code := Main([]string{"-target", ":1", "-workload", "index", "-batch", "4,16", "-n", "10", "-c", "1", "-gen-docs", "100", "-json", "-", "-quiet"}, &out, &errb, dial); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var results []Result
+	if err := json.Unmarshal(out.Bytes(), &results); err != nil || len(results) != 2 || results[1].Workload != "index(batch=16)" {
+		t.Fatalf("%s: %v", out.String(), err)
+	}
+	if sizes[4] != 10 || sizes[16] != 10 || results[1].Targets[0].ItemsPerSec <= results[1].Targets[0].Throughput {
+		t.Fatalf("batch sizes %v, %+v", sizes, results[1].Targets[0])
+	}
+	if code := Main([]string{"-target", ":1", "-workload", "ping", "-batch", "4,16"}, &out, &errb, dial); code != 2 {
+		t.Fatalf("sweep without index: exit %d", code)
+	}
+}

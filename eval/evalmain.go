@@ -1,0 +1,216 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/rcpgo/rcpgo/internal/progress"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// Dialer connects to the server named on the command line and returns its
+// Caller and a close function.
+type Dialer func(ctx context.Context, target string) (Caller, func() error, error)
+
+// modeList is a repeatable -mode flag: name or name=JSON options.
+type modeList []Mode
+
+func (m *modeList) String() string { return fmt.Sprint(*m) }
+
+func (m *modeList) Set(v string) error {
+	name, js, ok := strings.Cut(v, "=")
+	mode := Mode{Name: strings.TrimSpace(name)}
+	if mode.Name == "" {
+		return errors.New("empty mode name")
+	}
+	if ok {
+		if err := json.Unmarshal([]byte(js), &mode.Options); err != nil {
+			return fmt.Errorf("mode %s: options must be a JSON object: %w", mode.Name, err)
+		}
+	}
+	*m = append(*m, mode)
+	return nil
+}
+
+// Main is a command-line entry point for `rcp eval`: it optionally ingests
+// a BEIR dataset into the server, runs its queries under each -mode with a
+// fixed seed and a pinned index snapshot, and writes the report. The
+// Markdown table goes to stdout, progress to stderr. It returns 0 ok,
+// 1 failure, 2 usage. Example:
+//
+//	eval -target :7400 -dataset ../shared/datasets/scifact -ingest \
+//	     -mode 'bm25={"mode":"sparse"}' -mode 'hybrid={"mode":"hybrid","fusion":{"method":"rrf"}}' \
+//	     -json out/scifact.json -md out/scifact.md -chart out/scifact.png -runs out/
+func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	target := fs.String("target", "", "server `address`")
+	dataset := fs.String("dataset", "", "BEIR dataset `directory` (corpus.jsonl, queries.jsonl, qrels/)")
+	split := fs.String("split", "test", "qrels split")
+	var modes modeList
+	fs.Var(&modes, "mode", "`name[=JSON]` retrieve options to evaluate; repeatable (default: one mode with no options)")
+	modesFile := fs.String("modes", "", "JSON file with [{\"name\":…, \"options\":{…}}, …]")
+	metrics := fs.String("metrics", "", "comma-separated metrics (default ndcg@10,recall@10,recall@50,recall@100,mrr@10,map,map@100,p@10)")
+	k := fs.Int("k", 0, "ranking depth (default: deepest metric cutoff)")
+	conc := fs.Int("c", 4, "queries in flight")
+	seed := fs.Int64("seed", 1, "retrieve seed (spec §7.7.1)")
+	indexVersion := fs.String("index-version", "", "snapshot to pin (default: the first one served)")
+	maxErrors := fs.Int("max-errors", 0, "failed queries tolerated per mode (they score 0)")
+	ingest := fs.Bool("ingest", false, "add the corpus to the server first (ids are the BEIR ids: re-running upserts)")
+	batch := fs.Int("batch", 64, "ingest: documents per index/add")
+	ingestConc := fs.Int("ingest-c", 2, "ingest: batches in flight")
+	limit := fs.Int64("limit", 0, "ingest: stop after this many documents (0: all)")
+	jsonOut := fs.String("json", "", "write the JSON report to `path`")
+	mdOut := fs.String("md", "", "write the Markdown table to `path`")
+	chartOut := fs.String("chart", "", "write the chart to `path` (.png or .svg)")
+	runsDir := fs.String("runs", "", "write one TREC run file per mode into `directory`")
+	perQuery := fs.Bool("per-query", false, "keep per-query figures in the JSON report")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	usage := func(msg string, a ...any) int {
+		fmt.Fprintf(stderr, "eval: "+msg+"\n", a...)
+		return 2
+	}
+	if *target == "" || *dataset == "" || fs.NArg() > 0 {
+		return usage("-target and -dataset are required")
+	}
+	if *modesFile != "" {
+		b, err := os.ReadFile(*modesFile)
+		if err != nil {
+			return usage("%v", err)
+		}
+		var fromFile []Mode
+		if err := json.Unmarshal(b, &fromFile); err != nil {
+			return usage("-modes %s: %v", *modesFile, err)
+		}
+		modes = append(modes, fromFile...)
+	}
+	if len(modes) == 0 {
+		modes = modeList{{Name: "default"}}
+	}
+	ms := DefaultMetrics
+	if *metrics != "" {
+		var err error
+		if ms, err = ParseMetrics(*metrics); err != nil {
+			return usage("%v", err)
+		}
+	}
+	ds, err := LoadBEIR(*dataset, *split)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "eval:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	c, closeFn, err := dial(ctx, *target)
+	if err != nil {
+		return fail(err)
+	}
+	if closeFn != nil {
+		defer closeFn()
+	}
+	newBar := func(label, unit string, total int64) *progress.Bar {
+		if *quiet {
+			return nil
+		}
+		return progress.New(stderr, label, total, progress.WithUnit(unit))
+	}
+
+	if *ingest {
+		bar := newBar("ingest "+ds.Name, "docs", 0)
+		opt := IngestOptions{BatchSize: *batch, Concurrency: *ingestConc, Limit: *limit, Retries: 3,
+			Retryable: func(err error) bool { return rcp.CodeOf(err).Retryable() }}
+		if bar != nil {
+			opt.Progress = func(p Progress) { bar.SetTotal(p.Total); bar.Set(p.Done) }
+		}
+		_, err := IngestFile(ctx, ds.CorpusPath, opt, RCPIngest(c, nil))
+		if bar != nil {
+			bar.Finish()
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+
+	rr := &RCPRetriever{Caller: c, Seed: seed, IndexVersion: *indexVersion}
+	runner := &Runner{Retrieve: rr.Retrieve, K: *k, Metrics: ms, Concurrency: *conc, MaxErrors: *maxErrors, KeepPerQuery: *perQuery}
+	rep := &Report{Dataset: ds.Name, Split: ds.Split, Queries: len(ds.Queries), Started: startTime()}
+	for _, m := range ms {
+		rep.Metrics = append(rep.Metrics, m.String())
+	}
+	for _, mode := range modes {
+		bar := newBar(mode.Name, "queries", int64(len(ds.Queries)))
+		if bar != nil {
+			runner.Progress = func(p Progress) { bar.Set(p.Done) }
+		}
+		res, err := runner.RunMode(ctx, ds.Queries, ds.Qrels, mode)
+		if bar != nil {
+			bar.Finish()
+		}
+		if err != nil {
+			return fail(err)
+		}
+		rep.Modes = append(rep.Modes, res)
+		if *runsDir != "" {
+			if err := writeRunFile(*runsDir, ds.Name, mode.Name, res.Run); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	rep.IndexVersion = rr.Pinned()
+	md := rep.Markdown()
+	fmt.Fprint(stdout, md)
+	if *jsonOut != "" {
+		if err := writeFileWith(*jsonOut, rep.WriteJSON); err != nil {
+			return fail(err)
+		}
+	}
+	if *mdOut != "" {
+		if err := os.WriteFile(*mdOut, []byte(md), 0o644); err != nil {
+			return fail(err)
+		}
+	}
+	if *chartOut != "" {
+		if err := rep.WriteChartFile(*chartOut); err != nil {
+			return fail(err)
+		}
+	}
+	return 0
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func writeRunFile(dir, dataset, mode string, run Run) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tag := unsafeName.ReplaceAllString(mode, "_")
+	return writeFileWith(filepath.Join(dir, dataset+"."+tag+".run"), func(w io.Writer) error { return WriteRun(w, run, tag) })
+}
+
+func writeFileWith(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
