@@ -128,7 +128,7 @@ func (c *Client) handshake(ctx context.Context) error {
 	raw, _ := json.Marshal(p)
 	var res InitializeResult
 	if err := c.do(ctx, MethodInitialize, raw, &res); err != nil {
-		return fmt.Errorf("rcp: initialize: %w", err)
+		return err
 	}
 	if res.ProtocolVersion < c.opts.MinProtocolVersion {
 		return fmt.Errorf("rcp: server negotiated RCP/%d, below the minimum RCP/%d: %w", res.ProtocolVersion, c.opts.MinProtocolVersion,

@@ -250,6 +250,20 @@ func (t *httpTransport) notify(ctx context.Context, method string, params json.R
 }
 
 func (t *httpTransport) close() error {
+	t.mu.Lock()
+	session := t.session
+	t.mu.Unlock()
+	if session != "" {
+		// end the stateful session on the server (best effort)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if req, err := t.newRequest(ctx, MethodShutdown, jsonrpc.Request(json.RawMessage(`"shutdown"`), MethodShutdown, json.RawMessage("{}"))); err == nil {
+			if resp, err := t.hc.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		}
+		cancel()
+	}
 	t.cancel()
 	t.bg.Wait()
 	return nil

@@ -88,7 +88,39 @@ func (c *Client) Rerank(ctx context.Context, p *RerankParams) (*RerankResult, er
 	if q.TopN != nil && cp.MaxCandidates > 0 && *q.TopN > cp.MaxCandidates {
 		q.TopN = ptr(cp.MaxCandidates)
 	}
-	return call[RerankResult](ctx, c, MethodRerank, &q)
+	res, err := call[RerankResult](ctx, c, MethodRerank, &q)
+	if err != nil {
+		return nil, err
+	}
+	normalizeRerank(res, max(len(q.Passages), len(q.Documents)))
+	return res, nil
+}
+
+// normalizeRerank fills scores/order from the legacy results[] form some
+// servers send instead (the passages they did not score get the lowest
+// score of the answer, so scores[i] still lines up with passages[i]).
+func normalizeRerank(r *RerankResult, n int) {
+	if len(r.Scores) > 0 || len(r.Results) == 0 {
+		return
+	}
+	low := r.Results[0].Score
+	for _, x := range r.Results {
+		low = min(low, x.Score)
+	}
+	r.Scores = make([]float64, n)
+	for i := range r.Scores {
+		r.Scores[i] = low
+	}
+	order := make([]int, 0, len(r.Results))
+	for _, x := range r.Results {
+		if x.Index >= 0 && x.Index < n {
+			r.Scores[x.Index] = x.Score
+			order = append(order, x.Index)
+		}
+	}
+	if r.Order == nil {
+		r.Order = order
+	}
 }
 
 // Retrieve runs the server's retrieval pipeline (§7.7).

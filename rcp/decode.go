@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MaxSafeInteger is the largest integer RCP carries (§4.6): 2^53-1.
@@ -93,8 +94,12 @@ func fieldFromError(err error) string {
 }
 
 // checkIntegers walks a decoded value and reports the first integer field
-// beyond ±MaxSafeInteger.
+// beyond ±MaxSafeInteger. It only descends into parts of the type that can
+// hold integers (a per-type plan is cached).
 func checkIntegers(v reflect.Value, path string) (string, bool) {
+	if !mayHoldInts(v.Type()) {
+		return "", true
+	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
@@ -111,31 +116,16 @@ func checkIntegers(v reflect.Value, path string) (string, bool) {
 			return path, false
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			p := name
+		for _, f := range structPlan(v.Type()) {
+			p := f.name
 			if path != "" {
-				p = path + "." + name
+				p = path + "." + f.name
 			}
-			if q, ok := checkIntegers(v.Field(i), p); !ok {
+			if q, ok := checkIntegers(v.Field(f.index), p); !ok {
 				return q, false
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8 {
-			return "", true // []byte and json.RawMessage
-		}
 		for i := 0; i < v.Len(); i++ {
 			if q, ok := checkIntegers(v.Index(i), path+"["+strconv.Itoa(i)+"]"); !ok {
 				return q, false
@@ -151,4 +141,67 @@ func checkIntegers(v reflect.Value, path string) (string, bool) {
 		}
 	}
 	return "", true
+}
+
+type planField struct {
+	index int
+	name  string
+}
+
+var (
+	plans   sync.Map // reflect.Type -> []planField
+	intTyps sync.Map // reflect.Type -> bool
+)
+
+// mayHoldInts reports whether a value of type t can contain a Go integer
+// (interfaces can: they hold whatever was decoded into them, which for JSON
+// is never an integer type, so they are skipped too).
+func mayHoldInts(t reflect.Type) bool {
+	if v, ok := intTyps.Load(t); ok {
+		return v.(bool)
+	}
+	intTyps.Store(t, false) // breaks cycles; refined below
+	var r bool
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64, reflect.Uint32:
+		r = true
+	case reflect.Pointer, reflect.Array:
+		r = mayHoldInts(t.Elem())
+	case reflect.Slice:
+		r = t.Elem().Kind() != reflect.Uint8 && mayHoldInts(t.Elem())
+	case reflect.Map:
+		r = mayHoldInts(t.Elem())
+	case reflect.Struct:
+		r = len(structPlan(t)) > 0
+	}
+	intTyps.Store(t, r)
+	return r
+}
+
+// structPlan lists the exported, JSON-visible fields of t that may hold
+// integers, with their JSON names.
+func structPlan(t reflect.Type) []planField {
+	if v, ok := plans.Load(t); ok {
+		return v.([]planField)
+	}
+	plans.Store(t, []planField(nil)) // breaks cycles
+	var out []planField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if mayHoldInts(f.Type) {
+			out = append(out, planField{index: i, name: name})
+		}
+	}
+	plans.Store(t, out)
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -65,14 +66,15 @@ func testCaps() Capabilities {
 //	rerank: scores = passage lengths.
 //	x-acme/echo: returns its params.
 type testHandler struct {
-	caps    Capabilities
-	started chan string // receives the query of each retrieve as it starts
-	describ int
-	mu      sync.Mutex
+	caps      Capabilities
+	started   chan string // receives the query of each retrieve as it starts
+	cancelled chan error  // receives the cause when a "block" retrieve ends
+	describ   int
+	mu        sync.Mutex
 }
 
 func newTestHandler() *testHandler {
-	return &testHandler{caps: testCaps(), started: make(chan string, 1024)}
+	return &testHandler{caps: testCaps(), started: make(chan string, 1024), cancelled: make(chan error, 16)}
 }
 
 func (h *testHandler) Describe(context.Context) Description {
@@ -98,6 +100,10 @@ func (h *testHandler) Call(ctx context.Context, method string, params json.RawMe
 		switch {
 		case q == "block":
 			<-ctx.Done()
+			select {
+			case h.cancelled <- context.Cause(ctx):
+			default:
+			}
 			return nil, ctx.Err()
 		case strings.HasPrefix(q, "sleep:"):
 			d, _ := time.ParseDuration(strings.TrimPrefix(q, "sleep:"))
@@ -161,6 +167,7 @@ type conn struct {
 
 	mu      sync.Mutex
 	methods map[string]string // id key → method, for schema validation
+	timeout time.Duration     // for recv and for the server to stop
 }
 
 func newConn(t testing.TB, srv *Server) *conn {
@@ -168,7 +175,7 @@ func newConn(t testing.TB, srv *Server) *conn {
 	c2sR, c2sW := io.Pipe()
 	s2cR, s2cW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &conn{t: t, w: c2sW, frames: make(chan []byte, 4096), done: make(chan error, 1), cancel: cancel, methods: map[string]string{}}
+	c := &conn{t: t, w: c2sW, frames: make(chan []byte, 4096), done: make(chan error, 1), cancel: cancel, methods: map[string]string{}, timeout: 5 * time.Second}
 	go func() {
 		err := srv.ServeStdio(ctx, c2sR, s2cW)
 		s2cW.Close()
@@ -189,7 +196,7 @@ func newConn(t testing.TB, srv *Server) *conn {
 		c.w.Close()
 		select {
 		case <-c.done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(c.timeout):
 			t.Error("server did not stop after EOF")
 		}
 		cancel()
@@ -242,7 +249,7 @@ func (c *conn) recv() []byte {
 		}
 		c.validate(f)
 		return f
-	case <-time.After(5 * time.Second):
+	case <-time.After(c.timeout):
 		c.t.Fatalf("recv: timed out")
 	}
 	return nil
@@ -340,3 +347,5 @@ func idOfFrame(b []byte) string {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func listenLoopback() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }

@@ -190,6 +190,12 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "RCP over HTTP uses POST", http.StatusMethodNotAllowed)
 		return
 	}
+	if h.ctx.Err() != nil {
+		// shutting down: no JSON-RPC layer left to answer (§5.2: 503)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "RCP server is shutting down", http.StatusServiceUnavailable)
+		return
+	}
 	// §5.2/§15.6: auth first — before initialize, before capability gating,
 	// with one uniform answer.
 	if !h.authorized(r) {
@@ -240,6 +246,13 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	fo := frameOpts{compactOK: true, reqCtx: r.Context(), method: pathMethod}
 	out := <-h.handleWithSession(sess, trimmed, fo)
+	if out != nil && isCompact(trimmed) {
+		// §5.3: a compact {method, params} request gets a compact answer,
+		// {result} or {error} (it carried no id to echo).
+		out = append([]byte("{"), bytes.TrimPrefix(out, []byte(`{"jsonrpc":"2.0","id":null,`))...)
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
 	if out == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -253,6 +266,14 @@ func (h *HTTPHandler) handleWithSession(sess *session, body []byte, fo frameOpts
 	result := make(chan []byte, 1)
 	if stop := sess.handleFrame(body, func(b []byte) error { result <- b; return nil }, fo); stop {
 		h.endSession(sess)
+	}
+	if sess.kind == sessionHTTP && sess.id != "" {
+		sess.mu.Lock()
+		failed := sess.state == stateNew
+		sess.mu.Unlock()
+		if failed { // a failed initialize keeps no session (§13)
+			h.endSession(sess)
+		}
 	}
 	return result
 }
@@ -419,6 +440,14 @@ func (h *HTTPHandler) sweepLocked() {
 			delete(h.sessions, id)
 		}
 	}
+}
+
+func isCompact(body []byte) bool {
+	if bytes.Contains(body, []byte(`"jsonrpc"`)) {
+		return false
+	}
+	f := jsonrpc.Decode(body, jsonrpc.Options{})
+	return !f.Batch && len(f.Messages) == 1 && f.Messages[0].Compact
 }
 
 func isInitialize(body []byte) bool {

@@ -122,7 +122,19 @@ func (s *Server) serveStream(ctx context.Context, r io.Reader, w io.Writer) erro
 	sess.write = wr.WriteFrame
 	rd := jsonrpc.NewReader(r, s.opts.MaxFrameBytes)
 	var readErr error
+	holding := false
+	defer func() {
+		if holding {
+			_ = wr.Release()
+		}
+	}()
 	for {
+		// While whole frames are buffered, answers are held and leave
+		// together; before the reader can block, they are flushed.
+		if holding && !rd.FrameBuffered() {
+			_ = wr.Release()
+			holding = false
+		}
 		frame, err := rd.Next()
 		if errors.Is(err, jsonrpc.ErrFrameTooLarge) {
 			s.log.Warn("rcp: oversize frame rejected", "limit", s.opts.MaxFrameBytes)
@@ -135,9 +147,17 @@ func (s *Server) serveStream(ctx context.Context, r io.Reader, w io.Writer) erro
 			}
 			break
 		}
+		if !holding && rd.FrameBuffered() {
+			wr.Hold()
+			holding = true
+		}
 		if stop := sess.handleFrame(frame, writeReply, frameOpts{notify: sess.writeNotification}); stop {
 			break
 		}
+	}
+	if holding {
+		_ = wr.Release()
+		holding = false
 	}
 	// EOF, shutdown or ctx end: finish in-flight work, then return (§5.1, §13.1).
 	sess.wait()
@@ -755,7 +775,7 @@ func marshalResult(res any) ([]byte, error) {
 		}
 		return buf.Bytes(), nil
 	}
-	b, err := json.Marshal(res)
+	b, err := marshalFinite(res)
 	if err != nil {
 		return nil, err
 	}

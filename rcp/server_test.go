@@ -289,6 +289,11 @@ func TestCancellation(t *testing.T) {
 	// a request with a duplicate in-flight id is rejected; the original stands
 	c.send(`{"jsonrpc":"2.0","id":7,"method":"retrieve","params":{"query":"block","k":1}}`)
 	<-h.started
+	// notifications/cancel carrying an id is malformed: rejected, not applied
+	if r := c.call(`{"jsonrpc":"2.0","id":8,"method":"notifications/cancel","params":{"id":7}}`); errCode(r) != -32600 || idOfFrame(r) != "8" {
+		t.Fatalf("cancel with an id: %s", r)
+	}
+	c.expectNone(50 * time.Millisecond) // 7 is still running
 	if r := c.call(`{"jsonrpc":"2.0","id":7,"method":"ping"}`); errCode(r) != -32600 {
 		t.Fatalf("duplicate id: %s", r)
 	}
@@ -462,6 +467,7 @@ func TestDefaultFrameCapAtLeast16MiB(t *testing.T) {
 		t.Fatalf("default frame cap %d < 16 MiB", DefaultMaxFrameBytes)
 	}
 	c, _ := newTestConn(t, nil)
+	c.timeout = 2 * time.Minute // 15 MiB through the race detector is slow
 	big := strings.Repeat("y", 15<<20)
 	r := c.call(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"nonce":"` + big + `"}}`)
 	if errCode(r) != 0 || len(r) < 15<<20 {

@@ -1,9 +1,6 @@
 package rcp
 
-import (
-	"encoding/json"
-	"math"
-)
+import "encoding/json"
 
 // ProtocolVersion is the highest RCP version this SDK speaks (RCP/1).
 const ProtocolVersion = 1
@@ -376,46 +373,6 @@ type Hit struct {
 	Provenance *Provenance        `json:"provenance,omitempty"`
 	Trust      *Trust             `json:"trust,omitempty"`
 	Chunk      *ChunkRef          `json:"chunk,omitempty"`
-}
-
-// MarshalJSON writes the hit with §4.6 number hygiene: a non-finite score
-// becomes a finite sentinel (the lowest float for NaN and -Inf, the highest
-// for +Inf); non-finite confidence and per-stage scores are omitted.
-func (h Hit) MarshalJSON() ([]byte, error) {
-	type plain Hit
-	if finite(h.Score) && (h.Confidence == nil || finite(*h.Confidence)) && finiteMap(h.Scores) {
-		return json.Marshal(plain(h))
-	}
-	switch {
-	case math.IsInf(h.Score, 1):
-		h.Score = math.MaxFloat64
-	case !finite(h.Score):
-		h.Score = -math.MaxFloat64
-	}
-	if h.Confidence != nil && !finite(*h.Confidence) {
-		h.Confidence = nil
-	}
-	if !finiteMap(h.Scores) {
-		clean := make(map[string]float64, len(h.Scores))
-		for k, v := range h.Scores {
-			if finite(v) {
-				clean[k] = v
-			}
-		}
-		h.Scores = clean
-	}
-	return json.Marshal(plain(h))
-}
-
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
-func finiteMap(m map[string]float64) bool {
-	for _, v := range m {
-		if !finite(v) {
-			return false
-		}
-	}
-	return true
 }
 
 // TextOf returns the hit's text or "".

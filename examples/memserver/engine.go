@@ -3,8 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"hash/fnv"
 	"math"
@@ -13,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/vector"
 )
 
 // This is an EXAMPLE engine over a handful of in-memory documents. Its
@@ -74,18 +73,20 @@ func dot(a, b []float32) float64 {
 	return s
 }
 
-// overlap is the fraction of distinct query words found in text.
-func overlap(query, text string) float64 {
-	q := map[string]bool{}
-	for _, t := range tokens(query) {
-		q[t] = true
+func wordSet(s string) map[string]bool {
+	set := map[string]bool{}
+	for _, t := range tokens(s) {
+		set[t] = true
 	}
+	return set
+}
+
+// overlap is the fraction of distinct query words found in text.
+func overlap(query, text string) float64 { return overlapSets(wordSet(query), wordSet(text)) }
+
+func overlapSets(q, d map[string]bool) float64 {
 	if len(q) == 0 {
 		return 0
-	}
-	d := map[string]bool{}
-	for _, t := range tokens(text) {
-		d[t] = true
 	}
 	n := 0
 	for t := range q {
@@ -96,22 +97,16 @@ func overlap(query, text string) float64 {
 	return float64(n) / float64(len(q))
 }
 
-func f32Base64(v []float32) string {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return base64.StdEncoding.EncodeToString(b)
-}
-
 type engine struct {
-	vecs [][]float32
+	vecs  [][]float32
+	words []map[string]bool
 }
 
 func newEngine() *engine {
 	e := &engine{}
 	for _, d := range corpus {
 		e.vecs = append(e.vecs, embedText(d.title+" "+d.text))
+		e.words = append(e.words, wordSet(d.title+" "+d.text))
 	}
 	return e
 }
@@ -126,7 +121,7 @@ func (e *engine) describe(context.Context) rcp.Description {
 			Rerank: &rcp.RerankCap{Methods: []string{rcp.RerankCrossEncoder}, MaxCandidates: 100},
 			Retrieve: &rcp.RetrieveCap{MaxK: maxK, Modes: []string{rcp.ModeDense, rcp.ModeSparse, rcp.ModeHybrid},
 				Fusion: []string{rcp.FusionRRF}, DefaultMode: rcp.ModeHybrid, Deterministic: true,
-				Units: []string{rcp.UnitChunk}, Encodings: []string{rcp.EncodingJSON, rcp.EncodingF32Base64}},
+				Units: []string{rcp.UnitChunk}},
 			Citations: &rcp.EmptyCap{},
 			Streaming: &rcp.EmptyCap{},
 			Log:       &rcp.LogCap{Levels: []string{rcp.LogDebug, rcp.LogInfo}},
@@ -153,32 +148,21 @@ func (e *engine) embed(ctx context.Context, p *rcp.EmbedParams) (*rcp.EmbedResul
 	if enc != rcp.EncodingJSON && enc != rcp.EncodingF32Base64 {
 		return nil, rcp.OptionUnsupported("encoding", "encoding %q is not advertised", enc)
 	}
-	var vectors any
-	switch enc {
-	case rcp.EncodingF32Base64:
-		out := make([]string, len(inputs))
-		for i, in := range inputs {
-			if !in.IsText() {
-				return nil, rcp.OptionUnsupported("modality", "only text inputs are embedded")
-			}
-			out[i] = f32Base64(embedText(in.Text))
+	vecs := make([][]float32, len(inputs))
+	for i, in := range inputs {
+		if !in.IsText() {
+			return nil, rcp.OptionUnsupported("modality", "only text inputs are embedded")
 		}
-		vectors = out
-	default:
-		out := make([][]float32, len(inputs))
-		for i, in := range inputs {
-			if !in.IsText() {
-				return nil, rcp.OptionUnsupported("modality", "only text inputs are embedded")
-			}
-			out[i] = embedText(in.Text)
-		}
-		vectors = out
+		vecs[i] = embedText(in.Text)
 	}
-	raw, err := json.Marshal(vectors)
+	encoded, err := vector.Encode(vecs, enc)
 	if err != nil {
 		return nil, err
 	}
-	return &rcp.EmbedResult{Vectors: raw, Encoding: enc, Dimension: dim}, nil
+	res := &rcp.EmbedResult{}
+	encoded.Apply(res)
+	res.Encoding, res.Dimension = enc, dim // echo the encoding actually used (§7.3.1)
+	return res, nil
 }
 
 func (e *engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankResult, error) {
@@ -278,9 +262,13 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 	if p.MMR != nil && strict {
 		return nil, rcp.OptionUnsupported("mmr", "mmr is not advertised")
 	}
-	enc := cmp.Or(p.Encoding, rcp.EncodingJSON)
-	if enc != rcp.EncodingJSON && enc != rcp.EncodingF32Base64 {
-		return nil, rcp.OptionUnsupported("encoding", "encoding %q is not advertised", enc)
+	// Hit vectors travel as JSON arrays only: the normative schema types
+	// hit.vector as an array, so no binary encoding is advertised for it.
+	if p.Encoding != "" && p.Encoding != rcp.EncodingJSON {
+		if strict {
+			return nil, rcp.OptionUnsupported("encoding", "hit vector encoding %q is not advertised", p.Encoding)
+		}
+		notes = append(notes, "encoding "+p.Encoding+" unsupported for hit vectors; used json")
 	}
 	// Funnel invariant (§7.7): candidateK >= k. Values above maxK clamp.
 	k := min(p.K, maxK)
@@ -300,9 +288,10 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 	qv := embedText(q)
 	dense := make([]float64, len(corpus))
 	sparse := make([]float64, len(corpus))
-	for i, d := range corpus {
+	qw := wordSet(q)
+	for i := range corpus {
 		dense[i] = dot(qv, e.vecs[i])
-		sparse[i] = overlap(q, d.title+" "+d.text)
+		sparse[i] = overlapSets(qw, e.words[i])
 	}
 	_ = rcp.ReportProgress(ctx, rcp.ProgressParams{Progress: ptr(0.5), Stage: "recall", Message: "scored " + itoa(len(corpus)) + " documents"})
 
@@ -353,13 +342,7 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 			h.Text = ptr(d.text)
 		}
 		if p.IncludeVectors != nil && *p.IncludeVectors {
-			var raw []byte
-			if enc == rcp.EncodingF32Base64 {
-				raw, _ = json.Marshal(f32Base64(e.vecs[sc.i]))
-			} else {
-				raw, _ = json.Marshal(e.vecs[sc.i])
-			}
-			h.Vector = raw
+			h.Vector, _ = json.Marshal(e.vecs[sc.i])
 		}
 		res.Hits = append(res.Hits, h)
 	}

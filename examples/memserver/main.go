@@ -14,11 +14,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/rcpgo/rcpgo/rcp"
@@ -37,7 +39,20 @@ func run() error {
 	token := flag.String("token", "", "require this bearer token over HTTP")
 	query := flag.String("query", "", "run one retrieve in-process, print the hits as JSON and exit")
 	k := flag.Int("k", 3, "hits for -query")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,6 +91,10 @@ func run() error {
 		logger.Info("serving RCP over HTTP", "addr", *httpAddr, "base", "/rcp", "sessions", *sessions)
 		return srv.ListenAndServeHTTP(ctx, *httpAddr, opts)
 	default:
-		return srv.ServeStdio(ctx, os.Stdin, os.Stdout)
+		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
+		if errors.Is(err, context.Canceled) {
+			return nil // interrupted: a normal way to stop
+		}
+		return err
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultMaxFrame is the default frame cap: 16 MiB.
@@ -72,13 +73,28 @@ func (r *Reader) Next() ([]byte, error) {
 	}
 }
 
+// FrameBuffered reports whether a complete frame is already buffered, so
+// the next call to Next will not block.
+func (r *Reader) FrameBuffered() bool {
+	n := r.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := r.br.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
+}
+
 // readLine reads up to '\n', enforcing the cap. On overflow it discards the
 // rest of the line and returns ErrFrameTooLarge.
 func (r *Reader) readLine() ([]byte, error) {
 	r.buf = r.buf[:0]
 	for {
 		chunk, err := r.br.ReadSlice('\n')
-		if len(r.buf)+len(chunk) > r.max+1 { // +1 for the newline itself
+		content := len(r.buf) + len(chunk)
+		if err == nil {
+			content-- // the newline itself
+		}
+		if content > r.max {
 			if err == nil || errors.Is(err, bufio.ErrBufferFull) {
 				if derr := r.discardLine(err); derr != nil && !errors.Is(derr, io.EOF) {
 					return nil, derr
@@ -117,12 +133,37 @@ func (r *Reader) discardLine(last error) error {
 	}
 }
 
-// Writer writes frames, one per line, serialising concurrent writers and
-// flushing after each frame.
+// Writer writes frames, one per line. Concurrent writers are serialised and
+// flushes are group-committed: a frame is flushed by the last writer of a
+// burst, so pipelined traffic costs one write syscall per burst rather than
+// one per frame, and no frame is ever left unflushed.
 type Writer struct {
-	mu  sync.Mutex
-	bw  *bufio.Writer
-	err error
+	queued atomic.Int64
+	held   atomic.Int64
+	mu     sync.Mutex
+	bw     *bufio.Writer
+	err    error
+}
+
+// Hold defers flushing until the matching Release: a reader that still has
+// frames buffered holds the writer so the answers to a burst of pipelined
+// requests leave in one write.
+func (w *Writer) Hold() { w.held.Add(1) }
+
+// Release ends a Hold and flushes what was deferred.
+func (w *Writer) Release() error {
+	if w.held.Add(-1) != 0 {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil || w.bw.Buffered() == 0 {
+		return w.err
+	}
+	if err := w.bw.Flush(); err != nil {
+		w.err = err
+	}
+	return w.err
 }
 
 // NewWriter returns a Writer on w.
@@ -134,8 +175,10 @@ func (w *Writer) WriteFrame(b []byte) error {
 	if bytes.IndexByte(b, '\n') >= 0 {
 		return fmt.Errorf("jsonrpc: frame contains a newline")
 	}
+	w.queued.Add(1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	last := w.queued.Add(-1) == 0 && w.held.Load() == 0
 	if w.err != nil {
 		return w.err
 	}
@@ -146,6 +189,9 @@ func (w *Writer) WriteFrame(b []byte) error {
 	if err := w.bw.WriteByte('\n'); err != nil {
 		w.err = err
 		return err
+	}
+	if !last {
+		return nil // a writer queued behind us flushes both frames
 	}
 	if err := w.bw.Flush(); err != nil {
 		w.err = err

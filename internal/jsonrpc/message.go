@@ -89,10 +89,10 @@ func Decode(b []byte, opts Options) Frame {
 	if d := depth(b); d > maxDepth {
 		return Frame{Code: CodeParseError, Reason: "JSON nesting exceeds " + strconv.Itoa(maxDepth) + " levels"}
 	}
-	if !json.Valid(b) {
-		return Frame{Code: CodeParseError, Reason: "invalid JSON"}
-	}
 	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return Frame{Code: CodeParseError, Reason: "empty frame"}
+	}
 	if b[0] == '[' {
 		var members []json.RawMessage
 		if err := json.Unmarshal(b, &members); err != nil {
@@ -107,7 +107,19 @@ func Decode(b []byte, opts Options) Frame {
 		}
 		return f
 	}
-	return Frame{Messages: []Message{decodeOne(b)}}
+	if b[0] != '{' {
+		if !json.Valid(b) {
+			return Frame{Code: CodeParseError, Reason: "invalid JSON"}
+		}
+		return Frame{Messages: []Message{invalid("a message must be a JSON object")}}
+	}
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		// Unmarshal validates the whole frame first, so any error on an
+		// object is a syntax error.
+		return Frame{Code: CodeParseError, Reason: "invalid JSON"}
+	}
+	return Frame{Messages: []Message{decodeEnvelope(env)}}
 }
 
 type envelope struct {
@@ -132,6 +144,10 @@ func decodeOne(b json.RawMessage) Message {
 	if err := json.Unmarshal(b, &env); err != nil {
 		return invalid("a message must be a JSON object")
 	}
+	return decodeEnvelope(env)
+}
+
+func decodeEnvelope(env envelope) Message {
 	// compact {method, params} envelope (§5.3)
 	if env.JSONRPC == nil && env.ID == nil && env.Result == nil && env.Error == nil && env.Method != nil {
 		m := decodeRequestish(env)
