@@ -136,6 +136,9 @@ func initChecks() []Check {
 				if s.initRes == nil {
 					return fail("initialize failed: %s", s.initErr)
 				}
+				if s.initNote != "" {
+					return fail("%s", s.initNote)
+				}
 				return check(s.initRes.ProtocolVersion == 1, "client offered 1, server negotiated %d (want min(1, server) = 1)", s.initRes.ProtocolVersion)
 			}},
 		{ID: "init.schema", Name: "initialize result matches the InitializeResult schema", Level: L0, Section: "§7.1, §14.4", Requirement: Must,

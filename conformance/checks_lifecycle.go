@@ -191,10 +191,11 @@ func httpChecks() []Check {
 				if err != nil {
 					return fail("%v", err)
 				}
-				if rep.status == 400 && rep.find("s:h-3") == nil {
-					return passf("HTTP 400")
+				r := rep.find("s:h-3")
+				if r.code() != -32600 {
+					return fail("POST …/ping with method info: want a -32600 response, got HTTP %d %s", rep.status, truncate(string(rep.body), 200))
 				}
-				return check(rep.find("s:h-3").code() == -32600, "POST …/ping with method info: want -32600, got HTTP %d %s", rep.status, truncate(string(rep.body), 200))
+				return check(rep.status == 200, "-32600 is a well-formed JSON-RPC response and must come with HTTP 200, got %d", rep.status)
 			}},
 		{ID: "http.bad-json", Name: "a body that is not JSON gets HTTP 400 or a -32700 response", Level: L0, Section: "§5.2, §12", Requirement: Must, Transport: "http",
 			run: func(ctx context.Context, s *suite) outcome {
@@ -220,6 +221,16 @@ func httpChecks() []Check {
 					return fail("%v", err)
 				}
 				return check(rep.status == 404, "HTTP %d (%s)", rep.status, truncate(string(rep.body), 120))
+			}},
+		{ID: "http.initialize-per-client", Name: "a second HTTP client can initialize (no process-global session)", Level: L0, Section: "§5.2", Requirement: Must, Transport: "http",
+			run: func(ctx context.Context, s *suite) outcome {
+				return s.withFresh(ctx, func(sess *session) outcome {
+					r := s.freshCall(ctx, sess, "initialize", s.initParams())
+					if r.ok() {
+						return pass()
+					}
+					return fail("a new client's initialize was rejected after another client initialized: %s", r)
+				})
 			}},
 		{ID: "http.no-sse-unless-asked", Name: "without Accept: text/event-stream a progress request gets one buffered JSON response", Level: L2, Section: "§5.2", Requirement: Must, Transport: "http", Needs: []string{"streaming"},
 			run: func(ctx context.Context, s *suite) outcome {

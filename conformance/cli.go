@@ -31,7 +31,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var (
 		asJSON      = fs.Bool("json", false, "emit the machine-readable report (certifiedLevel, declaredLevel, declarationHonest, checks)")
 		level       = fs.String("level", "L2", "highest level to test: L0, L1 or L2; the run fails unless the server certifies at it")
-		timeout     = fs.Duration("timeout", 2*time.Minute, "bound for the whole run")
+		timeout     = fs.Duration("timeout", 5*time.Minute, "bound for the whole run")
 		callTimeout = fs.Duration("call-timeout", 5*time.Second, "bound for one request/response exchange")
 		quiet       = fs.Duration("quiet", 300*time.Millisecond, "how long to listen to prove the server stays silent")
 		httpURL     = fs.String("http", "", "HTTP base URL of the server (instead of a command)")
@@ -40,6 +40,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		only        = fs.String("only", "", "comma-separated check ids to run")
 		list        = fs.Bool("list", false, "list the checks and exit")
 		noColor     = fs.Bool("no-color", false, "never colour the output")
+		schemaPath  = fs.String("schema", "", "the RCP/1 JSON Schema file (default $RCP_SCHEMA, else shared/rcp/rcp-1.0.schema.json found above the working directory)")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -72,7 +73,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rcp conformance: --token needs --http")
 		return 2
 	}
-	opts := Options{MaxLevel: lvl, Timeout: *timeout, CallTimeout: *callTimeout, QuietWait: *quiet}
+	opts := Options{MaxLevel: lvl, Timeout: *timeout, CallTimeout: *callTimeout, QuietWait: *quiet, SchemaPath: *schemaPath}
 	if *only != "" {
 		opts.Only = strings.Split(*only, ",")
 	}
@@ -177,6 +178,8 @@ func printSummary(w io.Writer, rep *Report, color bool) {
 	switch {
 	case rep.DeclaredLevel == nil:
 		fmt.Fprintln(w, "declared _meta.conformance: none")
+	case levelIndex(*rep.DeclaredLevel) > levelIndex(rep.MaxLevel) && rep.DeclarationHonest:
+		fmt.Fprintf(w, "declared _meta.conformance=%q — not verified (run limited to %s)\n", *rep.DeclaredLevel, rep.MaxLevel)
 	case rep.DeclarationHonest:
 		fmt.Fprintf(w, "declared _meta.conformance=%q — consistent\n", *rep.DeclaredLevel)
 	default:

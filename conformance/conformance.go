@@ -89,7 +89,7 @@ type Target struct {
 
 	// pipe, when set, replaces Command: it opens a fresh in-process session
 	// (used by the tests).
-	pipe func(ctx context.Context) (stdin io.WriteCloser, stdout io.Reader, cleanup func() error, err error)
+	pipe func(ctx context.Context, stderr io.Writer) (stdin io.WriteCloser, stdout io.Reader, cleanup func() error, err error)
 }
 
 func (t Target) isHTTP() bool { return t.URL != "" }
@@ -108,7 +108,7 @@ func (t Target) String() string {
 type Options struct {
 	// MaxLevel limits the run to checks at or below this level (default L2).
 	MaxLevel Level
-	// Timeout bounds the whole run (default 2m).
+	// Timeout bounds the whole run (default 5m).
 	Timeout time.Duration
 	// CallTimeout bounds one request/response exchange (default 5s).
 	CallTimeout time.Duration
@@ -123,6 +123,9 @@ type Options struct {
 	Progress func(Result)
 	// HTTPClient overrides the client used for HTTP targets.
 	HTTPClient *http.Client
+	// SchemaPath names the RCP/1 JSON Schema file. Empty: the schema loaded
+	// with LoadSchema, else FindSchema's.
+	SchemaPath string
 }
 
 func (o *Options) defaults() {
@@ -130,7 +133,7 @@ func (o *Options) defaults() {
 		o.MaxLevel = L2
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = 2 * time.Minute
+		o.Timeout = 5 * time.Minute
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 5 * time.Second
@@ -249,12 +252,17 @@ func Run(ctx context.Context, target Target, opts Options) (*Report, error) {
 	if !target.isHTTP() && len(target.Command) == 0 && target.pipe == nil {
 		return nil, errors.New("conformance: target needs a command or an HTTP URL")
 	}
+	if err := ensureSchema(opts.SchemaPath); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	start := time.Now()
 
 	s := &suite{target: target, opts: opts}
 	defer s.closeAll()
+	stopWatchdog := context.AfterFunc(ctx, s.killAll)
+	defer stopWatchdog()
 	rep := &Report{Target: target.String(), Transport: "stdio", MaxLevel: opts.MaxLevel}
 	if target.isHTTP() {
 		rep.Transport = "http"
@@ -267,7 +275,7 @@ func Run(ctx context.Context, target Target, opts Options) (*Report, error) {
 	for _, id := range opts.Only {
 		only[id] = true
 	}
-	initialized := false
+	initialized, settled := false, false
 	for _, c := range Checks() {
 		if len(only) > 0 && !only[c.ID] {
 			continue
@@ -275,6 +283,13 @@ func Run(ctx context.Context, target Target, opts Options) (*Report, error) {
 		if !initialized && c.Level != "" && !strings.HasPrefix(c.ID, "preinit.") {
 			s.initMain(ctx)
 			initialized = true
+		}
+		if strings.HasPrefix(c.ID, "global.") && !settled {
+			// let late frames (duplicates, stray notifications) arrive before judging the traffic
+			settled = true
+			if s.transport() == "stdio" && s.initRes != nil {
+				_, _ = s.main.roundTrip(ctx, s, nil, rtOpts{quiet: s.opts.QuietWait})
+			}
 		}
 		res := s.runCheck(ctx, c)
 		if s.mainExited() {

@@ -3,13 +3,16 @@ package conformance
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -17,11 +20,13 @@ import (
 
 // session is one connection (stdio: one server process; HTTP: one client).
 type session struct {
-	c      conn
-	rec    *recorder
-	stderr *tailBuffer
-	nextID int
-	closed bool
+	c         conn
+	rec       *recorder
+	stderr    *tailBuffer
+	nextID    int
+	closed    atomic.Bool
+	answered  atomic.Bool // the server has sent something on this session
+	closeOnce sync.Once
 }
 
 type initResult struct {
@@ -40,6 +45,7 @@ type suite struct {
 	initRes  *initResult
 	initRaw  json.RawMessage
 	initErr  string
+	initNote string // set when initialize was replaced by info (HTTP)
 	caps     map[string]any
 	declared string
 
@@ -62,7 +68,7 @@ func (s *suite) transport() string {
 // client for HTTP.
 func (s *suite) openSession(ctx context.Context) (*session, error) {
 	rec := newRecorder()
-	sess := &session{rec: rec, nextID: 1}
+	sess := &session{rec: rec, nextID: 1000} // explicit ids in checks stay below 1000
 	switch {
 	case s.target.isHTTP():
 		hc := s.opts.HTTPClient
@@ -71,10 +77,12 @@ func (s *suite) openSession(ctx context.Context) (*session, error) {
 		}
 		sess.c = &httpConn{base: s.target.URL, token: s.target.Token, client: hc, rec: rec}
 	case s.target.pipe != nil:
-		w, r, cleanup, err := s.target.pipe(ctx)
+		tail := &tailBuffer{max: 8 << 10}
+		w, r, cleanup, err := s.target.pipe(ctx, tail)
 		if err != nil {
 			return nil, fmt.Errorf("conformance: open session: %w", err)
 		}
+		sess.stderr = tail
 		sess.c = newStdioConn(w, r, cleanup, rec)
 	default:
 		tail := &tailBuffer{max: 8 << 10}
@@ -119,12 +127,38 @@ func (s *suite) openSession(ctx context.Context) (*session, error) {
 	return sess, nil
 }
 
-func (sess *session) close() {
-	if sess.closed {
-		return
+// waitHTTP polls the endpoint until it accepts connections (a just-started
+// server may not listen yet) or the start timeout elapses.
+func waitHTTP(ctx context.Context, hc *httpConn, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		_, err := hc.roundTrip(ctx, mustJSON(req("conformance-probe", "ping", map[string]any{})), rtOpts{path: "ping", timeout: timeout})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("conformance: cannot reach %s: %w", hc.base, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	sess.closed = true
-	_ = sess.c.close()
+}
+
+func (sess *session) close() {
+	sess.closeOnce.Do(func() {
+		sess.closed.Store(true)
+		_ = sess.c.close()
+	})
+}
+
+// killAll closes every session (ending spawned servers); the run's watchdog
+// calls it when the overall timeout expires so a blocked write cannot hang.
+func (s *suite) killAll() {
+	s.mu.Lock()
+	sessions := append([]*session(nil), s.sessions...)
+	s.mu.Unlock()
+	for _, sess := range sessions {
+		go sess.close()
+	}
 }
 
 func (s *suite) closeAll() {
@@ -150,6 +184,11 @@ func (s *suite) openMain(ctx context.Context) error {
 	sess, err := s.openSession(ctx)
 	if err != nil {
 		return err
+	}
+	if hc, ok := sess.c.(*httpConn); ok {
+		if err := waitHTTP(ctx, hc, s.opts.StartTimeout); err != nil {
+			return err
+		}
 	}
 	s.main = sess
 	s.mains = append(s.mains, sess)
@@ -187,6 +226,15 @@ func (s *suite) initMain(ctx context.Context) {
 		return
 	}
 	resp := s.main.callT(ctx, s, "initialize", s.initParams(), s.opts.StartTimeout)
+	if !resp.ok() && s.transport() == "http" && resp.code() == -32600 {
+		// A server that keeps one process-global session rejects a second
+		// client's initialize; judge the rest of it on its info result so
+		// one defect does not hide every other finding.
+		if info := s.main.callT(ctx, s, "info", map[string]any{}, 0); info.ok() {
+			s.initNote = "initialize was rejected with -32600 (" + resp.String() + "); a stateless or per-client HTTP server must accept it (§5.2) — capabilities taken from info"
+			resp = info
+		}
+	}
 	if !resp.ok() {
 		s.initErr = resp.String()
 		return
@@ -212,7 +260,7 @@ func (s *suite) initMain(ctx context.Context) {
 }
 
 func (s *suite) shutdownMain(ctx context.Context) {
-	if s.main == nil || s.main.closed {
+	if s.main == nil || s.main.closed.Load() {
 		return
 	}
 	if s.transport() == "stdio" {
@@ -240,7 +288,14 @@ func (sess *session) roundTrip(ctx context.Context, s *suite, payload []byte, o 
 	if o.timeout == 0 {
 		o.timeout = s.opts.CallTimeout
 	}
-	return sess.c.roundTrip(ctx, payload, o)
+	if !sess.answered.Load() && len(o.want) > 0 && o.timeout < s.opts.StartTimeout {
+		o.timeout = s.opts.StartTimeout // a just-spawned server may still be booting
+	}
+	rep, err := sess.c.roundTrip(ctx, payload, o)
+	if rep != nil && len(rep.frames) > 0 {
+		sess.answered.Store(true)
+	}
+	return rep, err
 }
 
 // callT sends one request with a fresh integer id and waits for its response.
@@ -255,9 +310,9 @@ func (sess *session) callT(ctx context.Context, s *suite, method string, params 
 // timeout) and the whole reply (notifications included).
 func (sess *session) callID(ctx context.Context, s *suite, id any, method string, params any, timeout time.Duration) (*response, *reply) {
 	key := idKey(mustJSON(id))
-	rep, err := sess.roundTrip(ctx, s, mustJSON(req(id, method, params)), rtOpts{path: method, want: []string{key}, timeout: timeout})
-	if err != nil || rep == nil {
-		return nil, rep
+	rep, _ := sess.roundTrip(ctx, s, mustJSON(req(id, method, params)), rtOpts{path: method, want: []string{key}, timeout: timeout})
+	if rep == nil {
+		return nil, &reply{}
 	}
 	return rep.find(key), rep
 }
@@ -381,37 +436,93 @@ func (s *suite) capInt(path string) (int, bool) {
 
 // ---------------------------------------------------------------- schema
 
-//go:embed rcp-1.0.schema.json
-var schemaJSON []byte
+// The normative schema is not compiled into the suite: it is the spec's
+// artifact, loaded at run time (LoadSchema, Options.Schema, $RCP_SCHEMA, or
+// found beside the working directory by FindSchema).
 
 const schemaURL = "https://rcp.invalid/rcp-1.0.json"
 
 var (
-	schemaOnce  sync.Once
-	schemaErr   error
 	schemaComp  *jsonschema.Compiler
 	schemaCache sync.Map // def → *jsonschema.Schema
 )
 
-func schemaFor(def string) (*jsonschema.Schema, error) {
-	schemaOnce.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
+// LoadSchema installs the normative RCP/1 JSON Schema (draft 2020-12) that
+// every schema check validates against. It replaces any schema loaded before.
+func LoadSchema(doc []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return fmt.Errorf("conformance: schema: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return errors.New("conformance: schema: not a JSON object")
+	}
+	if _, ok := m["$defs"].(map[string]any); !ok {
+		return errors.New("conformance: schema: no $defs (is this the RCP/1 schema?)")
+	}
+	m["$id"] = schemaURL
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(schemaURL, v); err != nil {
+		return fmt.Errorf("conformance: schema: %w", err)
+	}
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	schemaComp = c
+	schemaCache.Range(func(k, _ any) bool { schemaCache.Delete(k); return true })
+	return nil
+}
+
+// FindSchema returns the path of the RCP/1 schema: $RCP_SCHEMA when set,
+// else the first rcp-1.0.schema.json found as shared/rcp/ or schema/ (as
+// rcp-1.0.json) in the working directory, a parent, or a parent's sibling.
+func FindSchema() (string, error) {
+	if p := os.Getenv("RCP_SCHEMA"); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		for _, rel := range []string{"shared/rcp/rcp-1.0.schema.json", "../shared/rcp/rcp-1.0.schema.json", "schema/rcp-1.0.json"} {
+			p := filepath.Join(dir, rel)
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+				return p, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("conformance: the RCP/1 JSON Schema was not found: pass --schema FILE or set RCP_SCHEMA (it is schema/rcp-1.0.json in the specification repository)")
+		}
+		dir = parent
+	}
+}
+
+func ensureSchema(path string) error {
+	schemaMu.Lock()
+	loaded := schemaComp != nil
+	schemaMu.Unlock()
+	if loaded && path == "" {
+		return nil
+	}
+	if path == "" {
+		p, err := FindSchema()
 		if err != nil {
-			schemaErr = err
-			return
+			return err
 		}
-		if m, ok := doc.(map[string]any); ok {
-			m["$id"] = schemaURL
-		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource(schemaURL, doc); err != nil {
-			schemaErr = err
-			return
-		}
-		schemaComp = c
-	})
-	if schemaErr != nil {
-		return nil, schemaErr
+		path = p
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("conformance: schema: %w", err)
+	}
+	return LoadSchema(b)
+}
+
+func schemaFor(def string) (*jsonschema.Schema, error) {
+	if schemaComp == nil {
+		return nil, errors.New("no schema loaded")
 	}
 	if v, ok := schemaCache.Load(def); ok {
 		return v.(*jsonschema.Schema), nil
@@ -451,10 +562,14 @@ func validateResult(method string, result json.RawMessage) error {
 
 // ---------------------------------------------------------------- misc
 
+// tailBuffer keeps the tail of a server's stderr and remembers the first
+// line that looks like a JSON-RPC frame (§5.1: stderr MUST NOT carry them).
 type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
+	mu       sync.Mutex
+	buf      []byte
+	max      int
+	partial  []byte
+	protocol string
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
@@ -464,7 +579,38 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	if len(t.buf) > t.max {
 		t.buf = t.buf[len(t.buf)-t.max:]
 	}
+	t.partial = append(t.partial, p...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := bytes.TrimSpace(t.partial[:i])
+		t.partial = t.partial[i+1:]
+		if t.protocol == "" && looksLikeFrame(line) {
+			t.protocol = truncate(string(line), 160)
+		}
+	}
+	if len(t.partial) > 1<<16 {
+		t.partial = nil
+	}
 	return len(p), nil
+}
+
+// protocolLine returns the first stderr line that was a JSON-RPC frame.
+func (t *tailBuffer) protocolLine() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.protocol
+}
+
+func looksLikeFrame(line []byte) bool {
+	var m map[string]json.RawMessage
+	if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &m) != nil {
+		return false
+	}
+	_, ok := m["jsonrpc"]
+	return ok
 }
 
 func (t *tailBuffer) String() string {

@@ -339,15 +339,7 @@ func (c *stdioConn) collect(ctx context.Context, o rtOpts) (*reply, error) {
 			return rep, nil
 		case f := <-c.frames:
 			rep.frames = append(rep.frames, f)
-			for _, resp := range (&reply{frames: []frame{f}}).responses() {
-				k := idKey(resp.ID)
-				if pending[k] {
-					delete(pending, k)
-					if o.anyOf {
-						clear(pending)
-					}
-				}
-			}
+			c.markSeen(f, pending, o.anyOf)
 			if len(o.want) > 0 && len(pending) == 0 {
 				if o.quiet <= 0 {
 					return rep, nil
@@ -362,6 +354,7 @@ func (c *stdioConn) collect(ctx context.Context, o rtOpts) (*reply, error) {
 				select {
 				case f := <-c.frames:
 					rep.frames = append(rep.frames, f)
+					c.markSeen(f, pending, o.anyOf)
 					continue
 				default:
 				}
@@ -377,6 +370,18 @@ func (c *stdioConn) collect(ctx context.Context, o rtOpts) (*reply, error) {
 }
 
 var errServerGone = errors.New("server closed its stdout")
+
+// markSeen removes the ids answered by f from pending (all of them with anyOf).
+func (c *stdioConn) markSeen(f frame, pending map[string]bool, anyOf bool) {
+	for _, resp := range (&reply{frames: []frame{f}}).responses() {
+		if k := idKey(resp.ID); pending[k] {
+			delete(pending, k)
+			if anyOf {
+				clear(pending)
+			}
+		}
+	}
+}
 
 func (c *stdioConn) close() error {
 	_ = c.w.Close()
@@ -467,6 +472,9 @@ func (c *httpConn) roundTrip(ctx context.Context, payload []byte, o rtOpts) (*re
 	if len(bytes.TrimSpace(body)) > 0 {
 		f := parseFrame(body)
 		rep.frames = append(rep.frames, f)
+		if rs := rep.responses(); c.rec != nil && len(rs) > 0 {
+			c.rec.httpStatus(resp.StatusCode, body, rs[0].code())
+		}
 		if c.rec != nil && resp.StatusCode == http.StatusOK {
 			c.rec.frame(f)
 		}
@@ -505,13 +513,14 @@ type recorder struct {
 	mu       sync.Mutex
 	lines    [][]byte
 	frames   []frame
-	sentIDs  map[string]bool
-	progTok  map[string]bool // progress tokens the client sent
-	logOptIn bool
+	sentIDs  map[string]int
+	progTok  map[string]bool     // progress tokens the client sent
+	methods  map[string][]string // id key → methods of the requests sent with it, in order
+	statuses []httpStatus        // HTTP: status of every reply that carried a JSON-RPC response
 }
 
 func newRecorder() *recorder {
-	return &recorder{sentIDs: map[string]bool{}, progTok: map[string]bool{}}
+	return &recorder{sentIDs: map[string]int{}, progTok: map[string]bool{}, methods: map[string][]string{}}
 }
 
 func (r *recorder) line(l []byte) {
@@ -553,7 +562,10 @@ func (r *recorder) sent(payload []byte) {
 			continue
 		}
 		if id, ok := o["id"]; ok {
-			r.sentIDs[idKey(id)] = true
+			r.sentIDs[idKey(id)]++
+			var m string
+			_ = json.Unmarshal(o["method"], &m)
+			r.methods[idKey(id)] = append(r.methods[idKey(id)], m)
 		}
 		var p struct {
 			Meta map[string]json.RawMessage `json:"_meta"`
@@ -566,12 +578,34 @@ func (r *recorder) sent(payload []byte) {
 	}
 }
 
-func (r *recorder) snapshot() ([][]byte, []frame, map[string]bool, map[string]bool) {
+type httpStatus struct {
+	status int
+	code   int // error code of the (first) response in the body, 0 for a result
+	body   string
+}
+
+func (r *recorder) httpStatus(status int, body []byte, code int) {
+	r.mu.Lock()
+	r.statuses = append(r.statuses, httpStatus{status, code, truncate(string(body), 160)})
+	r.mu.Unlock()
+}
+
+// methodOf returns the method of the n-th request sent with id key k.
+func (r *recorder) methodOf(k string, n int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n < len(r.methods[k]) {
+		return r.methods[k][n]
+	}
+	return ""
+}
+
+func (r *recorder) snapshot() ([][]byte, []frame, map[string]int, map[string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	lines := append([][]byte(nil), r.lines...)
 	frames := append([]frame(nil), r.frames...)
-	ids := make(map[string]bool, len(r.sentIDs))
+	ids := make(map[string]int, len(r.sentIDs))
 	for k, v := range r.sentIDs {
 		ids[k] = v
 	}
