@@ -1,0 +1,109 @@
+package mcpbridge
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTPOptions configure the streamable HTTP face.
+type HTTPOptions struct {
+	// BearerToken, when set, is required as "Authorization: Bearer …" on
+	// every request (compared in constant time).
+	BearerToken string
+	// TrustedOrigins are browser origins (scheme://host[:port]) allowed to
+	// make cross-origin requests; all others are refused by
+	// http.CrossOriginProtection.
+	TrustedOrigins []string
+	// SessionTimeout closes idle MCP sessions (default 30 min).
+	SessionTimeout time.Duration
+}
+
+// HTTPHandler returns the streamable HTTP handler of the bridge with its
+// protections: DNS-rebinding protection (the go-sdk refuses requests that
+// reach a loopback listener with a non-loopback Host header), cross-origin
+// protection (Go's http.CrossOriginProtection: cross-site browser requests
+// are refused unless their origin is trusted) and optional bearer auth.
+func (b *Bridge) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
+	cop := http.NewCrossOriginProtection()
+	for _, o := range opts.TrustedOrigins {
+		if err := cop.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("mcpbridge: trusted origin %q: %w", o, err)
+		}
+	}
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Forbidden: cross-origin request", http.StatusForbidden)
+	}))
+	timeout := opts.SessionTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Minute
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv },
+		&mcp.StreamableHTTPOptions{Logger: b.log, SessionTimeout: timeout})
+	var out http.Handler = cop.Handler(h)
+	if tok := opts.BearerToken; tok != "" {
+		next := out
+		out = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="rcpd-mcp"`)
+				http.Error(w, "Unauthorized", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	return out, nil
+}
+
+// IsLoopback reports whether a listen address binds only loopback
+// interfaces (an empty host, like ":8080", binds all of them).
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// ServeHTTP serves the bridge on ln at path until ctx ends, then shuts the
+// server down and closes the MCP sessions.
+func (b *Bridge) ServeHTTP(ctx context.Context, ln net.Listener, path string, opts HTTPOptions) error {
+	h, err := b.HTTPHandler(opts)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(path, h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	for ss := range b.srv.Sessions() {
+		_ = ss.Close()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,399 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/rcpgo/rcpgo/engine"
+	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// TokenEnv is the environment variable holding the HTTP bearer token (an
+// alternative to --token-file; never pass secrets on the command line).
+const TokenEnv = "RCPD_MCP_TOKEN"
+
+// config is what both subcommands parse.
+type config struct {
+	httpAddr    string
+	path        string
+	allowRemote bool
+	tokenFile   string
+	origins     stringList
+	connect     string
+	registry    string
+	engineID    string
+	data        string
+	readOnly    bool
+	fields      stringList
+	command     []string
+	name        string
+	logLevel    string
+	refresh     time.Duration
+	format      string
+	sourceArgs  []string // the engine-selection flags, for mcpdesc's stdio transport
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func newFlags(name string, stderr io.Writer, c *config, desc bool) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP on `ADDR` (loopback only unless --allow-remote) instead of stdio")
+	fs.StringVar(&c.path, "path", "/mcp", "HTTP endpoint `PATH`")
+	fs.StringVar(&c.tokenFile, "token-file", "", "require the bearer token read from `FILE` over HTTP (or set $"+TokenEnv+")")
+	fs.StringVar(&c.connect, "connect", "", "RCP engine at HTTP base `URL`")
+	fs.StringVar(&c.registry, "registry", "", "rcp.json `FILE` (with --engine)")
+	fs.StringVar(&c.engineID, "engine", "", "engine `ID` in --registry")
+	fs.StringVar(&c.data, "data", "", "run the rcpd engine in-process on data `DIR`")
+	fs.BoolVar(&c.readOnly, "read-only", false, "with --data: open the index read-only")
+	fs.Var(&c.fields, "field", "with --data: filterable metadata field `NAME=TYPE` (repeatable)")
+	fs.StringVar(&c.name, "name", "", "engine `NAME` in resource URIs rcp://NAME/… (default: the engine's name)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "stderr log `LEVEL` (debug, info, warn, error)")
+	if desc {
+		fs.StringVar(&c.format, "format", "json", "output `FORMAT`: json or yaml")
+	} else {
+		fs.BoolVar(&c.allowRemote, "allow-remote", false, "allow --http on a non-loopback address")
+		fs.Var(&c.origins, "allow-origin", "trusted browser `ORIGIN` for cross-origin requests (repeatable)")
+		fs.DurationVar(&c.refresh, "refresh", 0, "re-dial the engine every `INTERVAL` and re-derive tools when its capabilities changed (gateways)")
+	}
+	return fs
+}
+
+func parse(name string, args []string, stderr io.Writer, desc bool) (*config, error) {
+	c := &config{}
+	fs := newFlags(name, stderr, c, desc)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	c.command = fs.Args()
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "connect", "registry", "engine", "data", "read-only", "field", "name":
+			if f.Name == "field" {
+				for _, v := range c.fields {
+					c.sourceArgs = append(c.sourceArgs, "--field", v)
+				}
+				return
+			}
+			c.sourceArgs = append(c.sourceArgs, "--"+f.Name, f.Value.String())
+		}
+	})
+	n := 0
+	for _, set := range []bool{c.connect != "", c.registry != "", c.data != "", len(c.command) > 0} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return nil, errors.New("choose an engine: --connect URL, --registry FILE --engine ID, --data DIR or -- CMD ARGS")
+	case n > 1:
+		return nil, errors.New("choose one engine: --connect, --registry, --data or -- CMD")
+	case c.registry != "" && c.engineID == "":
+		return nil, errors.New("--registry needs --engine ID")
+	case c.engineID != "" && c.registry == "":
+		return nil, errors.New("--engine needs --registry FILE")
+	}
+	if len(c.command) > 0 {
+		c.sourceArgs = append(c.sourceArgs, "--")
+		c.sourceArgs = append(c.sourceArgs, c.command...)
+	}
+	if c.refresh > 0 && c.data != "" {
+		return nil, errors.New("--refresh needs a remote engine (--connect, --registry or -- CMD): an in-process engine's capabilities do not change")
+	}
+	if c.httpAddr != "" && !c.allowRemote && !IsLoopback(c.httpAddr) {
+		return nil, fmt.Errorf("--http %s is not a loopback address: pass --allow-remote to expose the MCP face beyond this host", c.httpAddr)
+	}
+	if desc && c.format != "json" && c.format != "yaml" {
+		return nil, fmt.Errorf("--format %q: want json or yaml", c.format)
+	}
+	return c, nil
+}
+
+func (c *config) logger(stderr io.Writer) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		lvl = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+}
+
+func (c *config) token() (string, error) {
+	if c.tokenFile != "" {
+		b, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		t := strings.TrimSpace(string(b))
+		if t == "" {
+			return "", errors.New("--token-file: the file is empty")
+		}
+		return t, nil
+	}
+	return strings.TrimSpace(os.Getenv(TokenEnv)), nil
+}
+
+// dial connects to the engine the flags name. close releases the client
+// and, for --data, the engine.
+func (c *config) dial(ctx context.Context, log *slog.Logger, stderr io.Writer, relay *Relay) (*rcp.Client, func(), error) {
+	opts := &rcp.ClientOptions{Info: rcp.PeerInfo{Name: "rcpgo-mcpbridge", Version: "0.1.0"}, Logger: log, Stderr: stderr}
+	if relay != nil {
+		opts.OnLog = relay.OnLog
+	}
+	switch {
+	case c.connect != "":
+		cl, err := rcp.ConnectHTTP(ctx, c.connect, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connecting to %s: %w", c.connect, err)
+		}
+		return cl, func() { _ = cl.Close() }, nil
+	case c.registry != "":
+		reg, err := federation.LoadRegistry(c.registry)
+		if err != nil {
+			return nil, nil, err
+		}
+		spec, ok := reg.Engine(c.engineID)
+		if !ok {
+			return nil, nil, fmt.Errorf("engine %q is not in %s", c.engineID, c.registry)
+		}
+		cl, err := spec.Connect(ctx, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connecting to engine %s: %w", c.engineID, err)
+		}
+		return cl, func() { _ = cl.Close() }, nil
+	case c.data != "":
+		fields := map[string]string{}
+		for _, f := range c.fields {
+			name, typ, ok := strings.Cut(f, "=")
+			if !ok || name == "" {
+				return nil, nil, fmt.Errorf("--field %q: want NAME=TYPE", f)
+			}
+			fields[name] = typ
+		}
+		eng, err := engine.Open(ctx, engine.Config{Dir: c.data, ReadOnly: c.readOnly, Fields: fields, Logger: log})
+		if err != nil {
+			return nil, nil, err
+		}
+		cl, err := rcp.ConnectInProcess(ctx, rcp.NewServer(eng, &rcp.ServerOptions{Logger: log}), opts)
+		if err != nil {
+			_ = eng.Close()
+			return nil, nil, err
+		}
+		return cl, func() { _ = cl.Close(); _ = eng.Close() }, nil
+	default:
+		cl, err := rcp.ConnectStdio(ctx, c.command, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cl, func() { _ = cl.Close() }, nil
+	}
+}
+
+// Main implements `rcpd mcp [--http ADDR] [--connect URL | --registry
+// rcp.json --engine ID | --data DIR | -- CMD ARGS]`: the MCP face of an RCP
+// engine over stdio (default; stdout carries only MCP, logs go to stderr)
+// or streamable HTTP. args are the arguments after "mcp". It returns the
+// process exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, err := parse("rcpd mcp", args, stderr, false)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "rcpd mcp:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := c.logger(stderr)
+	if err := run(ctx, c, log, stdin, stdout, stderr); err != nil {
+		log.Error("rcpd mcp", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, c *config, log *slog.Logger, stdin io.Reader, stdout, stderr io.Writer) error {
+	token, err := c.token()
+	if err != nil {
+		return err
+	}
+	relay := &Relay{}
+	client, closeClient, err := c.dial(ctx, log, stderr, relay)
+	if err != nil {
+		return err
+	}
+	current := closeClient
+	defer func() { current() }()
+	b, err := New(client, Options{EngineID: c.name, Logger: log, Relay: relay})
+	if err != nil {
+		return err
+	}
+	if c.refresh > 0 {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			defer close(done)
+			refresh(rctx, c, b, log, stderr, relay, &current)
+		}()
+	}
+	if c.httpAddr != "" {
+		ln, err := net.Listen("tcp", c.httpAddr)
+		if err != nil {
+			return err
+		}
+		log.Info("rcpd mcp: serving streamable HTTP", "url", "http://"+ln.Addr().String()+c.path, "auth", token != "")
+		return b.ServeHTTP(ctx, ln, c.path, HTTPOptions{BearerToken: token, TrustedOrigins: c.origins})
+	}
+	r, ok := stdin.(io.ReadCloser)
+	if !ok {
+		r = io.NopCloser(stdin)
+	}
+	err = b.Run(ctx, &mcp.IOTransport{Reader: r, Writer: nopWriteCloser{stdout}})
+	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
+		return nil
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// refresh re-dials the engine periodically; when its identity or
+// capabilities changed (a gateway whose catalog changed) it swaps the
+// bridge's client, which re-derives the features and notifies MCP clients.
+func refresh(ctx context.Context, c *config, b *Bridge, log *slog.Logger, stderr io.Writer, relay *Relay, current *func()) {
+	t := time.NewTicker(c.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cl, closeNew, err := c.dial(ctx, log, stderr, relay)
+		if err != nil {
+			log.Warn("rcpd mcp: refresh", "err", err)
+			continue
+		}
+		if sameJSON(cl.InitializeResult().Capabilities, b.Client().InitializeResult().Capabilities) {
+			closeNew()
+			continue
+		}
+		if _, err := b.SetClient(ctx, cl); err != nil {
+			closeNew()
+			log.Warn("rcpd mcp: refresh", "err", err)
+			continue
+		}
+		old := *current
+		*current = closeNew
+		old()
+		log.Info("rcpd mcp: engine capabilities changed; features re-derived")
+	}
+}
+
+// DescMain implements `rcpd mcpdesc [--format json|yaml] [--http ADDR]
+// [engine flags as for rcpd mcp]`: it prints the MCP Description 0.7.0
+// document of the MCP face that `rcpd mcp` with the same flags serves.
+func DescMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, err := parse("rcpd mcpdesc", args, stderr, true)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "rcpd mcpdesc:", err)
+		return 2
+	}
+	log := c.logger(stderr)
+	out, err := describe(ctx, c, log, stderr)
+	if err != nil {
+		log.Error("rcpd mcpdesc", "err", err)
+		return 1
+	}
+	if _, err := stdout.Write(out); err != nil {
+		return 1
+	}
+	return 0
+}
+
+func describe(ctx context.Context, c *config, log *slog.Logger, stderr io.Writer) ([]byte, error) {
+	token, err := c.token()
+	if err != nil {
+		return nil, err
+	}
+	client, closeClient, err := c.dial(ctx, log, stderr, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer closeClient()
+	b, err := New(client, Options{EngineID: c.name, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	opts := DescribeOptions{Command: "rcpd", Args: append([]string{"mcp"}, c.sourceArgs...)}
+	if c.httpAddr != "" {
+		opts.HTTPURL = "http://" + c.httpAddr + c.path
+		opts.Bearer = token != ""
+	}
+	d, err := b.Describe(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return Encode(d, c.format)
+}
+
+// Encode writes d as indented JSON or as YAML.
+func Encode(d *Description, format string) ([]byte, error) {
+	js, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if format != "yaml" {
+		return append(js, '\n'), nil
+	}
+	var node yaml.Node
+	if err := yaml.Unmarshal(js, &node); err != nil { // JSON is YAML: keeps key order
+		return nil, err
+	}
+	clearStyle(&node)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&node); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// clearStyle turns the flow style that JSON input implies into block style.
+func clearStyle(n *yaml.Node) {
+	n.Style &^= yaml.FlowStyle | yaml.DoubleQuotedStyle
+	for _, c := range n.Content {
+		clearStyle(c)
+	}
+}
