@@ -80,6 +80,7 @@ type Token struct {
 type Analyzer struct {
 	opts  Options
 	stop  map[string]struct{}
+	stopN int // longest stop word, in bytes
 	stem  func(string, bool) string
 	cache stemCache
 	fold  sync.Pool // *cases.Caser (stateful, so pooled)
@@ -124,7 +125,9 @@ func New(opts Options) (*Analyzer, error) {
 			words = EnglishStopWords
 		}
 		for _, w := range words {
-			a.stop[a.foldString(w)] = struct{}{}
+			f := a.foldString(w)
+			a.stop[f] = struct{}{}
+			a.stopN = max(a.stopN, len(f))
 		}
 	}
 	a.cache.init()
@@ -188,10 +191,12 @@ func (a *Analyzer) AppendTokens(dst []Token, text string) []Token {
 		if term == "" || len(term) > a.opts.MaxTokenBytes {
 			return
 		}
-		if _, ok := a.stop[term]; ok {
-			return
+		if len(term) <= a.stopN {
+			if _, ok := a.stop[term]; ok {
+				return
+			}
 		}
-		if a.stem != nil && !cjk {
+		if a.stem != nil && !cjk && len(term) > 2 {
 			term = a.stemCached(term)
 			if term == "" {
 				return

@@ -67,9 +67,16 @@ type Config struct {
 	// Workers bounds AddBatch parallelism (default GOMAXPROCS). With 1
 	// worker the graph is fully deterministic.
 	Workers int
+	// Identity is the embedding identity of the stored vectors (see
+	// embed.Provider.Identity). It is persisted, so a loaded index can be
+	// checked against the provider before new vectors are mixed in.
+	Identity string
 }
 
 func (c *Config) defaults() error {
+	if len(c.Identity) > maxIdentity {
+		return fmt.Errorf("ann: identity of %d bytes", len(c.Identity))
+	}
 	if c.Dim <= 0 || c.Dim > maxDim {
 		return fmt.Errorf("ann: dimension %d out of range", c.Dim)
 	}
@@ -130,9 +137,10 @@ var (
 )
 
 const (
-	maxDim   = 1 << 16
-	maxLevel = 32
-	nStripes = 1024
+	maxDim      = 1 << 16
+	maxIdentity = 1 << 12
+	maxLevel    = 32
+	nStripes    = 1024
 )
 
 // Index is an HNSW index. Searches may run concurrently with each other;
@@ -141,10 +149,14 @@ type Index struct {
 	mu  sync.RWMutex
 	cfg Config
 
-	vecs    []float32   // slot-major
-	ids     []uint64    // slot → id
-	levels  []uint8     // slot → top layer
-	links   [][][]int32 // slot → layer → neighbour slots
+	vecs   []float32 // slot-major
+	ids    []uint64  // slot → id
+	levels []uint8   // slot → top layer
+	// layer0 holds every slot's layer-0 links inline for locality:
+	// stride0 = 2M+1 int32s per slot, a count then up to 2M slots.
+	layer0  []int32
+	stride0 int
+	upper   [][][]int32 // slot → layers 1..level (index l-1) → neighbours
 	deleted []bool
 	slotOf  map[uint64]int32
 	live    int
@@ -168,7 +180,7 @@ func New(cfg Config) (*Index, error) {
 		return nil, err
 	}
 	ix := &Index{cfg: cfg, slotOf: map[uint64]int32{}, entry: -1,
-		levelMul: 1 / math.Log(float64(cfg.M))}
+		levelMul: 1 / math.Log(float64(cfg.M)), stride0: 2*cfg.M + 1}
 	ix.rng = rand.New(rand.NewPCG(cfg.Seed, 0x2545f4914f6cdd1d))
 	ix.visitedPool.New = func() any { return &visited{} }
 	return ix, nil
@@ -284,7 +296,7 @@ func (ix *Index) AddBatch(ids []uint64, vs [][]float32) error {
 		ix.vecs = append(ix.vecs, prepared[i]...)
 		lvl := min(int(-math.Log(1-ix.rng.Float64())*ix.levelMul), maxLevel-1)
 		ix.levels = append(ix.levels, uint8(lvl))
-		ix.links = append(ix.links, make([][]int32, lvl+1))
+		ix.addSlotLinks(lvl)
 		ix.deleted = append(ix.deleted, false)
 		ix.slotOf[id] = s
 		ix.live++
@@ -354,15 +366,49 @@ func (ix *Index) insertSlots(slots []int32) {
 
 func (ix *Index) getVisited() *visited { return ix.visitedPool.Get().(*visited) }
 
+// addSlotLinks appends empty link storage for a new slot of the given level.
+func (ix *Index) addSlotLinks(lvl int) {
+	ix.layer0 = append(ix.layer0, make([]int32, ix.stride0)...)
+	var up [][]int32
+	if lvl > 0 {
+		up = make([][]int32, lvl)
+	}
+	ix.upper = append(ix.upper, up)
+}
+
+// getLinks returns the stored links of s at layer l (a view, not a copy).
+func (ix *Index) getLinks(s int32, l int) []int32 {
+	if l == 0 {
+		base := int(s) * ix.stride0
+		return ix.layer0[base+1 : base+1+int(ix.layer0[base])]
+	}
+	return ix.upper[s][l-1]
+}
+
+// setLinks replaces the links of s at layer l (nb may alias the storage).
+func (ix *Index) setLinks(s int32, l int, nb []int32) {
+	if l == 0 {
+		base := int(s) * ix.stride0
+		n := copy(ix.layer0[base+1:base+ix.stride0], nb)
+		ix.layer0[base] = int32(n)
+		return
+	}
+	cur := ix.upper[s][l-1]
+	if cap(cur) < len(nb) {
+		cur = make([]int32, 0, ix.cfg.M+1)
+	}
+	ix.upper[s][l-1] = append(cur[:0], nb...)
+}
+
 // neighbours returns the links of s at layer l (a copy while inserting
 // concurrently).
 func (ix *Index) neighbours(s int32, l int, buf []int32) []int32 {
 	if !ix.concurrent {
-		return ix.links[s][l]
+		return ix.getLinks(s, l)
 	}
 	mu := &ix.stripes[int(s)%nStripes]
 	mu.Lock()
-	buf = append(buf[:0], ix.links[s][l]...)
+	buf = append(buf[:0], ix.getLinks(s, l)...)
 	mu.Unlock()
 	return buf
 }
@@ -385,6 +431,10 @@ func (ix *Index) insert(s int32, vis *visited) {
 	eps := []cand{{ep, epScore}}
 	for l := min(lvl, top); l >= 0; l-- {
 		w := ix.searchLayer(q, eps, ix.cfg.EfConstruction, l, nil, vis, &buf)
+		// While inserting concurrently, another node may already have
+		// linked to s (having reached it through an upper layer), so s can
+		// show up in its own candidate list.
+		w = slices.DeleteFunc(w, func(c cand) bool { return c.slot == s })
 		maxConn := ix.cfg.M
 		if l == 0 {
 			maxConn = 2 * ix.cfg.M
@@ -397,10 +447,27 @@ func (ix *Index) insert(s int32, vis *visited) {
 		if ix.concurrent {
 			mu := &ix.stripes[int(s)%nStripes]
 			mu.Lock()
-			ix.links[s][l] = nb
+			// Keep links that concurrent inserts added to s meanwhile.
+			for _, x := range ix.getLinks(s, l) {
+				if !slices.Contains(nb, x) {
+					nb = append(nb, x)
+				}
+			}
+			if len(nb) > maxConn {
+				cs := make([]cand, len(nb))
+				for i, x := range nb {
+					cs[i] = cand{x, dot(q, ix.vec(x))}
+				}
+				sortCands(cs)
+				nb = nb[:0]
+				for _, c := range ix.selectNeighbours(cs, maxConn) {
+					nb = append(nb, c.slot)
+				}
+			}
+			ix.setLinks(s, l, nb)
 			mu.Unlock()
 		} else {
-			ix.links[s][l] = nb
+			ix.setLinks(s, l, nb)
 		}
 		for _, c := range sel {
 			ix.link(c.slot, s, c.score, l, maxConn)
@@ -428,9 +495,18 @@ func (ix *Index) link(n, s int32, score float32, l, maxConn int) {
 		mu.Lock()
 		defer mu.Unlock()
 	}
-	cur := ix.links[n][l]
+	cur := ix.getLinks(n, l)
+	if slices.Contains(cur, s) {
+		return // a concurrent insert of s's neighbour already linked it
+	}
 	if len(cur) < maxConn {
-		ix.links[n][l] = append(cur, s)
+		if l == 0 {
+			base := int(n) * ix.stride0
+			ix.layer0[base+1+len(cur)] = s
+			ix.layer0[base]++
+		} else {
+			ix.upper[n][l-1] = append(cur, s)
+		}
 		return
 	}
 	nv := ix.vec(n)
@@ -441,11 +517,11 @@ func (ix *Index) link(n, s int32, score float32, l, maxConn int) {
 	cs = append(cs, cand{s, score})
 	sortCands(cs)
 	sel := ix.selectNeighbours(cs, maxConn)
-	out := cur[:0]
-	for _, c := range sel {
-		out = append(out, c.slot)
+	out := make([]int32, len(sel))
+	for i, c := range sel {
+		out[i] = c.slot
 	}
-	ix.links[n][l] = out
+	ix.setLinks(n, l, out)
 }
 
 func sortCands(cs []cand) {
@@ -682,14 +758,14 @@ func (ix *Index) Compact() {
 			vecs = append(vecs, ix.vecs[s*d:s*d+d]...)
 		}
 	}
-	ix.vecs, ix.ids, ix.levels, ix.links, ix.deleted = vecs, ids, nil, nil, nil
+	ix.vecs, ix.ids, ix.levels, ix.layer0, ix.upper, ix.deleted = vecs, ids, nil, nil, nil, nil
 	ix.slotOf = make(map[uint64]int32, len(ids))
 	ix.entry, ix.topLevel, ix.live = -1, 0, len(ids)
 	slots := make([]int32, len(ids))
 	for s, id := range ids {
 		lvl := min(int(-math.Log(1-ix.rng.Float64())*ix.levelMul), maxLevel-1)
 		ix.levels = append(ix.levels, uint8(lvl))
-		ix.links = append(ix.links, make([][]int32, lvl+1))
+		ix.addSlotLinks(lvl)
 		ix.deleted = append(ix.deleted, false)
 		ix.slotOf[id] = int32(s)
 		slots[s] = int32(s)

@@ -227,7 +227,7 @@ func TestDeleteReplaceCompact(t *testing.T) {
 
 func TestPersistRoundTrip(t *testing.T) {
 	vecs := Clustered(3000, 16, 12, 0.5, 8)
-	ix := buildIndex(t, Config{Dim: 16, ExactThreshold: 100, M: 8}, vecs)
+	ix := buildIndex(t, Config{Dim: 16, ExactThreshold: 100, M: 8, Identity: "lsa-16:fit=abc"}, vecs)
 	ix.Delete(10)
 	path := filepath.Join(t.TempDir(), "vec.ann")
 	if err := ix.Save(path); err != nil {
@@ -237,7 +237,7 @@ func TestPersistRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Len() != ix.Len() || got.Config() != ix.Config() || got.Contains(10) {
+	if got.Len() != ix.Len() || got.Config() != ix.Config() || got.Contains(10) || got.Config().Identity != "lsa-16:fit=abc" {
 		t.Fatalf("reloaded: len %d cfg %+v", got.Len(), got.Config())
 	}
 	for _, q := range vecs[:20] {
@@ -323,4 +323,40 @@ func FuzzDecode(f *testing.F) {
 		ix.Search(q, 3, SearchOptions{Filter: func(id uint64) bool { return id%2 == 0 }})
 		ix.Add(1<<40, q)
 	})
+}
+
+// checkGraph verifies structural invariants: no self-links, no duplicate
+// links, links only to nodes that exist on that layer, degree bounds.
+func checkGraph(t *testing.T, ix *Index) {
+	t.Helper()
+	for s := range ix.ids {
+		if len(ix.upper[s]) != int(ix.levels[s]) {
+			t.Fatalf("slot %d has %d upper layers, level %d", s, len(ix.upper[s]), ix.levels[s])
+		}
+		for l := 0; l <= int(ix.levels[s]); l++ {
+			nb := ix.getLinks(int32(s), l)
+			limit := ix.cfg.M
+			if l == 0 {
+				limit = 2 * ix.cfg.M
+			}
+			if len(nb) > limit {
+				t.Fatalf("slot %d layer %d has %d links > %d", s, l, len(nb), limit)
+			}
+			seen := map[int32]bool{}
+			for _, x := range nb {
+				if int(x) == s || seen[x] || int(ix.levels[x]) < l {
+					t.Fatalf("slot %d layer %d: bad link %d (self, duplicate or missing layer)", s, l, x)
+				}
+				seen[x] = true
+			}
+		}
+	}
+}
+
+func TestParallelBuildInvariants(t *testing.T) {
+	vecs := Clustered(4000, 8, 5, 0.3, 11)
+	for range 2 {
+		ix := buildIndex(t, Config{Dim: 8, M: 6, EfConstruction: 40, Workers: 4, ExactThreshold: -1}, vecs)
+		checkGraph(t, ix)
+	}
 }

@@ -20,6 +20,7 @@ import (
 //	magic "RCPANN", uint16 version
 //	header: dim u32, metric u8, M u32, efConstruction u32, efSearch u32,
 //	        exactThreshold u32, filterExactBelow f64, seed u64,
+//	        identity (u16 length + bytes),
 //	        slots u32, entry i32, topLevel u8
 //	per slot: id u64, deleted u8, level u8,
 //	          per layer 0..level: count u16, count × neighbour slot u32
@@ -72,6 +73,8 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	c.u32(uint32(cfg.ExactThreshold))
 	c.u64(math.Float64bits(cfg.FilterExactBelow))
 	c.u64(cfg.Seed)
+	c.u16(uint16(len(cfg.Identity)))
+	c.write([]byte(cfg.Identity))
 	c.u32(uint32(len(ix.ids)))
 	c.u32(uint32(ix.entry))
 	c.u8(uint8(ix.topLevel))
@@ -83,7 +86,8 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 			c.u8(0)
 		}
 		c.u8(ix.levels[s])
-		for _, nb := range ix.links[s] {
+		for l := 0; l <= int(ix.levels[s]); l++ {
+			nb := ix.getLinks(int32(s), l)
 			c.u16(uint16(len(nb)))
 			for _, n := range nb {
 				c.u32(uint32(n))
@@ -220,6 +224,13 @@ func Read(r io.Reader) (*Index, error) {
 	cfg.ExactThreshold = int(c.u32())
 	cfg.FilterExactBelow = math.Float64frombits(c.u64())
 	cfg.Seed = c.u64()
+	if idLen := int(c.u16()); idLen <= maxIdentity {
+		id := make([]byte, idLen)
+		c.read(id)
+		cfg.Identity = string(id)
+	} else if c.err == nil {
+		return nil, fmt.Errorf("%w: identity of %d bytes", ErrCorrupt, idLen)
+	}
 	n := c.u32()
 	entry := int32(c.u32())
 	top := int(c.u8())
@@ -279,7 +290,10 @@ func Read(r io.Reader) (*Index, error) {
 		ix.ids = append(ix.ids, id)
 		ix.deleted = append(ix.deleted, del == 1)
 		ix.levels = append(ix.levels, lvl)
-		ix.links = append(ix.links, layers)
+		ix.addSlotLinks(int(lvl))
+		for l, nb := range layers {
+			ix.setLinks(int32(s), l, nb)
+		}
 		if del == 0 {
 			if _, dup := ix.slotOf[id]; dup {
 				return nil, fmt.Errorf("%w: id %d live twice", ErrCorrupt, id)
@@ -292,9 +306,9 @@ func Read(r io.Reader) (*Index, error) {
 		return nil, fmt.Errorf("%w: entry level", ErrCorrupt)
 	}
 	// Links at layer l must point to nodes that exist at layer l.
-	for s, layers := range ix.links {
-		for l, nb := range layers {
-			for _, x := range nb {
+	for s := range ix.ids {
+		for l := 0; l <= int(ix.levels[s]); l++ {
+			for _, x := range ix.getLinks(int32(s), l) {
 				if int(ix.levels[x]) < l {
 					return nil, fmt.Errorf("%w: slot %d layer %d links to slot %d of level %d", ErrCorrupt, s, l, x, ix.levels[x])
 				}

@@ -87,3 +87,33 @@ func TestMaxSim(t *testing.T) {
 		t.Errorf("ragged: %v", err)
 	}
 }
+
+func TestBitset(t *testing.T) {
+	b := NewBitset(10)
+	for _, id := range []uint64{0, 9, 63, 64, 1000} {
+		b.Set(id)
+	}
+	for _, id := range []uint64{0, 9, 63, 64, 1000} {
+		if !b.Has(id) {
+			t.Errorf("missing %d", id)
+		}
+	}
+	if b.Has(1) || b.Has(999) || b.Has(1<<40) || b.Count() != 5 {
+		t.Errorf("count %d", b.Count())
+	}
+	vecs := Clustered(3000, 8, 4, 0.3, 12)
+	ix := buildIndex(t, Config{Dim: 8, ExactThreshold: -1}, vecs)
+	allow := NewBitset(3000)
+	for id := uint64(0); id < 3000; id += 7 {
+		allow.Set(id)
+	}
+	got, err := ix.Search(vecs[5], 10, SearchOptions{Filter: allow.Filter()})
+	if err != nil || len(got) != 10 {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, r := range got {
+		if r.ID%7 != 0 {
+			t.Errorf("id %d not allowed", r.ID)
+		}
+	}
+}

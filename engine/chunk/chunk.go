@@ -50,11 +50,11 @@ const (
 // Options configure Split. Zero values select the defaults.
 type Options struct {
 	// Size is the target maximum chunk size in tokens (see Tokens).
-	Size int
+	Size int `json:"size"`
 	// Overlap is the maximum number of tokens of trailing sentences repeated
 	// at the start of the next chunk of the same section. Negative disables
 	// overlap.
-	Overlap int
+	Overlap int `json:"overlap"`
 }
 
 func (o Options) fill() Options {

@@ -21,6 +21,8 @@ package embed
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -188,4 +190,39 @@ func Cosine(a, b []float32) float32 {
 		return 0
 	}
 	return float32(ab / math.Sqrt(aa*bb))
+}
+
+// ErrVectorLength is returned by DecodeF32Base64 for a blob whose length is
+// not dimension × 4 bytes (RCP §7.3.1: the receiver rejects it with -32602).
+var ErrVectorLength = errors.New("embed: encoded vector has the wrong length")
+
+// EncodeF32Base64 encodes v in RCP's "f32-base64" encoding (§7.3.1):
+// little-endian IEEE-754 binary32, concatenated, standard base64 with
+// padding.
+func EncodeF32Base64(v []float32) string {
+	buf := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+	}
+	return base64.StdEncoding.EncodeToString(buf)
+}
+
+// DecodeF32Base64 decodes an "f32-base64" blob that must hold exactly
+// dimension float32 values.
+func DecodeF32Base64(s string, dimension int) ([]float32, error) {
+	if dimension < 0 || base64.StdEncoding.DecodedLen(len(s)) > 4*dimension+3 {
+		return nil, fmt.Errorf("%w: %d base64 characters for dimension %d", ErrVectorLength, len(s), dimension)
+	}
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("embed: f32-base64: %w", err)
+	}
+	if len(raw) != 4*dimension {
+		return nil, fmt.Errorf("%w: %d bytes, want %d", ErrVectorLength, len(raw), 4*dimension)
+	}
+	out := make([]float32, dimension)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return out, nil
 }

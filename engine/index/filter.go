@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -26,6 +25,18 @@ func (b *Bitset) Set(i uint32) { b.words[i>>6] |= 1 << (i & 63) }
 
 // Has reports whether i is in the set.
 func (b *Bitset) Has(i uint32) bool { return b.words[i>>6]&(1<<(i&63)) != 0 }
+
+// Members returns the members in ascending order.
+func (b *Bitset) Members() []uint32 {
+	var out []uint32
+	for wi, w := range b.words {
+		for w != 0 {
+			out = append(out, uint32(wi*64+bits.TrailingZeros64(w)))
+			w &= w - 1
+		}
+	}
+	return out
+}
 
 // Count returns the number of members.
 func (b *Bitset) Count() int {
@@ -69,14 +80,19 @@ func (b *Bitset) Not() {
 // ordinals run over [0, Len()).
 type FieldReader interface {
 	Len() int
-	// Keyword returns the documents whose field equals value (for arrays:
-	// has an element equal to value). Strings match exactly; bools are
-	// "true"/"false".
+	// Keyword returns the documents whose string field equals value, as a
+	// scalar or as an array element.
 	Keyword(field, value string) *Bitset
-	// Range returns the documents with a numeric value of field (numbers and
-	// dates as epoch milliseconds) within the bounds.
+	// KeywordScan returns the documents with a string value of field (scalar
+	// values and/or array elements) for which match is true. It scans the
+	// field's dictionary, not the documents.
+	KeywordScan(field string, scalars, elements bool, match func(string) bool) *Bitset
+	// Bool returns the documents whose field is the boolean v.
+	Bool(field string, v bool) *Bitset
+	// Range returns the documents with a numeric value of field within the
+	// bounds (dates as epoch milliseconds, for fields declared FieldDate).
 	Range(field string, lo, hi float64, loInclusive, hiInclusive bool) *Bitset
-	// Exists returns the documents that have field.
+	// Exists returns the documents that have field (non-null).
 	Exists(field string) *Bitset
 	// DocNum returns the engine-wide document number of local ordinal i.
 	DocNum(i int) DocNum
@@ -111,9 +127,9 @@ func (d docNumFilter) Compile(r FieldReader) (*Bitset, error) {
 	return b, nil
 }
 
-// Eq matches documents whose field equals value: a string, bool, or number
-// (numbers compare numerically against numeric values; time.Time against
-// dates).
+// Eq matches documents whose field equals value (or, for arrays, has an
+// element equal to it): a string, bool, number, or time.Time for fields
+// declared FieldDate.
 func Eq(field string, value any) Filter { return eqFilter{field, value} }
 
 type eqFilter struct {
@@ -126,9 +142,9 @@ func (e eqFilter) Compile(r FieldReader) (*Bitset, error) {
 	case string:
 		return r.Keyword(e.field, v), nil
 	case bool:
-		return r.Keyword(e.field, strconv.FormatBool(v)), nil
+		return r.Bool(e.field, v), nil
 	case time.Time:
-		ms := float64(v.UnixMilli())
+		ms := timeMillis(v)
 		return r.Range(e.field, ms, ms, true, true), nil
 	}
 	f, ok := toFloat(e.value)
@@ -176,27 +192,16 @@ type existsFilter string
 
 func (f existsFilter) Compile(r FieldReader) (*Bitset, error) { return r.Exists(string(f)), nil }
 
-// Contains matches documents whose string field contains substr (for array
-// fields: any element does). It reads stored documents: prefer Eq on
-// keyword arrays where possible.
-func Contains(field, substr string) Filter {
-	return Predicate(func(d *Document) bool {
-		v, ok := lookupMeta(d.Meta, field)
-		if !ok {
-			return false
-		}
-		switch x := v.(type) {
-		case string:
-			return strings.Contains(x, substr)
-		case []any:
-			for _, e := range x {
-				if s, ok := e.(string); ok && (s == substr || strings.Contains(s, substr)) {
-					return true
-				}
-			}
-		}
-		return false
-	})
+// Contains matches documents whose string field contains substr, or whose
+// array field has an element equal to it (§8 contains).
+func Contains(field, substr string) Filter { return containsFilter{field, substr} }
+
+type containsFilter struct{ field, sub string }
+
+func (c containsFilter) Compile(r FieldReader) (*Bitset, error) {
+	b := r.KeywordScan(c.field, true, false, func(v string) bool { return strings.Contains(v, c.sub) })
+	b.Or(r.KeywordScan(c.field, false, true, func(v string) bool { return v == c.sub }))
+	return b, nil
 }
 
 // Predicate evaluates fn on every stored document of a segment. Slow; for
@@ -294,44 +299,111 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
+// lookupMeta finds field like the rcp/filter evaluator: the exact key,
+// else a dotted path through nested objects; null is absent.
 func lookupMeta(m map[string]any, field string) (any, bool) {
 	if v, ok := m[field]; ok {
-		return v, true
+		return v, v != nil
 	}
-	// Dotted paths reach into nested objects.
-	for i := 0; i < len(field); i++ {
-		if field[i] == '.' {
-			if sub, ok := m[field[:i]].(map[string]any); ok {
-				if v, ok := lookupMeta(sub, field[i+1:]); ok {
-					return v, true
-				}
-			}
+	if !strings.Contains(field, ".") {
+		return nil, false
+	}
+	var cur any = m
+	for _, part := range strings.Split(field, ".") {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = mm[part]; !ok {
+			return nil, false
 		}
 	}
-	return nil, false
+	return cur, cur != nil
 }
 
 // segFields implements FieldReader over one segment of a snapshot.
 type segFields struct {
-	seg  *segment
-	load func(seq uint64) (*Document, error)
+	seg    *segment
+	fields map[string]FieldType
+	load   func(seq uint64) (*Document, error)
+	err    error // first stored-document error of a fallback scan
 }
 
-func (s segFields) Len() int { return s.seg.n }
+func (s *segFields) Len() int { return s.seg.n }
 
-func (s segFields) Keyword(field, value string) *Bitset {
+func (s *segFields) Keyword(field, value string) *Bitset {
+	if s.fields[field] == FieldText {
+		return s.scanStored(field, true, true, func(v string) bool { return v == value })
+	}
 	b := NewBitset(s.seg.n)
-	s.seg.kwDocs(kwKey(field, value), b.Set)
+	s.seg.kwDocs(scalarKey(field, value), b.Set)
+	s.seg.kwDocs(elemKey(field, value), b.Set)
 	return b
 }
 
-func (s segFields) Exists(field string) *Bitset {
+func (s *segFields) KeywordScan(field string, scalars, elements bool, match func(string) bool) *Bitset {
+	if s.fields[field] == FieldText {
+		return s.scanStored(field, scalars, elements, match)
+	}
+	b := NewBitset(s.seg.n)
+	for _, prefix := range []string{scalarKey(field, ""), elemKey(field, "")} {
+		if prefix[0] == 's' && !scalars || prefix[0] == 'a' && !elements {
+			continue
+		}
+		s.seg.kwPrefix(prefix, func(key string) {
+			if match(key[len(prefix):]) {
+				s.seg.kwDocs(key, b.Set)
+			}
+		})
+	}
+	return b
+}
+
+// scanStored evaluates match on the stored string values of field (for
+// FieldText fields, whose strings are not indexed).
+func (s *segFields) scanStored(field string, scalars, elements bool, match func(string) bool) *Bitset {
+	b := NewBitset(s.seg.n)
+	for _, i := range s.Exists(field).Members() {
+		d, err := s.Doc(int(i))
+		if err != nil || d == nil {
+			if s.err == nil {
+				s.err = err
+			}
+			continue
+		}
+		v, _ := lookupMeta(d.Meta, field)
+		switch x := v.(type) {
+		case string:
+			if scalars && match(x) {
+				b.Set(i)
+			}
+		case []any:
+			if elements {
+				for _, e := range x {
+					if str, ok := e.(string); ok && match(str) {
+						b.Set(i)
+						break
+					}
+				}
+			}
+		}
+	}
+	return b
+}
+
+func (s *segFields) Bool(field string, v bool) *Bitset {
+	b := NewBitset(s.seg.n)
+	s.seg.kwDocs(boolKey(field, v), b.Set)
+	return b
+}
+
+func (s *segFields) Exists(field string) *Bitset {
 	b := NewBitset(s.seg.n)
 	s.seg.kwDocs(existsKey(field), b.Set)
 	return b
 }
 
-func (s segFields) Range(field string, lo, hi float64, loInc, hiInc bool) *Bitset {
+func (s *segFields) Range(field string, lo, hi float64, loInc, hiInc bool) *Bitset {
 	b := NewBitset(s.seg.n)
 	c := s.seg.nums[field]
 	if c == nil {
@@ -345,9 +417,17 @@ func (s segFields) Range(field string, lo, hi float64, loInc, hiInc bool) *Bitse
 	return b
 }
 
-func (s segFields) DocNum(i int) DocNum { return DocNum(s.seg.seq(uint32(i))) }
+func (s *segFields) DocNum(i int) DocNum { return DocNum(s.seg.seq(uint32(i))) }
 
-func (s segFields) Doc(i int) (*Document, error) { return s.load(s.seg.seq(uint32(i))) }
+func (s *segFields) Doc(i int) (*Document, error) { return s.load(s.seg.seq(uint32(i))) }
 
-func kwKey(field, value string) string { return field + "\x00" + value }
-func existsKey(field string) string    { return "\x01" + field }
+// Metadata dictionary keys: a kind byte, the field, NUL, the value.
+func scalarKey(field, value string) string { return "s" + field + "\x00" + value }
+func elemKey(field, value string) string   { return "a" + field + "\x00" + value }
+func existsKey(field string) string        { return "e" + field + "\x00" }
+func boolKey(field string, v bool) string {
+	if v {
+		return "b" + field + "\x00" + "1"
+	}
+	return "b" + field + "\x00" + "0"
+}

@@ -12,7 +12,10 @@ func validSegment(n int) []byte {
 	b := newSegBuilder()
 	docs := randomCorpus(5, n)
 	for i, d := range docs {
-		in, _ := prepare(testAnalyzer, nil, &d, nil)
+		in, err := prepare(testAnalyzer, nil, &d, &prepScratch{})
+		if err != nil {
+			panic(err)
+		}
 		in.seq, in.id = uint64(10+i), d.ID
 		b.add(in)
 	}
@@ -51,7 +54,7 @@ func FuzzOpenSegment(f *testing.F) {
 					if int(it.doc) <= prev || int(it.doc) >= s.n {
 						t.Fatalf("term %d: doc %d after %d (n=%d)", i, it.doc, prev, s.n)
 					}
-					_ = s.fieldLen(it.doc, FieldBody)
+					_ = s.fieldLen(it.doc, fieldBody)
 					prev = int(it.doc)
 					cnt++
 				}

@@ -1,15 +1,40 @@
 // Package index is the search core of rcpd: an inverted index of immutable,
 // CRC-checked segments with compressed block postings, BM25F ranking over
-// title and body with MaxScore/block-max pruning, metadata filters compiled
-// to bitsets, upserts and tombstone deletes, versioned snapshots and
-// background segment merging.
+// title and body with MaxScore and block-max pruning, metadata filters
+// compiled to bitsets (CompileFilter takes rcp/filter trees), upserts and
+// tombstone deletes, versioned snapshots and background segment merging.
+//
+// # Durability
 //
 // Documents, ids and the manifest live in a bbolt store (package store),
 // which doubles as the write-ahead log: Add and Delete return after their
-// store transaction is fsynced and the new state is published to searchers.
-// Segment files are derived data written later by a background flusher;
-// after a crash, documents newer than the last flushed segment are replayed
-// from the store.
+// store transaction is fsynced and the new state is published to searchers
+// (read-your-writes). Each commit first goes to an in-memory segment; a
+// background flusher later writes buffered segments to a segment file and
+// records it in the manifest, and a merger folds small files together.
+// After a crash, Open reloads the manifest's segment files, rebuilds
+// deletions from the store's live-id map, and replays documents committed
+// after the last flush.
+//
+// # On disk
+//
+//	dir/store.db                    bbolt: docs (seq → version + JSON document),
+//	                                ids (id → seq), children (parent NUL chunk id),
+//	                                dead (deleted-at version ‖ seq, for retained
+//	                                snapshots), meta/manifest (JSON)
+//	dir/segments/seg-NNNNNNNNNN.rseg segment files (format in segment.go)
+//
+// A segment file is published by writing a temporary file, fsyncing it,
+// renaming it into place and fsyncing the directory; only then does a
+// manifest commit reference it (with its size and CRC). Files the manifest
+// does not name are removed at Open.
+//
+// # Versions
+//
+// Every commit (add, delete, flush, merge, open) publishes a new version,
+// named "<epoch>.<n>" where epoch is random per index. A Query pinned to a
+// version is served from exactly that snapshot while it is retained
+// (Options.RetainVersions / RetainFor) and fails with ErrSnapshotGone after.
 package index
 
 import (
@@ -117,8 +142,9 @@ type Index struct {
 	st   *store.Store
 	log  *slog.Logger
 
-	wmu sync.Mutex // serialises commits; guards man
-	man store.Manifest
+	wmu   sync.Mutex // serialises commits; guards man
+	man   store.Manifest
+	epoch string // man.Epoch, immutable after Open
 
 	cur      atomic.Pointer[snapshot]
 	rmu      sync.Mutex
@@ -243,7 +269,7 @@ func (ix *Index) recover(ctx context.Context) error {
 
 	// Replay documents committed after the last flush.
 	b := newSegBuilder()
-	var scratch []analysis.Token
+	var sc prepScratch
 	replayed := 0
 	flushB := func() error {
 		if b.len() == 0 {
@@ -267,8 +293,10 @@ func (ix *Index) recover(ctx context.Context) error {
 					return err
 				}
 			}
-			var in *docInput
-			in, scratch = prepare(ix.an, ix.opts.Fields, d, scratch)
+			in, err := prepare(ix.an, ix.opts.Fields, d, &sc)
+			if err != nil {
+				return err
+			}
 			in.seq, in.id = seq, d.ID
 			b.add(in)
 			replayed++
@@ -296,7 +324,7 @@ func (ix *Index) recover(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("index: open: %w", err)
 	}
-	ix.man = man
+	ix.man, ix.epoch = man, man.Epoch
 	ix.publish(views, man.Version)
 	ix.log.Debug("index: opened", "dir", ix.dir, "version", man.Version, "segments", len(man.Segments), "replayed", replayed)
 	return nil
@@ -324,7 +352,7 @@ type snapshot struct {
 }
 
 func (ix *Index) versionString(v uint64) string {
-	return ix.man.Epoch + "." + strconv.FormatUint(v, 10)
+	return ix.epoch + "." + strconv.FormatUint(v, 10)
 }
 
 // publish installs a new current snapshot. Caller holds wmu (or is Open).
@@ -380,7 +408,7 @@ func (ix *Index) snapshotFor(version string) (*snapshot, error) {
 	if !ok || err != nil || epoch == "" {
 		return nil, fmt.Errorf("%w: %q", ErrBadVersion, version)
 	}
-	if epoch != ix.man.Epoch {
+	if epoch != ix.epoch {
 		return nil, fmt.Errorf("%w: %q belongs to another index", ErrSnapshotGone, version)
 	}
 	ix.rmu.Lock()
@@ -392,6 +420,9 @@ func (ix *Index) snapshotFor(version string) (*snapshot, error) {
 	}
 	return nil, fmt.Errorf("%w: %s", ErrSnapshotGone, version)
 }
+
+// Analyzer returns the analysis chain used for documents and queries.
+func (ix *Index) Analyzer() *analysis.Analyzer { return ix.an }
 
 // Version returns the current version string.
 func (ix *Index) Version() string { return ix.cur.Load().str }

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -151,19 +152,18 @@ func (ix *Index) ForceMerge(ctx context.Context) error {
 // snapshot) with one merged segment file and publishes a new version.
 // Documents deleted while the merge ran stay deleted. Caller holds bgmu.
 func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error {
-	b, err := mergeViews(ctx, src)
+	data, ndocs, err := mergeViews(ctx, src)
 	if err != nil {
 		return err
 	}
 	var seg *segment
 	var ref store.Segment
-	if b.len() > 0 {
+	if ndocs > 0 {
 		ix.wmu.Lock()
 		id := ix.man.NextSegID
 		ix.man.NextSegID++ // burnt even if the commit fails: names never repeat
 		ix.wmu.Unlock()
 		name := fmt.Sprintf("seg-%010d%s", id, segExt)
-		data := b.encode()
 		if err := writeFileAtomic(filepath.Join(ix.dir, segDir), name, data); err != nil {
 			return fmt.Errorf("index: write segment: %w", err)
 		}
@@ -261,14 +261,17 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 			}
 		}
 	}
-	ix.log.Debug("index: rewrote segments", "sources", len(src), "docs", b.len(), "flush", isFlush, "version", m.Version)
+	ix.log.Debug("index: rewrote segments", "sources", len(src), "docs", ndocs, "flush", isFlush, "version", m.Version)
 	return nil
 }
 
-// mergeViews builds one segment from the live documents of views, which
-// are in ascending seq order.
-func mergeViews(ctx context.Context, views []segView) (*segBuilder, error) {
-	b := newSegBuilder()
+// mergeViews writes one segment image holding the live documents of views
+// (in ascending seq order). Dictionaries are merged k-way, streaming one
+// term's postings at a time, so memory stays proportional to the output.
+func mergeViews(ctx context.Context, views []segView) (data []byte, n int, err error) {
+	var seqs []uint64
+	var ids []string
+	var lens []uint32
 	maps := make([][]uint32, len(views)) // old local → new local, noDoc if dropped
 	for k, v := range views {
 		m := make([]uint32, v.seg.n)
@@ -277,62 +280,117 @@ func mergeViews(ctx context.Context, views []segView) (*segBuilder, error) {
 				m[i] = noDoc
 				continue
 			}
-			m[i] = uint32(len(b.seqs))
-			b.seqs = append(b.seqs, v.seg.seq(uint32(i)))
-			b.ids = append(b.ids, v.seg.id(uint32(i)))
+			m[i] = uint32(len(seqs))
+			seqs = append(seqs, v.seg.seq(uint32(i)))
+			ids = append(ids, v.seg.id(uint32(i)))
 			for f := 0; f < numFields; f++ {
-				b.lens = append(b.lens, v.seg.fieldLen(uint32(i), f))
+				lens = append(lens, v.seg.fieldLen(uint32(i), f))
 			}
 		}
 		maps[k] = m
 	}
-	for k, v := range views {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	if len(seqs) == 0 {
+		return nil, 0, nil
+	}
+	w := newSegWriter(seqs, ids, lens)
+	var docs, tfs []uint32
+
+	// Terms.
+	cur := make([]int, len(views))
+	key := func(k int) []byte {
+		return strAt(views[k].seg.sec[secTermOff], views[k].seg.sec[secTermBlob], cur[k])
+	}
+	for step := 0; ; step++ {
+		if step%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
+			}
 		}
-		s, m := v.seg, maps[k]
-		for t := 0; t < s.nTerms; t++ {
-			ti := s.termInfo(t)
-			it := newPostIter(s.postingsBytes(ti), int(ti.df), s.n)
-			var p *postAcc
+		var minKey []byte
+		for k, v := range views {
+			if cur[k] < v.seg.nTerms {
+				if kk := key(k); minKey == nil || bytes.Compare(kk, minKey) < 0 {
+					minKey = kk
+				}
+			}
+		}
+		if minKey == nil {
+			break
+		}
+		term := string(minKey)
+		docs, tfs = docs[:0], tfs[:0]
+		for k, v := range views {
+			if cur[k] >= v.seg.nTerms || string(key(k)) != term {
+				continue
+			}
+			ti := v.seg.termInfo(cur[k])
+			cur[k]++
+			it := newPostIter(v.seg.postingsBytes(ti), int(ti.df), v.seg.n)
 			for ; it.doc != noDoc; it.next() {
-				nd := m[it.doc]
-				if nd == noDoc {
-					continue
+				if nd := maps[k][it.doc]; nd != noDoc {
+					docs = append(docs, nd)
+					tfs = append(tfs, it.tf[:]...)
 				}
-				if p == nil {
-					term := s.term(t)
-					if p = b.terms[term]; p == nil {
-						p = &postAcc{}
-						b.terms[term] = p
-					}
-				}
-				p.docs = append(p.docs, nd)
-				p.tfs = append(p.tfs, it.tf[:]...)
 			}
 			if it.err != nil {
-				return nil, fmt.Errorf("%w %s: term %d", ErrCorruptSegment, s.name, t)
+				return nil, 0, fmt.Errorf("%w %s: term %q", ErrCorruptSegment, v.seg.name, term)
 			}
 		}
-		for i := 0; i < s.nKw; i++ {
-			key := s.kwKey(i)
-			cnt, off, n := s.kwInfo(i)
-			ok := decodeDocList(s.sec[secKwPost][off:off+uint64(n)], int(cnt), s.n, func(d uint32) {
+		if len(docs) > 0 {
+			w.addTerm(term, docs, tfs)
+		}
+	}
+
+	// Metadata keywords.
+	clear(cur)
+	kwKey := func(k int) []byte {
+		return strAt(views[k].seg.sec[secKwOff], views[k].seg.sec[secKwBlob], cur[k])
+	}
+	for {
+		var minKey []byte
+		for k, v := range views {
+			if cur[k] < v.seg.nKw {
+				if kk := kwKey(k); minKey == nil || bytes.Compare(kk, minKey) < 0 {
+					minKey = kk
+				}
+			}
+		}
+		if minKey == nil {
+			break
+		}
+		key := string(minKey)
+		docs = docs[:0]
+		for k, v := range views {
+			if cur[k] >= v.seg.nKw || string(kwKey(k)) != key {
+				continue
+			}
+			cnt, off, ln := v.seg.kwInfo(cur[k])
+			cur[k]++
+			m := maps[k]
+			ok := decodeDocList(v.seg.sec[secKwPost][off:off+uint64(ln)], int(cnt), v.seg.n, func(d uint32) {
 				if nd := m[d]; nd != noDoc {
-					b.kw[key] = append(b.kw[key], nd)
+					docs = append(docs, nd)
 				}
 			})
 			if !ok {
-				return nil, fmt.Errorf("%w %s: keyword %d", ErrCorruptSegment, s.name, i)
+				return nil, 0, fmt.Errorf("%w %s: keyword %q", ErrCorruptSegment, v.seg.name, key)
 			}
 		}
-		for field, c := range s.nums {
+		if len(docs) > 0 {
+			w.addKeyword(key, docs)
+		}
+	}
+
+	// Numeric columns.
+	nums := map[string]*numCol{}
+	for k, v := range views {
+		for field, c := range v.seg.nums {
 			for i, d := range c.docs {
-				if nd := m[d]; nd != noDoc {
-					nc := b.nums[field]
+				if nd := maps[k][d]; nd != noDoc {
+					nc := nums[field]
 					if nc == nil {
 						nc = &numCol{}
-						b.nums[field] = nc
+						nums[field] = nc
 					}
 					nc.docs = append(nc.docs, nd)
 					nc.vals = append(nc.vals, c.vals[i])
@@ -340,7 +398,7 @@ func mergeViews(ctx context.Context, views []segView) (*segBuilder, error) {
 			}
 		}
 	}
-	return b, nil
+	return w.finish(nums), len(seqs), nil
 }
 
 // writeFileAtomic publishes data as dir/name: temp file, fsync, rename,

@@ -132,7 +132,7 @@ func (it *postIter) next() {
 	}
 	it.doc += uint32(delta)
 	if v&1 == 1 {
-		it.tf = [numFields]uint32{FieldTitle: 0, FieldBody: 1}
+		it.tf = [numFields]uint32{fieldTitle: 0, fieldBody: 1}
 	} else {
 		for f := 0; f < numFields; f++ {
 			t, n := binary.Uvarint(it.data[it.pos:end])

@@ -1,12 +1,13 @@
 package index
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,94 +24,128 @@ const (
 	// flattened with dotted paths.
 	FieldAuto FieldType = iota
 	FieldKeyword
-	FieldText // not indexed: Contains reads stored documents
+	FieldText // strings not indexed: filters on them read stored documents
 	FieldInt
 	FieldFloat
 	FieldBool
 	// FieldDate indexes RFC 3339 strings or epoch-millisecond numbers as
-	// numeric epoch milliseconds (and RFC 3339 strings also as keywords).
+	// numeric epoch milliseconds (strings also stay keywords).
 	FieldDate
 )
 
 // ParentField is the keyword field holding a chunk's parent document id.
 const ParentField = "_docId"
 
+// timeMillis is t as (fractional) milliseconds since the Unix epoch.
+func timeMillis(t time.Time) float64 {
+	return float64(t.Unix())*1000 + float64(t.Nanosecond())/1e6
+}
+
+// prepScratch is per-goroutine scratch space for prepare.
+type prepScratch struct {
+	toks []analysis.Token
+	idx  map[string]int
+	tfs  []termFreq
+}
+
 // prepare analyses d into a docInput (seq and id are filled at commit).
-func prepare(an *analysis.Analyzer, fields map[string]FieldType, d *Document, scratch []analysis.Token) (*docInput, []analysis.Token) {
+//
+// Metadata is indexed as it reads back from the store (JSON, numbers as
+// json.Number), so indexing at Add and at crash replay agree, and so do the
+// index and the rcp/filter evaluator.
+func prepare(an *analysis.Analyzer, fields map[string]FieldType, d *Document, sc *prepScratch) (*docInput, error) {
 	in := &docInput{}
-	tfs := map[string]*[numFields]uint32{}
-	for f, text := range [numFields]string{FieldTitle: d.Title, FieldBody: d.Text} {
-		scratch = an.AppendTokens(scratch[:0], text)
-		in.lens[f] = uint32(len(scratch))
-		for _, t := range scratch {
-			c := tfs[t.Term]
-			if c == nil {
-				c = new([numFields]uint32)
-				tfs[t.Term] = c
+	meta, err := normalizeMeta(d.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("index: metadata of %q: %w", d.ID, err)
+	}
+	if sc.idx == nil {
+		sc.idx = map[string]int{}
+	}
+	clear(sc.idx)
+	sc.tfs = sc.tfs[:0]
+	for f, text := range [numFields]string{fieldTitle: d.Title, fieldBody: d.Text} {
+		sc.toks = an.AppendTokens(sc.toks[:0], text)
+		in.lens[f] = uint32(len(sc.toks))
+		for _, t := range sc.toks {
+			j, ok := sc.idx[t.Term]
+			if !ok {
+				j = len(sc.tfs)
+				sc.idx[t.Term] = j
+				sc.tfs = append(sc.tfs, termFreq{term: t.Term})
 			}
-			c[f]++
+			sc.tfs[j].tf[f]++
 		}
 	}
-	in.terms = make([]termFreq, 0, len(tfs))
-	for t, c := range tfs {
-		in.terms = append(in.terms, termFreq{term: t, tf: *c})
-	}
-	slices.SortFunc(in.terms, func(a, b termFreq) int { return strings.Compare(a.term, b.term) })
+	in.terms = slices.Clone(sc.tfs)
 
 	kw := map[string]struct{}{}
 	if d.Chunk != nil && d.Chunk.DocID != "" {
-		kw[kwKey(ParentField, d.Chunk.DocID)] = struct{}{}
+		kw[scalarKey(ParentField, d.Chunk.DocID)] = struct{}{}
 		kw[existsKey(ParentField)] = struct{}{}
+	}
+	// Metadata follows the rcp/filter evaluator's model: null is absent,
+	// arrays hold scalars (nested arrays and objects inside arrays are
+	// ignored), objects are reached by dotted paths.
+	var scalar func(path string, v any, elem bool)
+	scalar = func(path string, v any, elem bool) {
+		switch x := v.(type) {
+		case string:
+			ft := fields[path]
+			if ft == FieldDate {
+				if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
+					in.nums = append(in.nums, numValue{path, timeMillis(t)})
+				}
+			}
+			if ft != FieldText {
+				if elem {
+					kw[elemKey(path, x)] = struct{}{}
+				} else {
+					kw[scalarKey(path, x)] = struct{}{}
+				}
+			}
+		case bool:
+			kw[boolKey(path, x)] = struct{}{}
+		case time.Time:
+			in.nums = append(in.nums, numValue{path, timeMillis(x)})
+		default:
+			if f, ok := toFloat(x); ok && !math.IsNaN(f) {
+				in.nums = append(in.nums, numValue{path, f})
+			}
+		}
 	}
 	var walk func(path string, v any)
 	walk = func(path string, v any) {
+		if v == nil {
+			return
+		}
 		kw[existsKey(path)] = struct{}{}
-		ft := fields[path]
 		switch x := v.(type) {
-		case nil:
 		case map[string]any:
 			for k, sub := range x {
 				walk(path+"."+k, sub)
 			}
 		case []any:
 			for _, e := range x {
-				if _, nested := e.([]any); !nested {
-					walk(path, e)
-				}
+				scalar(path, e, true)
 			}
 		case []string:
 			for _, e := range x {
-				walk(path, e)
+				scalar(path, e, true)
 			}
-		case string:
-			switch ft {
-			case FieldText:
-			case FieldDate:
-				if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
-					in.nums = append(in.nums, numValue{path, float64(t.UnixMilli())})
-				}
-				kw[kwKey(path, x)] = struct{}{}
-			case FieldInt, FieldFloat:
-				if f, err := strconv.ParseFloat(x, 64); err == nil {
-					in.nums = append(in.nums, numValue{path, f})
-				}
-			default:
-				kw[kwKey(path, x)] = struct{}{}
+		case []float64:
+			for _, e := range x {
+				scalar(path, e, true)
 			}
-		case bool:
-			kw[kwKey(path, strconv.FormatBool(x))] = struct{}{}
-		case time.Time:
-			in.nums = append(in.nums, numValue{path, float64(x.UnixMilli())})
+		case []int:
+			for _, e := range x {
+				scalar(path, e, true)
+			}
 		default:
-			if f, ok := toFloat(x); ok && !math.IsNaN(f) {
-				in.nums = append(in.nums, numValue{path, f})
-				if ft == FieldKeyword {
-					kw[kwKey(path, strconv.FormatFloat(f, 'f', -1, 64))] = struct{}{}
-				}
-			}
+			scalar(path, x, false)
 		}
 	}
-	for k, v := range d.Meta {
+	for k, v := range meta {
 		walk(k, v)
 	}
 	in.kw = make([]string, 0, len(kw))
@@ -119,7 +154,25 @@ func prepare(an *analysis.Analyzer, fields map[string]FieldType, d *Document, sc
 	}
 	slices.Sort(in.kw)
 	slices.SortStableFunc(in.nums, func(a, b numValue) int { return strings.Compare(a.field, b.field) })
-	return in, scratch
+	return in, nil
+}
+
+// normalizeMeta returns m as it decodes from its JSON encoding.
+func normalizeMeta(m map[string]any) (map[string]any, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // prepareAll analyses docs in parallel.
@@ -127,18 +180,23 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 	out := make([]*docInput, len(docs))
 	workers := min(runtime.GOMAXPROCS(0), (len(docs)+63)/64)
 	if workers <= 1 {
-		var scratch []analysis.Token
+		var sc prepScratch
 		for i := range docs {
 			if i%256 == 0 {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
 			}
-			out[i], scratch = prepare(an, fields, &docs[i], scratch)
+			var err error
+			if out[i], err = prepare(an, fields, &docs[i], &sc); err != nil {
+				return nil, err
+			}
 		}
 		return out, nil
 	}
 	var wg sync.WaitGroup
+	var errOnce sync.Once
+	var firstErr error
 	next := make(chan int, workers)
 	go func() {
 		defer close(next)
@@ -151,10 +209,13 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 	}()
 	for range workers {
 		wg.Go(func() {
-			var scratch []analysis.Token
+			var sc prepScratch
 			for lo := range next {
 				for i := lo; i < min(lo+64, len(docs)); i++ {
-					out[i], scratch = prepare(an, fields, &docs[i], scratch)
+					var err error
+					if out[i], err = prepare(an, fields, &docs[i], &sc); err != nil {
+						errOnce.Do(func() { firstErr = err })
+					}
 				}
 			}
 		})
@@ -162,6 +223,9 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	return out, nil
 }

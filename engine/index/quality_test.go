@@ -163,16 +163,18 @@ func runBEIR(t testing.TB, b *beir, opts Options) metrics {
 	return evaluate(run, b.qrels)
 }
 
-// Floors are set just under the measured figures of the defaults, so a
-// regression of more than ~0.005 fails.
+// Floors sit just under the figures measured with the defaults (Cranfield
+// 0.3749 / 0.5454 / 0.7357, SciFact 0.6924 / 0.6594 / 0.9216 for nDCG@10 /
+// MRR@10 / R@100) and above the Lucene 8 BM25 targets from the dataset
+// READMEs, so a real regression fails.
 func TestQualityBEIR(t *testing.T) {
 	tests := []struct {
 		name              string
 		ndcg, mrr, recall float64 // floors
-		luceneNDCG        float64 // Lucene 8 BM25 k1=1.2 b=0.75 (dataset README)
+		luceneNDCG        float64 // Lucene 8 EnglishAnalyzer BM25 k1=1.2 b=0.75 (dataset README)
 	}{
-		{"cranfield", 0.3675, 0.0, 0.0, 0.3675},
-		{"scifact", 0.6826, 0.0, 0.0, 0.6826},
+		{"cranfield", 0.3710, 0.535, 0.725, 0.3675},
+		{"scifact", 0.6880, 0.650, 0.910, 0.6826},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,8 +37,8 @@ const (
 
 // Field numbers of the text fields.
 const (
-	FieldTitle = 0
-	FieldBody  = 1
+	fieldTitle = 0
+	fieldBody  = 1
 	numFields  = 2
 )
 
@@ -70,7 +70,7 @@ type docInput struct {
 	seq   uint64
 	id    string
 	lens  [numFields]uint32
-	terms []termFreq // sorted by term
+	terms []termFreq // in first-occurrence order
 	kw    []string   // keyword keys (field\x00value, \x01field for exists), deduplicated
 	nums  []numValue
 }
@@ -141,17 +141,46 @@ func (b *segBuilder) add(d *docInput) {
 
 // encode writes the segment file image.
 func (b *segBuilder) encode() []byte {
-	n := len(b.seqs)
-	var secs [numSections][]byte
+	w := newSegWriter(b.seqs, b.ids, b.lens)
+	terms := make([]string, 0, len(b.terms))
+	for t := range b.terms {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
+	for _, t := range terms {
+		p := b.terms[t]
+		w.addTerm(t, p.docs, p.tfs)
+	}
+	keys := make([]string, 0, len(b.kw))
+	for k := range b.kw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		w.addKeyword(k, b.kw[k])
+	}
+	return w.finish(b.nums)
+}
 
+// segWriter streams a segment image: per-document tables first, then
+// terms and keywords in ascending order, then numeric columns.
+type segWriter struct {
+	secs       [numSections][]byte
+	lens       []uint32
+	skips, blk []byte // scratch for encodePostings
+}
+
+func newSegWriter(seqs []uint64, ids []string, lens []uint32) *segWriter {
+	w := &segWriter{lens: lens}
+	n := len(seqs)
 	var sumLen [numFields]uint64
-	for i, l := range b.lens {
+	for i, l := range lens {
 		sumLen[i%numFields] += uint64(l)
 	}
 	info := binary.AppendUvarint(nil, uint64(n))
 	if n > 0 {
-		info = binary.AppendUvarint(info, b.seqs[0])
-		info = binary.AppendUvarint(info, b.seqs[n-1])
+		info = binary.AppendUvarint(info, seqs[0])
+		info = binary.AppendUvarint(info, seqs[n-1])
 	} else {
 		info = binary.AppendUvarint(info, 0)
 		info = binary.AppendUvarint(info, 0)
@@ -159,75 +188,68 @@ func (b *segBuilder) encode() []byte {
 	for _, s := range sumLen {
 		info = binary.AppendUvarint(info, s)
 	}
-	secs[secInfo] = info
+	w.secs[secInfo] = info
+	sq := make([]byte, 8*n)
+	for i, s := range seqs {
+		binary.LittleEndian.PutUint64(sq[8*i:], s)
+	}
+	w.secs[secSeqs] = sq
+	lb := make([]byte, 4*len(lens))
+	for i, l := range lens {
+		binary.LittleEndian.PutUint32(lb[4*i:], l)
+	}
+	w.secs[secLens] = lb
+	w.secs[secIDOff], w.secs[secIDBlob] = encodeStrings(ids)
+	return w
+}
 
-	seqs := make([]byte, 8*n)
-	for i, s := range b.seqs {
-		binary.LittleEndian.PutUint64(seqs[8*i:], s)
-	}
-	secs[secSeqs] = seqs
-	lens := make([]byte, 4*len(b.lens))
-	for i, l := range b.lens {
-		binary.LittleEndian.PutUint32(lens[4*i:], l)
-	}
-	secs[secLens] = lens
-	secs[secIDOff], secs[secIDBlob] = encodeStrings(b.ids)
+// addTerm appends a term (terms must come in ascending order) with its
+// ascending docs and numFields tfs per doc.
+func (w *segWriter) addTerm(term string, docs, tfs []uint32) {
+	w.secs[secTermOff] = binary.LittleEndian.AppendUint32(w.secs[secTermOff], uint32(len(w.secs[secTermBlob])))
+	w.secs[secTermBlob] = append(w.secs[secTermBlob], term...)
+	off := len(w.secs[secPost])
+	var ti termInfo
+	w.secs[secPost], ti = w.encodePostings(w.secs[secPost], docs, tfs)
+	ti.off, ti.n = uint64(off), uint32(len(w.secs[secPost])-off)
+	var rec [termInfoSize]byte
+	ti.put(rec[:])
+	w.secs[secTermInfo] = append(w.secs[secTermInfo], rec[:]...)
+}
 
-	// Terms.
-	terms := make([]string, 0, len(b.terms))
-	for t := range b.terms {
-		terms = append(terms, t)
-	}
-	slices.Sort(terms)
-	secs[secTermOff], secs[secTermBlob] = encodeStrings(terms)
-	tinfo := make([]byte, termInfoSize*len(terms))
-	var post []byte
-	for i, t := range terms {
-		p := b.terms[t]
-		off := len(post)
-		var ti termInfo
-		post, ti = encodePostings(post, p.docs, p.tfs, b.lens)
-		ti.off, ti.n = uint64(off), uint32(len(post)-off)
-		ti.put(tinfo[termInfoSize*i:])
-	}
-	secs[secTermInfo], secs[secPost] = tinfo, post
-
-	// Keyword (metadata) postings.
-	keys := make([]string, 0, len(b.kw))
-	for k := range b.kw {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	secs[secKwOff], secs[secKwBlob] = encodeStrings(keys)
-	kinfo := make([]byte, kwInfoSize*len(keys))
-	var kpost []byte
-	for i, k := range keys {
-		docs := b.kw[k]
-		off := len(kpost)
-		prev := uint32(0)
-		for j, d := range docs {
-			if j == 0 {
-				kpost = binary.AppendUvarint(kpost, uint64(d))
-			} else {
-				kpost = binary.AppendUvarint(kpost, uint64(d-prev))
-			}
-			prev = d
+// addKeyword appends a metadata key (ascending order) with its docs.
+func (w *segWriter) addKeyword(key string, docs []uint32) {
+	w.secs[secKwOff] = binary.LittleEndian.AppendUint32(w.secs[secKwOff], uint32(len(w.secs[secKwBlob])))
+	w.secs[secKwBlob] = append(w.secs[secKwBlob], key...)
+	off := len(w.secs[secKwPost])
+	prev := uint32(0)
+	for j, d := range docs {
+		if j == 0 {
+			w.secs[secKwPost] = binary.AppendUvarint(w.secs[secKwPost], uint64(d))
+		} else {
+			w.secs[secKwPost] = binary.AppendUvarint(w.secs[secKwPost], uint64(d-prev))
 		}
-		binary.LittleEndian.PutUint32(kinfo[kwInfoSize*i:], uint32(len(docs)))
-		binary.LittleEndian.PutUint64(kinfo[kwInfoSize*i+4:], uint64(off))
-		binary.LittleEndian.PutUint32(kinfo[kwInfoSize*i+12:], uint32(len(kpost)-off))
+		prev = d
 	}
-	secs[secKwInfo], secs[secKwPost] = kinfo, kpost
+	var rec [kwInfoSize]byte
+	binary.LittleEndian.PutUint32(rec[:], uint32(len(docs)))
+	binary.LittleEndian.PutUint64(rec[4:], uint64(off))
+	binary.LittleEndian.PutUint32(rec[12:], uint32(len(w.secs[secKwPost])-off))
+	w.secs[secKwInfo] = append(w.secs[secKwInfo], rec[:]...)
+}
 
-	// Numeric columns.
-	fields := make([]string, 0, len(b.nums))
-	for f := range b.nums {
+// finish adds the numeric columns and assembles the file image.
+func (w *segWriter) finish(nums map[string]*numCol) []byte {
+	w.secs[secTermOff] = binary.LittleEndian.AppendUint32(w.secs[secTermOff], uint32(len(w.secs[secTermBlob])))
+	w.secs[secKwOff] = binary.LittleEndian.AppendUint32(w.secs[secKwOff], uint32(len(w.secs[secKwBlob])))
+	fields := make([]string, 0, len(nums))
+	for f := range nums {
 		fields = append(fields, f)
 	}
 	slices.Sort(fields)
 	num := binary.AppendUvarint(nil, uint64(len(fields)))
 	for _, f := range fields {
-		c := b.nums[f]
+		c := nums[f]
 		num = binary.AppendUvarint(num, uint64(len(f)))
 		num = append(num, f...)
 		num = binary.AppendUvarint(num, uint64(len(c.docs)))
@@ -240,11 +262,10 @@ func (b *segBuilder) encode() []byte {
 			num = binary.LittleEndian.AppendUint64(num, math.Float64bits(v))
 		}
 	}
-	secs[secNum] = num
+	w.secs[secNum] = num
 
-	// Assemble.
 	size := headerSize
-	for _, s := range secs {
+	for _, s := range w.secs {
 		size += len(s)
 	}
 	out := make([]byte, 0, size+16*numSections+footerTailLen)
@@ -252,7 +273,7 @@ func (b *segBuilder) encode() []byte {
 	out = binary.LittleEndian.AppendUint32(out, segFormat)
 	out = binary.LittleEndian.AppendUint32(out, numFields)
 	var table [numSections][2]uint64
-	for i, s := range secs {
+	for i, s := range w.secs {
 		table[i] = [2]uint64{uint64(len(out)), uint64(len(s))}
 		out = append(out, s...)
 	}
@@ -316,13 +337,19 @@ func getTermInfo(b []byte) termInfo {
 // encodePostings appends the postings of docs (ascending) with per-field tfs
 // and returns the term's info (offset and length are filled by the caller).
 func encodePostings(dst []byte, docs []uint32, tfs []uint32, lens []uint32) ([]byte, termInfo) {
+	w := segWriter{lens: lens}
+	return w.encodePostings(dst, docs, tfs)
+}
+
+func (w *segWriter) encodePostings(dst []byte, docs []uint32, tfs []uint32) ([]byte, termInfo) {
+	lens := w.lens
 	ti := termInfo{df: uint32(len(docs))}
 	for f := range ti.minLen {
 		ti.minLen[f] = math.MaxUint32
 	}
 	nb := (len(docs) + blockSize - 1) / blockSize
 	dst = binary.AppendUvarint(dst, uint64(nb))
-	var skips, blocks []byte
+	skips, blocks := w.skips[:0], w.blk[:0]
 	prevLast := uint32(0)
 	for bi := 0; bi < nb; bi++ {
 		lo, hi := bi*blockSize, min((bi+1)*blockSize, len(docs))
@@ -336,7 +363,7 @@ func encodePostings(dst []byte, docs []uint32, tfs []uint32, lens []uint32) ([]b
 			d := docs[j]
 			delta := d - prev
 			tf := tfs[numFields*j : numFields*j+numFields]
-			common := tf[FieldTitle] == 0 && tf[FieldBody] == 1
+			common := tf[fieldTitle] == 0 && tf[fieldBody] == 1
 			v := uint64(delta) << 1
 			if common {
 				v |= 1
@@ -376,7 +403,9 @@ func encodePostings(dst []byte, docs []uint32, tfs []uint32, lens []uint32) ([]b
 		}
 	}
 	dst = append(dst, skips...)
-	return append(dst, blocks...), ti
+	dst = append(dst, blocks...)
+	w.skips, w.blk = skips, blocks
+	return dst, ti
 }
 
 // segment is an open, immutable segment image (from a file or built in

@@ -168,10 +168,12 @@ func EncodeDoc(d *Document) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeDoc decodes an EncodeDoc encoding.
+// DecodeDoc decodes an EncodeDoc encoding. Metadata numbers decode as
+// json.Number, keeping their exact text.
 func DecodeDoc(b []byte) (*Document, error) {
 	var d Document
 	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	if err := dec.Decode(&d); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}

@@ -40,7 +40,7 @@ type rule struct {
 var rules = []rule{
 	{"override-instructions", 0.9, regexp.MustCompile(`\b(ignore|disregard|forget|override|bypass|skip)\b[^.!?\n]{0,40}\b(previous|prior|above|earlier|preceding|all|any|your|the system|original)\b[^.!?\n]{0,30}\b(instructions?|prompts?|rules|directions|guidelines|context|messages?)\b`)},
 	{"new-instructions", 0.7, regexp.MustCompile(`\b(new|updated|real|actual|true) (instructions?|system prompt|directives?)\b\s*(:|are|follow)`)},
-	{"role-redefinition", 0.6, regexp.MustCompile(`\byou are (now|no longer|actually|henceforth)\b|\bfrom now on,? you\b|\bact as (an? )?(unrestricted|jailbroken|different|evil|dan)\b|\bpretend (that )?you are\b`)},
+	{"role-redefinition", 0.6, regexp.MustCompile(`\byou are (now|no longer|actually|henceforth) (an?|the|my|in|bound|free|dan|unrestricted)\b|\bfrom now on,? you\b|\bact as (an? )?(unrestricted|jailbroken|different|evil|dan)\b|\bpretend (that )?you are\b`)},
 	{"address-the-model", 0.6, regexp.MustCompile(`\b(attention|note|message|instructions?) (to|for) (the )?(ai|assistant|language model|llm|chatbot|model|gpt|claude|agent)\b|\b(dear|hey|hi) (ai|assistant|chatgpt|claude|llm|language model)\b|\bif you are an? (ai|language model|llm|assistant)\b|\bas an ai (language )?model,? you (must|should|will)\b`)},
 	{"prompt-exfiltration", 0.8, regexp.MustCompile(`\b(reveal|print|repeat|output|show|leak|disclose)\b[^.!?\n]{0,30}\b(system prompt|your (instructions|prompt|rules)|hidden prompt|initial prompt)\b`)},
 	{"role-markers", 0.8, regexp.MustCompile(`<\|?(im_start|im_end|system|endoftext)\|?>|\[/?inst\]|<<sys>>|^\s*(system|assistant)\s*:|\n\s*(system|assistant)\s*:|###\s*(system|instruction)s?\s*:?`)},

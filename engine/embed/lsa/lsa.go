@@ -136,6 +136,38 @@ func Fit(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer, opts Op
 	}
 	opts.defaults()
 	start := time.Now()
+	m, a, err := buildMatrix(ctx, docs, tokenize, opts)
+	if err != nil {
+		return nil, err
+	}
+	tMatrix := time.Since(start)
+	res, err := randomizedSVD(a, opts.Dimension, opts.Oversample, opts.PowerIters, opts.Seed, opts.Workers)
+	if err != nil {
+		return nil, err
+	}
+	m.dim = res.k
+	m.sigma = make([]float32, res.k)
+	scale := make([]float64, res.k)
+	for c, s := range res.sigma {
+		m.sigma[c] = float32(s)
+		scale[c] = math.Pow(s, -opts.SigmaPower)
+	}
+	m.proj = make([]float32, len(m.terms)*res.k)
+	for r := range m.terms {
+		for c := 0; c < res.k; c++ {
+			m.proj[r*res.k+c] = float32(res.v[r*res.k+c] * scale[c])
+		}
+	}
+	m.buildIndex()
+	m.identity = m.computeIdentity()
+	opts.Logger.Info("lsa: fitted", "identity", m.identity, "docs", m.numDocs, "terms", len(m.terms),
+		"nnz", len(a.data), "dim", m.dim, "matrix", tMatrix, "total", time.Since(start))
+	return m, nil
+}
+
+// buildMatrix tokenizes the corpus once, selects the vocabulary and returns
+// the partially filled model with the weighted, row-normalised CSR matrix.
+func buildMatrix(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer, opts Options) (*Model, *csr, error) {
 
 	// Pass 1: tokenize, intern and count.
 	type posting struct {
@@ -153,7 +185,7 @@ func Fit(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer, opts Op
 	for text := range docs {
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("lsa: fit: %w", err)
+				return nil, nil, fmt.Errorf("lsa: fit: %w", err)
 			}
 		}
 		clear(counts)
@@ -177,7 +209,7 @@ func Fit(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer, opts Op
 		n++
 	}
 	if n < 2 {
-		return nil, fmt.Errorf("lsa: fit needs at least 2 documents, got %d", n)
+		return nil, nil, fmt.Errorf("lsa: fit needs at least 2 documents, got %d", n)
 	}
 
 	// Vocabulary: MinDF ≤ df ≤ MaxDFRatio·n, top MaxVocab by df, then sorted.
@@ -199,7 +231,7 @@ func Fit(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer, opts Op
 	}
 	slices.SortFunc(cand, func(a, b int32) int { return cmp.Compare(termStrs[a], termStrs[b]) })
 	if len(cand) < 2 {
-		return nil, fmt.Errorf("lsa: vocabulary too small (%d terms with df ≥ %d)", len(cand), opts.MinDF)
+		return nil, nil, fmt.Errorf("lsa: vocabulary too small (%d terms with df ≥ %d)", len(cand), opts.MinDF)
 	}
 	remap := make([]int32, len(termStrs))
 	for i := range remap {
@@ -251,35 +283,12 @@ func Fit(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer, opts Op
 	}
 	docTerms = nil
 	if a.rows < 2 {
-		return nil, errors.New("lsa: fewer than 2 documents contain vocabulary terms")
+		return nil, nil, errors.New("lsa: fewer than 2 documents contain vocabulary terms")
 	}
-	tMatrix := time.Since(start)
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("lsa: fit: %w", err)
+		return nil, nil, fmt.Errorf("lsa: fit: %w", err)
 	}
-
-	res, err := randomizedSVD(a, opts.Dimension, opts.Oversample, opts.PowerIters, opts.Seed, opts.Workers)
-	if err != nil {
-		return nil, err
-	}
-	m.dim = res.k
-	m.sigma = make([]float32, res.k)
-	scale := make([]float64, res.k)
-	for c, s := range res.sigma {
-		m.sigma[c] = float32(s)
-		scale[c] = math.Pow(s, -opts.SigmaPower)
-	}
-	m.proj = make([]float32, len(m.terms)*res.k)
-	for r := range m.terms {
-		for c := 0; c < res.k; c++ {
-			m.proj[r*res.k+c] = float32(res.v[r*res.k+c] * scale[c])
-		}
-	}
-	m.buildIndex()
-	m.identity = m.computeIdentity()
-	opts.Logger.Info("lsa: fitted", "identity", m.identity, "docs", n, "terms", len(m.terms),
-		"nnz", len(a.data), "dim", m.dim, "matrix", tMatrix, "total", time.Since(start))
-	return m, nil
+	return m, a, nil
 }
 
 // FitTexts is Fit over a slice.

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rcpgo/rcpgo/engine"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// metrics exports Prometheus metrics for rcpd:
+//
+//	rcpd_requests_total{method,code}           requests served by the engine (code "0" = success)
+//	rcpd_request_duration_seconds{method}      their latency
+//	rcpd_index_documents / _deleted / _segments / _segment_bytes
+//	rcpd_index_version_info{version}            (value 1)
+//
+// Lifecycle methods answered by the server itself (initialize, info, ping,
+// shutdown) and requests rejected by gating never reach the engine and are
+// not counted.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(eng *engine.Engine) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rcpd_requests_total",
+		Help: "RCP requests served by the engine, by method and result code (0 = success)."}, []string{"method", "code"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rcpd_request_duration_seconds",
+		Help: "Latency of RCP requests served by the engine.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"method"})
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	m.reg.MustRegister(m.requests, m.latency,
+		gauge("rcpd_index_documents", "Live indexed units (documents and chunks).", func() float64 { return float64(eng.Stats().Docs) }),
+		gauge("rcpd_index_deleted", "Deleted units still occupying segments.", func() float64 { return float64(eng.Stats().Deleted) }),
+		gauge("rcpd_index_segments", "Index segments.", func() float64 { return float64(eng.Stats().Segments) }),
+		gauge("rcpd_index_segment_bytes", "Bytes of segment images.", func() float64 { return float64(eng.Stats().SegmentBytes) }),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// wrap returns a Handler that records every Call of h.
+func (m *metrics) wrap(h rcp.Handler) rcp.Handler { return meteredHandler{h: h, m: m} }
+
+type meteredHandler struct {
+	h rcp.Handler
+	m *metrics
+}
+
+func (mh meteredHandler) Describe(ctx context.Context) rcp.Description { return mh.h.Describe(ctx) }
+
+func (mh meteredHandler) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	start := time.Now()
+	res, err := mh.h.Call(ctx, method, params)
+	code := "0"
+	if err != nil {
+		code = strconv.Itoa(int(rcp.CodeOf(err)))
+	}
+	mh.m.requests.WithLabelValues(method, code).Inc()
+	mh.m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
+	return res, err
+}

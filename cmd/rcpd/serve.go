@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rcpgo/rcpgo/engine"
+	"github.com/rcpgo/rcpgo/engine/chunk"
+	"github.com/rcpgo/rcpgo/internal/demo"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// fileConfig is the JSON configuration file (--config). Every key is
+// optional; flags and environment variables override it.
+type fileConfig struct {
+	Data           string            `json:"data"`
+	HTTP           string            `json:"http"`
+	Name           string            `json:"name"`
+	ReadOnly       bool              `json:"readOnly"`
+	MaxK           int               `json:"maxK"`
+	MaxCandidates  int               `json:"maxCandidates"`
+	Fields         map[string]string `json:"fields"`
+	Dense          string            `json:"dense"`
+	MinFitDocs     int               `json:"minFitDocs"`
+	LSADimension   int               `json:"lsaDimension"`
+	Chunk          chunk.Options     `json:"chunk"`
+	TrustedSources map[string]string `json:"trustedSources"`
+	NoScreen       bool              `json:"noScreen"`
+	HTTPSessions   string            `json:"httpSessions"`
+	BearerTokens   []string          `json:"bearerTokens"`
+	RequestTimeout string            `json:"requestTimeout"`
+	LogLevel       string            `json:"logLevel"`
+	Rerank         rerankConfig      `json:"rerank"`
+}
+
+// rerankConfig configures a local reranker model (empty Model: none).
+type rerankConfig struct {
+	Model         string `json:"model"`     // .onnx file
+	Tokenizer     string `json:"tokenizer"` // tokenizer.json
+	Library       string `json:"library"`   // libonnxruntime.so (default $RCPGO_ONNXRUNTIME_LIB)
+	Method        string `json:"method"`    // cross-encoder (default) or colbert
+	Name          string `json:"name"`
+	MaxLength     int    `json:"maxLength"`
+	MaxCandidates int    `json:"maxCandidates"`
+}
+
+// demoFields is the schema of internal/demo's corpus.
+var demoFields = map[string]string{"topic": "keyword", "year": "int", "lang": "keyword"}
+
+type serveFlags struct {
+	data, httpAddr, config, logLevel, sessions, dense, token string
+	onLocked, rerankModel, rerankTokenizer                   string
+	stdio, demo, readOnly                                    bool
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "rcpd")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "rcpd")
+	}
+	return "rcpd-data"
+}
+
+func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rcpd serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f serveFlags
+	fs.StringVar(&f.data, "data", "", "data directory (env RCPD_DATA; default $XDG_DATA_HOME/rcpd or ~/.local/share/rcpd)")
+	fs.StringVar(&f.httpAddr, "http", "", "serve HTTP on this address, e.g. 127.0.0.1:7700 (env RCPD_HTTP; default 127.0.0.1:7700 unless --stdio)")
+	fs.BoolVar(&f.stdio, "stdio", false, "serve one session over stdin/stdout (NDJSON)")
+	fs.StringVar(&f.config, "config", "", "JSON configuration file (env RCPD_CONFIG)")
+	fs.BoolVar(&f.demo, "demo", false, "load the built-in demo corpus (idempotent)")
+	fs.BoolVar(&f.readOnly, "read-only", false, "refuse index/add and index/delete")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (env RCPD_LOG_LEVEL; default info)")
+	fs.StringVar(&f.sessions, "http-sessions", "", "HTTP session mode: single, stateful or stateless (env RCPD_HTTP_SESSIONS; default single)")
+	fs.StringVar(&f.dense, "dense", "", "dense encoder: lsa or none (env RCPD_DENSE; default lsa)")
+	fs.StringVar(&f.onLocked, "on-locked", "", "when another rcpd holds the data directory: snapshot (serve a read-only copy) or fail (env RCPD_ON_LOCKED; default snapshot)")
+	fs.StringVar(&f.rerankModel, "rerank-model", "", "ONNX cross-encoder model for rerank (env RCPD_RERANK_MODEL; needs --rerank-tokenizer and ONNX Runtime)")
+	fs.StringVar(&f.rerankTokenizer, "rerank-tokenizer", "", "tokenizer.json of the rerank model (env RCPD_RERANK_TOKENIZER)")
+	fs.StringVar(&f.token, "token", "", "require this bearer token on HTTP (env RCPD_TOKEN)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rcpd serve: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if err := serve(ctx, f, stdin, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "rcpd serve:", err)
+		return 1
+	}
+	return 0
+}
+
+// pick returns the first non-empty value.
+func pick(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io.Writer) error {
+	var fc fileConfig
+	if path := pick(f.config, os.Getenv("RCPD_CONFIG")); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&fc); err != nil {
+			return fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(pick(f.logLevel, os.Getenv("RCPD_LOG_LEVEL"), fc.LogLevel, "info"))); err != nil {
+		return fmt.Errorf("log level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg := engine.Config{
+		Dir:      pick(f.data, os.Getenv("RCPD_DATA"), fc.Data, defaultDataDir()),
+		Name:     pick(fc.Name, "rcpd"),
+		Version:  version,
+		ReadOnly: f.readOnly || fc.ReadOnly || os.Getenv("RCPD_READ_ONLY") == "1",
+		MaxK:     fc.MaxK, MaxCandidates: fc.MaxCandidates,
+		Fields:     map[string]string{},
+		Dense:      pick(f.dense, os.Getenv("RCPD_DENSE"), fc.Dense),
+		MinFitDocs: fc.MinFitDocs, LSADimension: fc.LSADimension,
+		Chunk:          fc.Chunk,
+		TrustedSources: map[string]string{},
+		NoScreen:       fc.NoScreen,
+		Logger:         log,
+	}
+	switch onLocked := pick(f.onLocked, os.Getenv("RCPD_ON_LOCKED"), "snapshot"); onLocked {
+	case "snapshot":
+		cfg.SnapshotIfLocked = true
+	case "fail":
+	default:
+		return fmt.Errorf("--on-locked: want snapshot or fail, got %q", onLocked)
+	}
+	for k, v := range fc.TrustedSources {
+		cfg.TrustedSources[k] = v
+	}
+	if f.demo {
+		for k, v := range demoFields {
+			cfg.Fields[k] = v
+		}
+		if _, ok := cfg.TrustedSources["demo"]; !ok {
+			cfg.TrustedSources["demo"] = "trusted" // written by the project, shipped in the binary
+		}
+		docs, err := demoCorpus()
+		if err != nil {
+			return err
+		}
+		cfg.Preload = docs
+	}
+	for k, v := range fc.Fields {
+		cfg.Fields[k] = v
+	}
+	rc := fc.Rerank
+	rc.Model = pick(f.rerankModel, os.Getenv("RCPD_RERANK_MODEL"), rc.Model)
+	rc.Tokenizer = pick(f.rerankTokenizer, os.Getenv("RCPD_RERANK_TOKENIZER"), rc.Tokenizer)
+	if rc.Model != "" {
+		if rc.Tokenizer == "" {
+			return errors.New("rerank: a tokenizer (--rerank-tokenizer) is required with --rerank-model")
+		}
+		scorer, closer, err := openReranker(rc)
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
+		cfg.Reranker, cfg.RerankMethod, cfg.RerankMaxCandidates = scorer, rc.Method, rc.MaxCandidates
+		log.Info("rcpd: reranker loaded", "identity", scorer.Identity())
+	}
+	eng, err := engine.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	log.Info("rcpd: engine open", "data", cfg.Dir, "docs", eng.Stats().Docs, "version", eng.Stats().Version,
+		"dense", eng.DenseIdentity(), "conformance", eng.Describe(ctx).Conformance)
+
+	timeout := rcp.DefaultRequestTimeout
+	if s := pick(os.Getenv("RCPD_REQUEST_TIMEOUT"), fc.RequestTimeout); s != "" {
+		if timeout, err = time.ParseDuration(s); err != nil {
+			return fmt.Errorf("request timeout: %w", err)
+		}
+	}
+	m := newMetrics(eng)
+	srv := rcp.NewServer(m.wrap(eng), &rcp.ServerOptions{Logger: log, RequestTimeout: timeout})
+
+	httpAddr := pick(f.httpAddr, os.Getenv("RCPD_HTTP"))
+	if httpAddr == "" && !f.stdio {
+		httpAddr = pick(fc.HTTP, "127.0.0.1:7700")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	running := 0
+	if httpAddr != "" {
+		mode, err := sessionMode(pick(f.sessions, os.Getenv("RCPD_HTTP_SESSIONS"), fc.HTTPSessions, "single"))
+		if err != nil {
+			return err
+		}
+		opts := &rcp.HTTPOptions{Sessions: mode, BearerTokens: fc.BearerTokens}
+		if t := pick(f.token, os.Getenv("RCPD_TOKEN")); t != "" {
+			opts.BearerTokens = append(opts.BearerTokens, t)
+		}
+		rh := srv.HTTPHandler(opts)
+		defer rh.Close()
+		mux := http.NewServeMux()
+		mux.Handle("/rcp", rh)
+		mux.Handle("/rcp/", rh)
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			st := eng.Stats()
+			fmt.Fprintf(w, `{"status":"ok","docs":%d,"indexVersion":%q}`+"\n", st.Docs, st.Version)
+		})
+		mux.Handle("/metrics", m.handler())
+		ln, err := net.Listen("tcp", httpAddr)
+		if err != nil {
+			return err
+		}
+		log.Info("rcpd: serving HTTP", "addr", ln.Addr().String(), "rcp", "http://"+ln.Addr().String()+"/rcp")
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		running++
+		go func() {
+			err := hs.Serve(ln)
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			errc <- err
+		}()
+		defer func() {
+			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer scancel()
+			_ = hs.Shutdown(sctx)
+		}()
+	}
+	if f.stdio {
+		running++
+		go func() {
+			errc <- srv.ServeStdio(ctx, stdin, stdout)
+		}()
+	}
+	if f.stdio {
+		// stdio alone: the session's end (EOF, shutdown) ends the process.
+		select {
+		case err := <-errc:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+		case <-ctx.Done():
+		}
+		if httpAddr == "" {
+			return nil
+		}
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		log.Info("rcpd: shutting down")
+		return nil
+	}
+}
+
+func sessionMode(s string) (rcp.SessionMode, error) {
+	switch strings.ToLower(s) {
+	case "single":
+		return rcp.SessionSingle, nil
+	case "stateful":
+		return rcp.SessionStateful, nil
+	case "stateless":
+		return rcp.SessionStateless, nil
+	}
+	return 0, fmt.Errorf("unknown HTTP session mode %q (single, stateful, stateless)", s)
+}
+
+// demoCorpus parses internal/demo's BEIR-style corpus.
+func demoCorpus() ([]engine.Preload, error) {
+	var out []engine.Preload
+	sc := bufio.NewScanner(bytes.NewReader(demo.CorpusJSONL))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var d struct {
+			ID       string         `json:"_id"`
+			Title    string         `json:"title"`
+			Text     string         `json:"text"`
+			Metadata map[string]any `json:"metadata"`
+		}
+		if err := json.Unmarshal(line, &d); err != nil {
+			return nil, fmt.Errorf("demo corpus: %w", err)
+		}
+		out = append(out, engine.Preload{ID: d.ID, Title: d.Title, Text: d.Text, Meta: d.Metadata,
+			Source: "demo", URI: "rcpd-demo://" + d.ID})
+	}
+	return out, sc.Err()
+}

@@ -1,0 +1,426 @@
+// Package engine is rcpd's retrieval engine: an rcp.Handler joining the RCP
+// SDK to the search core (engine/index), the offline dense encoder
+// (engine/embed/lsa + engine/ann), server-side chunking (engine/chunk), the
+// injection screen (engine/trust) and the retrieve pipeline
+// (engine/pipeline).
+//
+// Layout of the data directory:
+//
+//	DIR/index/      the BM25 index (segments + bbolt store; package index)
+//	DIR/engine.db   bbolt: idempotency-key results and the dense text log
+//	DIR/lsa.model   the fitted LSA encoder (when dense is enabled)
+//
+// Capabilities are computed once, in Open, from the configuration and the
+// state the engine opened with, and never change while it runs (§13.2). See
+// docs/rcpd.md for the capability set under each configuration.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rcpgo/rcpgo/engine/analysis"
+	"github.com/rcpgo/rcpgo/engine/chunk"
+	"github.com/rcpgo/rcpgo/engine/embed"
+	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/filter"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxK          = 200
+	DefaultMaxCandidates = 1000
+	DefaultCandidateK    = 100
+	DefaultMinFitDocs    = 20
+	DefaultMaxAddDocs    = 10000
+)
+
+// Dense providers.
+const (
+	DenseLSA  = "lsa"
+	DenseNone = "none"
+)
+
+// WireSource is the Source.Name of documents written with index/add.
+const WireSource = "index/add"
+
+// Config configures an Engine. The zero value (plus Dir) is usable.
+type Config struct {
+	// Dir is the data directory (required).
+	Dir string
+	// Name and Version identify the server in initialize/info.
+	Name, Version string
+	// ReadOnly disables index/add and index/delete (index.writable false).
+	ReadOnly bool
+	// MaxK is advertised as retrieve.maxK (default 200).
+	MaxK int
+	// MaxCandidates caps candidateK (default 1000).
+	MaxCandidates int
+	// Fields declares the filterable metadata fields, name → §8 type
+	// (keyword, text, int, float, bool, date). The filter capability is
+	// advertised only when at least one field is declared.
+	Fields map[string]string
+	// Dense selects the dense provider: "lsa" (default) or "none".
+	Dense string
+	// MinFitDocs is the corpus size (indexed units) from which the LSA
+	// encoder is fitted at Open (default 20).
+	MinFitDocs int
+	// LSADimension caps the LSA dimension (default 256; smaller corpora
+	// get fewer dimensions).
+	LSADimension int
+	// Chunk configures server-side chunking.
+	Chunk chunk.Options
+	// TrustedSources maps Source.Name of operator-ingested documents to a
+	// trust level ("trusted", "community"); wire documents are never trusted.
+	TrustedSources map[string]string
+	// NoScreen disables the injection screen.
+	NoScreen bool
+	// Preload documents are indexed (idempotently, by id) at Open, before
+	// the dense encoder is fitted; SourceName labels them for trust.
+	Preload []Preload
+	// Reranker, when set, backs the rerank method (§7.6) and the retrieve
+	// rerank stage; it must be a real model (cross-encoder, ColBERT MaxSim
+	// or LLM judge). RerankMethod names it ("cross-encoder" by default) and
+	// RerankMaxCandidates caps passages per call (default 100).
+	Reranker            embed.Scorer
+	RerankMethod        string
+	RerankMaxCandidates int
+	// SnapshotIfLocked makes Open serve a read-only private copy of Dir
+	// when another process holds it (instead of failing with ErrLocked):
+	// the copy is taken at Open, never sees later writes, is served with
+	// index.writable false and is removed at Close. Meant for stdio
+	// deployments where every client spawns its own rcpd over one
+	// directory; run one rcpd over HTTP to share a writable index.
+	SnapshotIfLocked bool
+	Logger           *slog.Logger
+	IndexOpts        index.Options // Dir-independent index options (Fields is set from Fields)
+	maxAddDocs       int
+}
+
+// Preload is an operator-ingested document.
+type Preload struct {
+	ID, Title, Text string
+	Meta            map[string]any
+	Source          string // Source.Name (see TrustedSources)
+	URI             string
+	Chunk           bool
+}
+
+// Engine is the RCP engine. It implements rcp.Handler. Safe for concurrent use.
+type Engine struct {
+	cfg    Config
+	log    *slog.Logger
+	an     *analysis.Analyzer
+	ix     *index.Index
+	db     *bolt.DB
+	router *rcp.Router
+	desc   rcp.Description
+	fields map[string]string
+	ops    []string
+
+	// wmu serialises writes; rmu lets retrieves see the sparse and dense
+	// indexes at the same version.
+	wmu   sync.Mutex
+	rmu   sync.RWMutex
+	dense *denseIndex // nil when dense retrieval is unavailable
+
+	release func() // the data directory lock
+	tmpDir  string // the snapshot copy served when Dir was locked
+}
+
+var (
+	bucketIdem  = []byte("idempotency")
+	bucketDense = []byte("dense")
+)
+
+// Open opens (creating when needed) the engine in cfg.Dir.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("engine: Config.Dir is required")
+	}
+	if cfg.MaxK <= 0 {
+		cfg.MaxK = DefaultMaxK
+	}
+	if cfg.MaxCandidates <= 0 {
+		cfg.MaxCandidates = DefaultMaxCandidates
+	}
+	if cfg.MaxCandidates < cfg.MaxK {
+		cfg.MaxCandidates = cfg.MaxK
+	}
+	if cfg.MinFitDocs <= 0 {
+		cfg.MinFitDocs = DefaultMinFitDocs
+	}
+	if cfg.Dense == "" {
+		cfg.Dense = DenseLSA
+	}
+	if cfg.Dense != DenseLSA && cfg.Dense != DenseNone {
+		return nil, fmt.Errorf("engine: unknown dense provider %q (want lsa or none)", cfg.Dense)
+	}
+	if cfg.Name == "" {
+		cfg.Name = "rcpd"
+	}
+	if cfg.Reranker != nil {
+		if cfg.RerankMethod == "" {
+			cfg.RerankMethod = rcp.RerankCrossEncoder
+		}
+		switch cfg.RerankMethod {
+		case rcp.RerankCrossEncoder, rcp.RerankColBERT, rcp.RerankLLM:
+		default:
+			return nil, fmt.Errorf("engine: unknown rerank method %q", cfg.RerankMethod)
+		}
+		if cfg.RerankMaxCandidates <= 0 {
+			cfg.RerankMaxCandidates = 100
+		}
+	}
+	cfg.maxAddDocs = DefaultMaxAddDocs
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	for name, typ := range cfg.Fields {
+		if _, ok := fieldTypes[typ]; !ok {
+			return nil, fmt.Errorf("engine: field %q has unknown type %q", name, typ)
+		}
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	release, err := lockDir(cfg.Dir)
+	tmp := ""
+	if errors.Is(err, ErrLocked) && cfg.SnapshotIfLocked {
+		for attempt := 0; attempt < 3 && errors.Is(err, ErrLocked); attempt++ {
+			if tmp, err = snapshotDir(cfg.Dir); err != nil {
+				return nil, err
+			}
+			log.Warn("engine: data directory in use by another process; serving a read-only snapshot copy",
+				"dir", cfg.Dir, "copy", tmp)
+			cfg.Dir, cfg.ReadOnly, cfg.Preload = tmp, true, nil
+			release, err = lockDir(tmp)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, cfg.Dir)
+	}
+	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp}
+	iopts := cfg.IndexOpts
+	iopts.Analyzer = e.an
+	iopts.Logger = log
+	iopts.Fields = map[string]index.FieldType{}
+	for name, typ := range cfg.Fields {
+		iopts.Fields[name] = fieldTypes[typ]
+	}
+	if e.ix, err = index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if e.db, err = bolt.Open(filepath.Join(cfg.Dir, "engine.db"), 0o600, &bolt.Options{Timeout: 2 * time.Second}); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if err := e.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketIdem, bucketDense} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if err := e.preload(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if cfg.Dense == DenseLSA {
+		if e.dense, err = openDense(ctx, e); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	e.ops = make([]string, len(filter.AllOperators))
+	for i, op := range filter.AllOperators {
+		e.ops[i] = string(op)
+	}
+	e.desc = e.describe()
+	e.router = rcp.NewRouter(func(context.Context) rcp.Description { return e.desc })
+	e.router.HandleFunc(rcp.MethodRetrieve, func(ctx context.Context, raw json.RawMessage) (any, error) {
+		p := new(retrieveParams)
+		if err := rcp.DecodeParams(raw, p); err != nil {
+			return nil, fieldOfQuery(raw, err)
+		}
+		return e.retrieve(ctx, p)
+	})
+	if !cfg.ReadOnly {
+		rcp.Handle(e.router, rcp.MethodIndexAdd, e.indexAdd)
+	} else {
+		e.router.HandleFunc(rcp.MethodIndexAdd, func(context.Context, json.RawMessage) (any, error) {
+			return nil, rcp.NewError(rcp.CodeCapabilityMissing, "the index is read-only")
+		})
+	}
+	rcp.Handle(e.router, rcp.MethodIndexDelete, e.indexDelete)
+	if e.dense != nil {
+		rcp.Handle(e.router, rcp.MethodEmbed, e.embed)
+	}
+	if cfg.Reranker != nil {
+		rcp.Handle(e.router, rcp.MethodRerank, e.rerank)
+	}
+	return e, nil
+}
+
+var fieldTypes = map[string]index.FieldType{
+	filter.TypeKeyword: index.FieldKeyword,
+	filter.TypeText:    index.FieldText,
+	filter.TypeInt:     index.FieldInt,
+	filter.TypeFloat:   index.FieldFloat,
+	filter.TypeBool:    index.FieldBool,
+	filter.TypeDate:    index.FieldDate,
+}
+
+// Close releases the engine's resources.
+func (e *Engine) Close() error {
+	var errs []error
+	if e.ix != nil {
+		errs = append(errs, e.ix.Close())
+	}
+	if e.db != nil {
+		errs = append(errs, e.db.Close())
+	}
+	if e.release != nil {
+		e.release()
+	}
+	if e.tmpDir != "" {
+		errs = append(errs, os.RemoveAll(e.tmpDir))
+	}
+	return errors.Join(errs...)
+}
+
+// Describe implements rcp.Handler: the frozen description.
+func (e *Engine) Describe(ctx context.Context) rcp.Description { return e.desc }
+
+// Call implements rcp.Handler.
+func (e *Engine) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	res, err := e.router.Call(ctx, method, params)
+	if err != nil {
+		if _, ok := rcp.AsError(err); !ok && ctx.Err() == nil {
+			e.log.Error("engine: request failed", "method", method, "err", err)
+		}
+	}
+	return res, err
+}
+
+// Stats reports index statistics (for metrics).
+func (e *Engine) Stats() index.Stats { return e.ix.Stats() }
+
+// DenseIdentity is the identity of the dense encoder ("" when none).
+func (e *Engine) DenseIdentity() string {
+	if e.dense == nil {
+		return ""
+	}
+	return e.dense.model.Identity()
+}
+
+func (e *Engine) describe() rcp.Description {
+	floor := 0.0
+	ret := &rcp.RetrieveCap{
+		MaxK: e.cfg.MaxK, Modes: []string{rcp.ModeSparse},
+		Units:       []string{rcp.UnitChunk, rcp.UnitDocument},
+		TokenBudget: true, Confidence: true, ScoreScale: "bm25", ScoreFloor: &floor,
+		Deterministic: true, Snapshots: true, DefaultMode: rcp.ModeSparse,
+		Modalities: []string{rcp.ModalityText},
+	}
+	caps := rcp.Capabilities{
+		Retrieve:   ret,
+		Streaming:  &rcp.EmptyCap{},
+		Pagination: &rcp.EmptyCap{},
+		Citations:  &rcp.EmptyCap{},
+		Log:        &rcp.LogCap{Levels: []string{rcp.LogDebug, rcp.LogInfo, rcp.LogNotice, rcp.LogWarning, rcp.LogError}},
+		Index:      &rcp.IndexCap{Writable: !e.cfg.ReadOnly, Chunking: true, Contextual: true},
+	}
+	if len(e.fields) > 0 {
+		caps.Filter = &rcp.FilterCap{Fields: rcp.TypedFields(e.fields), Operators: e.ops}
+	}
+	level := rcp.LevelL0
+	if e.dense != nil {
+		ret.Modes = []string{rcp.ModeDense, rcp.ModeSparse, rcp.ModeHybrid}
+		ret.Fusion = []string{rcp.FusionRRF, rcp.FusionWeighted, rcp.FusionConvex}
+		ret.MMR = true
+		ret.ScoreScale = "" // bm25, cosine or fused depending on mode (docs/rcpd.md)
+		// hit.vector travels as a JSON array only: the normative schema
+		// types Hit.vector as an array of numbers, so f32-base64 is
+		// advertised for embed but not for includeVectors.
+		ret.Encodings = []string{rcp.EncodingJSON}
+		norm := e.dense.model.Normalized()
+		caps.Embed = &rcp.EmbedCap{Dimension: e.dense.model.Dimension(), Identity: e.dense.model.Identity(),
+			BatchLimit: e.dense.model.BatchLimit(), Normalized: &norm,
+			Modalities: []string{rcp.ModalityText}, Encodings: []string{rcp.EncodingJSON, rcp.EncodingF32Base64}}
+		if caps.Filter != nil {
+			level = rcp.LevelL2 // L1 profile + streaming, pagination, log, snapshots
+		}
+	}
+	if e.cfg.Reranker != nil {
+		caps.Rerank = &rcp.RerankCap{Methods: []string{e.cfg.RerankMethod}, MaxCandidates: e.cfg.RerankMaxCandidates,
+			Models: []string{e.cfg.Reranker.Identity()}}
+		ret.RerankBuiltin = true
+		// Reranker scores (e.g. cross-encoder logits) have no principled
+		// lower bound and another scale: neither is advertised.
+		ret.ScoreFloor, ret.ScoreScale = nil, ""
+	}
+	return rcp.Description{
+		Server:       rcp.PeerInfo{Name: e.cfg.Name, Version: e.cfg.Version},
+		Capabilities: caps,
+		Conformance:  level,
+	}
+}
+
+// preload indexes the configured documents idempotently.
+func (e *Engine) preload(ctx context.Context) error {
+	if len(e.cfg.Preload) == 0 {
+		return nil
+	}
+	docs := make([]addDoc, len(e.cfg.Preload))
+	for i, p := range e.cfg.Preload {
+		docs[i] = addDoc{id: p.ID, title: p.Title, text: p.Text, meta: p.Meta, source: p.Source, uri: p.URI, chunk: p.Chunk}
+	}
+	if _, _, err := e.write(ctx, docs, false); err != nil {
+		return fmt.Errorf("engine: preload: %w", err)
+	}
+	return nil
+}
+
+// fieldOfQuery names "query" in a decoding error that rcp.DecodeParams
+// could not attribute (rcp.Query's own UnmarshalJSON rejects the value).
+func fieldOfQuery(raw json.RawMessage, err error) error {
+	re, ok := rcp.AsError(err)
+	if !ok || re.Data == nil || re.Data.Field != "" {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) == nil {
+		var q rcp.Query
+		if v, ok := m["query"]; ok && json.Unmarshal(v, &q) != nil {
+			return rcp.InvalidParams("query", "%s", re.Data.Detail)
+		}
+	}
+	return err
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,308 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rcpgo/rcpgo/engine/ann"
+	"github.com/rcpgo/rcpgo/engine/embed"
+	"github.com/rcpgo/rcpgo/engine/embed/lsa"
+	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/vector"
+)
+
+// denseIndex is the dense half of the engine: the LSA encoder and an HNSW
+// index over the embeddings of every indexed unit (documents and chunks).
+//
+// Fit policy: the encoder is fitted at Open, never while serving, so one
+// process advertises exactly one embed.identity (§13.2). Open fits when no
+// usable model exists and the corpus holds at least MinFitDocs units, or
+// refits when the corpus has grown to twice the size the model was fitted
+// on. A refit changes the identity ("lsa-<k>:fit=<hash>"), and every vector
+// is re-embedded with the new basis: the vector index is rebuilt from the
+// dense text log at every Open, so vectors of different bases never meet.
+// Units added while serving are folded into the current basis.
+type denseIndex struct {
+	e     *Engine
+	model *lsa.Model
+	ann   *ann.Index
+	// Guarded by e.rmu (written under Lock, read under RLock).
+	keys map[string]uint64
+	ids  map[uint64]string
+	kids map[string][]string // parent → chunk ids
+	next uint64
+}
+
+func openDense(ctx context.Context, e *Engine) (*denseIndex, error) {
+	var ids, texts, parents []string
+	if err := e.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDense).ForEach(func(k, v []byte) error {
+			var r denseRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("engine: corrupt dense record %q: %w", k, err)
+			}
+			ids, texts, parents = append(ids, string(k)), append(texts, r.Text), append(parents, r.Parent)
+			return nil
+		})
+	}); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(e.cfg.Dir, "lsa.model")
+	fp := e.an.Fingerprint()
+	m, err := lsa.Load(path, e.an.Terms)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		m = nil
+	case err != nil:
+		e.log.Warn("engine: ignoring unreadable LSA model; refitting", "path", path, "err", err)
+		m = nil
+	case m.TokenizerID() != fp:
+		e.log.Warn("engine: LSA model was fitted with another analyzer; refitting")
+		m = nil
+	}
+	n := len(texts)
+	if (m == nil && n >= e.cfg.MinFitDocs) || (m != nil && n >= 2*m.NumDocs() && n >= e.cfg.MinFitDocs) {
+		fitted, err := lsa.FitTexts(ctx, texts, e.an.Terms, lsa.Options{Dimension: e.cfg.LSADimension,
+			TokenizerID: fp, Snapshot: e.ix.Version(), Logger: e.log, Workers: 1})
+		if err != nil {
+			if m == nil {
+				e.log.Warn("engine: LSA fit failed; dense retrieval disabled", "err", err)
+				return nil, nil
+			}
+			e.log.Warn("engine: LSA refit failed; keeping the previous model", "err", err)
+		} else {
+			if err := fitted.Save(path); err != nil {
+				return nil, fmt.Errorf("engine: saving LSA model: %w", err)
+			}
+			e.log.Info("engine: fitted LSA encoder", "docs", n, "dimension", fitted.Dimension(), "identity", fitted.Identity())
+			m = fitted
+		}
+	}
+	if m == nil {
+		e.log.Info("engine: dense retrieval unavailable until the corpus reaches MinFitDocs and rcpd restarts",
+			"docs", n, "minFitDocs", e.cfg.MinFitDocs)
+		return nil, nil
+	}
+	ax, err := ann.New(ann.Config{Dim: m.Dimension(), Metric: ann.Cosine, Workers: 1})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	d := &denseIndex{e: e, model: m, ann: ax, keys: map[string]uint64{}, ids: map[uint64]string{}, kids: map[string][]string{}}
+	docs := make([]index.Document, n)
+	for i := range ids {
+		docs[i] = index.Document{ID: ids[i], Text: texts[i]}
+		if parents[i] != "" {
+			docs[i].Chunk = &index.ChunkRef{DocID: parents[i]}
+		}
+	}
+	if err := d.addTexts(ctx, docs, texts); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// add embeds and indexes docs (caller holds e.rmu).
+func (d *denseIndex) add(ctx context.Context, docs []index.Document) error {
+	texts := make([]string, len(docs))
+	for i := range docs {
+		texts[i] = denseText(&docs[i])
+	}
+	return d.addTexts(ctx, docs, texts)
+}
+
+func (d *denseIndex) addTexts(ctx context.Context, docs []index.Document, texts []string) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	vecs, err := embed.EmbedAll(ctx, d.model, texts, embed.KindDocument)
+	if err != nil {
+		return fmt.Errorf("engine: embedding: %w", err)
+	}
+	keys := make([]uint64, 0, len(docs))
+	keep := make([][]float32, 0, len(docs))
+	for i, doc := range docs {
+		k, ok := d.keys[doc.ID]
+		if !ok {
+			d.next++
+			k = d.next
+			d.keys[doc.ID], d.ids[k] = k, doc.ID
+			if doc.Chunk != nil && doc.Chunk.DocID != "" {
+				d.kids[doc.Chunk.DocID] = append(d.kids[doc.Chunk.DocID], doc.ID)
+			}
+		}
+		if zero(vecs[i]) {
+			d.ann.Delete(k) // no vocabulary term: nothing to match
+			continue
+		}
+		keys, keep = append(keys, k), append(keep, vecs[i])
+	}
+	if err := d.ann.AddBatch(keys, keep); err != nil {
+		return fmt.Errorf("engine: dense index: %w", err)
+	}
+	return nil
+}
+
+func zero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *denseIndex) drop(id string) {
+	if k, ok := d.keys[id]; ok {
+		d.ann.Delete(k)
+		delete(d.keys, id)
+		delete(d.ids, k)
+	}
+}
+
+// remove drops id (unless keepSelf) and its chunks (caller holds e.rmu).
+func (d *denseIndex) remove(id string, keepSelf bool) {
+	if !keepSelf {
+		d.drop(id)
+	}
+	for _, c := range d.kids[id] {
+		d.drop(c)
+	}
+	delete(d.kids, id)
+}
+
+// trim drops chunks n, n+1, ... of parent (caller holds e.rmu).
+func (d *denseIndex) trim(parent string, n int) {
+	kept := d.kids[parent][:0]
+	for _, c := range d.kids[parent] {
+		i := strings.LastIndex(c, "#c")
+		var idx int
+		if _, err := fmt.Sscanf(c[i+2:], "%d", &idx); err == nil && idx >= n {
+			d.drop(c)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	d.kids[parent] = kept
+}
+
+// denseBackend adapts denseIndex to pipeline.Dense for one request.
+type denseBackend struct {
+	d  *denseIndex
+	ix *index.Index
+}
+
+func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func(*index.Document) bool) ([]*pipeline.Candidate, error) {
+	qv, err := b.d.model.Embed(ctx, []string{query}, embed.KindQuery)
+	if err != nil {
+		return nil, fmt.Errorf("engine: embedding query: %w", err)
+	}
+	if zero(qv[0]) {
+		return nil, nil
+	}
+	docs := map[uint64]*index.Document{}
+	admit := func(key uint64) bool {
+		doc, ok := docs[key]
+		if !ok {
+			doc, _ = b.ix.Get(ctx, b.d.ids[key])
+			docs[key] = doc
+		}
+		return doc != nil && keep(doc)
+	}
+	// ann evaluates the filter inside its walk; the Get cache above is
+	// single-goroutine because Search runs the filter on the caller's
+	// goroutine.
+	res, err := b.d.ann.Search(qv[0], k, ann.SearchOptions{Filter: admit})
+	if err != nil {
+		return nil, fmt.Errorf("engine: dense search: %w", err)
+	}
+	out := make([]*pipeline.Candidate, 0, len(res))
+	for _, r := range res {
+		if r.Score <= 0 {
+			continue
+		}
+		doc := docs[r.ID]
+		if doc == nil {
+			continue
+		}
+		out = append(out, &pipeline.Candidate{ID: doc.ID, Doc: doc, Dense: float64(r.Score), HasDense: true, Score: float64(r.Score)})
+	}
+	slices.SortStableFunc(out, func(a, c *pipeline.Candidate) int {
+		if x := cmp.Compare(c.Dense, a.Dense); x != 0 {
+			return x
+		}
+		return strings.Compare(a.ID, c.ID)
+	})
+	return out, nil
+}
+
+func (b denseBackend) Vectors(ctx context.Context, ids []string) ([][]float32, error) {
+	out := make([][]float32, len(ids))
+	for i, id := range ids {
+		if k, ok := b.d.keys[id]; ok {
+			if v, ok := b.d.ann.Vector(k); ok {
+				out[i] = v
+			}
+		}
+		if out[i] == nil {
+			out[i] = make([]float32, b.d.model.Dimension())
+		}
+	}
+	return out, nil
+}
+
+func (e *Engine) embed(ctx context.Context, p *rcp.EmbedParams) (*rcp.EmbedResult, error) {
+	inputs := p.AllInputs()
+	if inputs == nil {
+		return nil, rcp.InvalidParams("inputs", "inputs is required")
+	}
+	if lim := e.dense.model.BatchLimit(); lim > 0 && len(inputs) > lim {
+		return nil, &rcp.Error{Code: rcp.CodePayloadTooLarge, Message: fmt.Sprintf("at most %d inputs per embed call (embed.batchLimit)", lim),
+			Data: &rcp.ErrorData{Field: "inputs", Detail: fmt.Sprintf("%d inputs > batchLimit %d", len(inputs), lim)}}
+	}
+	texts := make([]string, len(inputs))
+	for i, in := range inputs {
+		if err := in.Validate(); err != nil {
+			return nil, rcp.InvalidParams(fmt.Sprintf("inputs[%d]", i), "%v", err)
+		}
+		if !in.IsText() {
+			return nil, rcp.OptionUnsupported(in.Type, "inputs[%d]: modality %q is not supported (text only)", i, in.Type)
+		}
+		texts[i] = in.Text
+	}
+	kind, err := embed.ParseKind(p.Kind)
+	if err != nil {
+		return nil, rcp.InvalidParams("kind", "kind must be \"query\" or \"document\"")
+	}
+	enc := p.Encoding
+	switch enc {
+	case "", rcp.EncodingJSON:
+		enc = rcp.EncodingJSON
+	case rcp.EncodingF32Base64:
+	default:
+		if p.Strict == nil || *p.Strict {
+			return nil, rcp.OptionUnsupported(enc, "encoding %q is not advertised", enc)
+		}
+		enc = rcp.EncodingJSON
+	}
+	vecs, err := e.dense.model.Embed(ctx, texts, kind)
+	if err != nil {
+		return nil, fmt.Errorf("engine: embed: %w", err)
+	}
+	res := &rcp.EmbedResult{}
+	if err := vector.EncodeResult(res, vecs, enc); err != nil {
+		return nil, fmt.Errorf("engine: embed: %w", err)
+	}
+	res.Dimension = e.dense.model.Dimension()
+	return res, nil
+}

@@ -1,0 +1,463 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rcpgo/rcpgo/engine/chunk"
+	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// addDoc is one document to write, from the wire or a preload.
+type addDoc struct {
+	id, title, text string
+	meta            map[string]any
+	source, uri     string
+	page            int
+	chunk           bool
+	contextual      bool
+}
+
+// wireDoc is index/add's document with presence-aware fields.
+type wireDoc struct {
+	ID   json.RawMessage `json:"id"`
+	Text *string         `json:"text"`
+	Meta json.RawMessage `json:"meta"`
+}
+
+type indexAddParams struct {
+	Documents  *[]json.RawMessage `json:"documents"`
+	Chunk      *bool              `json:"chunk"`
+	Contextual *bool              `json:"contextual"`
+	Meta       rcp.Meta           `json:"_meta"`
+}
+
+func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAddResult, error) {
+	if p.Documents == nil {
+		return nil, rcp.InvalidParams("documents", "documents is required")
+	}
+	if len(*p.Documents) > e.cfg.maxAddDocs {
+		return nil, &rcp.Error{Code: rcp.CodePayloadTooLarge, Message: fmt.Sprintf("at most %d documents per index/add", e.cfg.maxAddDocs),
+			Data: &rcp.ErrorData{Field: "documents", Detail: fmt.Sprintf("%d documents > limit %d", len(*p.Documents), e.cfg.maxAddDocs)}}
+	}
+	chunked := p.Chunk != nil && *p.Chunk
+	contextual := p.Contextual != nil && *p.Contextual
+	if contextual {
+		chunked = true // situating context is per chunk
+	}
+	docs := make([]addDoc, len(*p.Documents))
+	for i, raw := range *p.Documents {
+		d, err := decodeWireDoc(raw, i)
+		if err != nil {
+			return nil, err
+		}
+		d.chunk, d.contextual, d.source = chunked, contextual, WireSource
+		docs[i] = d
+	}
+	var key string
+	p.Meta.Get(rcp.MetaIdempotencyKey, &key)
+
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	if key != "" {
+		var stored []byte
+		_ = e.db.View(func(tx *bolt.Tx) error {
+			if v := tx.Bucket(bucketIdem).Get([]byte(key)); v != nil {
+				stored = bytes.Clone(v)
+			}
+			return nil
+		})
+		if stored != nil {
+			var res rcp.IndexAddResult
+			if err := json.Unmarshal(stored, &res); err == nil {
+				rcp.Log(ctx, rcp.LogInfo, "index/add: idempotencyKey replayed the original result", map[string]any{"key": key})
+				return &res, nil
+			}
+		}
+	}
+	ids, nchunks, err := e.writeLocked(ctx, docs)
+	if err != nil {
+		return nil, err
+	}
+	res := &rcp.IndexAddResult{IDs: ids, IndexVersion: e.ix.Version()}
+	if chunked {
+		res.Chunks = &nchunks
+	}
+	if key != "" {
+		b, _ := json.Marshal(res)
+		if err := e.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketIdem).Put([]byte(key), b) }); err != nil {
+			return nil, fmt.Errorf("engine: storing idempotency key: %w", err)
+		}
+	}
+	return res, nil
+}
+
+func decodeWireDoc(raw json.RawMessage, i int) (addDoc, error) {
+	field := fmt.Sprintf("documents[%d]", i)
+	var w wireDoc
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return addDoc{}, rcp.InvalidParams(field, "%s must be an object", field)
+	}
+	if err := rcp.DecodeParams(raw, &w); err != nil {
+		if re, ok := rcp.AsError(err); ok && re.Data != nil {
+			re.Data.Field = field + "." + re.Data.Field
+		}
+		return addDoc{}, err
+	}
+	d := addDoc{}
+	if len(w.ID) > 0 && string(w.ID) != "null" {
+		if err := json.Unmarshal(w.ID, &d.id); err != nil {
+			return addDoc{}, rcp.InvalidParams(field+".id", "id must be a string")
+		}
+		if d.id == "" || len(d.id) > 1024 || strings.IndexByte(d.id, 0) >= 0 || !utf8.ValidString(d.id) {
+			return addDoc{}, rcp.InvalidParams(field+".id", "id must be a non-empty UTF-8 string of at most 1024 bytes without NUL")
+		}
+	}
+	if w.Text == nil {
+		return addDoc{}, rcp.InvalidParams(field+".text", "text is required")
+	}
+	d.text = *w.Text
+	if len(w.Meta) > 0 && string(w.Meta) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(w.Meta))
+		dec.UseNumber()
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			return addDoc{}, rcp.InvalidParams(field+".meta", "meta must be an object")
+		}
+		d.meta = normalizeMeta(m).(map[string]any)
+		delete(d.meta, pipeline.MetaKey)
+	}
+	if t, ok := d.meta["title"].(string); ok {
+		d.title = t
+	}
+	if u, ok := d.meta["uri"].(string); ok {
+		d.uri = u
+	}
+	if pg, ok := d.meta["page"].(float64); ok && pg >= 1 && pg == float64(int(pg)) {
+		d.page = int(pg)
+	}
+	return d, nil
+}
+
+// normalizeMeta turns json.Number into int64 (exact integers) or float64.
+func normalizeMeta(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			x[k] = normalizeMeta(val)
+		}
+		return x
+	case []any:
+		for i, val := range x {
+			x[i] = normalizeMeta(val)
+		}
+		return x
+	case json.Number:
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+func mintID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "doc-" + hex.EncodeToString(b[:])
+}
+
+// chunkID names chunk i of parent.
+func chunkID(parent string, i int) string { return parent + "#c" + strconv.Itoa(i) }
+
+// write takes the write lock and writes docs.
+func (e *Engine) write(ctx context.Context, docs []addDoc, _ bool) ([]string, int, error) {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	return e.writeLocked(ctx, docs)
+}
+
+// writeLocked indexes docs (caller holds wmu). It returns the ids in input
+// order and the number of chunks written. The response implies durability:
+// index.Add returns after its store transaction is fsynced.
+func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int, error) {
+	ids := make([]string, len(docs))
+	last := map[string]int{}
+	for i := range docs {
+		if docs[i].id == "" {
+			docs[i].id = mintID()
+		}
+		ids[i] = docs[i].id
+		last[docs[i].id] = i
+	}
+	var idocs []index.Document
+	var transitions []string
+	chunkSets := map[string]int{} // parent → number of chunks now
+	plain := map[string]bool{}
+	nchunks := 0
+	for i, d := range docs {
+		if last[d.id] != i {
+			continue // a later document with the same id wins
+		}
+		src := &index.Source{Name: d.source, URI: d.uri, Page: d.page}
+		if !d.chunk {
+			plain[d.id] = true
+			if c0, err := e.ix.Get(ctx, chunkID(d.id, 0)); err != nil {
+				return nil, 0, fmt.Errorf("engine: %w", err)
+			} else if c0 != nil && c0.Chunk != nil && c0.Chunk.DocID == d.id {
+				transitions = append(transitions, d.id) // was chunked: drop its chunks
+			}
+			idocs = append(idocs, index.Document{ID: d.id, Title: d.title, Text: d.text, Meta: d.meta, Source: src})
+			continue
+		}
+		if old, err := e.ix.Get(ctx, d.id); err != nil {
+			return nil, 0, fmt.Errorf("engine: %w", err)
+		} else if old != nil && old.Chunk == nil {
+			transitions = append(transitions, d.id) // was a whole document
+		}
+		pieces := chunk.Split(d.text, e.cfg.Chunk)
+		if len(pieces) == 0 {
+			pieces = []chunk.Chunk{{Text: d.text, End: len(d.text)}}
+		}
+		var kp []string
+		if d.contextual {
+			kp = keyphrases(e, d.text, 5)
+		}
+		for _, pc := range pieces {
+			info := map[string]any{
+				"start": float64(utf8.RuneCountInString(d.text[:pc.Start])),
+				"end":   float64(utf8.RuneCountInString(d.text[:pc.End])),
+			}
+			if len(pc.Section) > 0 {
+				sec := make([]any, len(pc.Section))
+				for j, s := range pc.Section {
+					sec[j] = s
+				}
+				info["section"] = sec
+			}
+			title := d.title
+			if d.contextual {
+				c := situating(d.title, pc.Section, kp)
+				info["context"] = c
+				title = c
+			}
+			meta := make(map[string]any, len(d.meta)+1)
+			for k, v := range d.meta {
+				meta[k] = v
+			}
+			meta[pipeline.MetaKey] = info
+			idocs = append(idocs, index.Document{ID: chunkID(d.id, pc.Index), Title: title, Text: pc.Text, Meta: meta,
+				Source: src, Chunk: &index.ChunkRef{DocID: d.id, Index: pc.Index, Start: pc.Start, End: pc.End}})
+		}
+		chunkSets[d.id] = len(pieces)
+		nchunks += len(pieces)
+	}
+	// The dense text log is written first: after a crash it may name
+	// documents the index lacks (dense hits are resolved against the index
+	// and dropped), never the reverse.
+	if e.cfg.Dense == DenseLSA {
+		if err := e.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketDense)
+			for _, id := range transitions {
+				if err := deleteDense(b, id, plain[id]); err != nil {
+					return err
+				}
+			}
+			for parent, n := range chunkSets {
+				if err := trimChunks(b, parent, n); err != nil {
+					return err
+				}
+			}
+			for _, d := range idocs {
+				parent := ""
+				if d.Chunk != nil {
+					parent = d.Chunk.DocID
+				}
+				v, _ := json.Marshal(denseRecord{Parent: parent, Text: denseText(&d)})
+				if err := b.Put([]byte(d.ID), v); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, 0, fmt.Errorf("engine: dense log: %w", err)
+		}
+	}
+	e.rmu.Lock()
+	defer e.rmu.Unlock()
+	if len(transitions) > 0 {
+		if _, err := e.ix.Delete(ctx, transitions); err != nil {
+			return nil, 0, fmt.Errorf("engine: %w", err)
+		}
+	}
+	if _, err := e.ix.Add(ctx, idocs); err != nil {
+		return nil, 0, fmt.Errorf("engine: %w", err)
+	}
+	if e.dense != nil {
+		for _, id := range transitions {
+			e.dense.remove(id, plain[id])
+		}
+		for parent, n := range chunkSets {
+			e.dense.trim(parent, n)
+		}
+		if err := e.dense.add(ctx, idocs); err != nil {
+			return nil, 0, err
+		}
+	}
+	return ids, nchunks, nil
+}
+
+// denseText is what the dense encoder sees of a document.
+func denseText(d *index.Document) string {
+	if d.Title == "" {
+		return d.Text
+	}
+	return d.Title + "\n" + d.Text
+}
+
+type denseRecord struct {
+	Parent string `json:"p,omitempty"`
+	Text   string `json:"t"`
+}
+
+// deleteDense removes id's record and its chunks' records; keepSelf keeps
+// the record of id itself (it is being re-added).
+func deleteDense(b *bolt.Bucket, id string, keepSelf bool) error {
+	if !keepSelf {
+		if err := b.Delete([]byte(id)); err != nil {
+			return err
+		}
+	}
+	return trimChunks(b, id, 0)
+}
+
+// trimChunks removes the records of chunks n, n+1, ... of parent.
+func trimChunks(b *bolt.Bucket, parent string, n int) error {
+	prefix := []byte(parent + "#c")
+	var dead [][]byte
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var r denseRecord
+		if json.Unmarshal(v, &r) != nil || r.Parent != parent {
+			continue
+		}
+		if i, err := strconv.Atoi(string(k[len(prefix):])); err == nil && i >= n {
+			dead = append(dead, bytes.Clone(k))
+		}
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type indexDeleteParams struct {
+	IDs  *[]string `json:"ids"`
+	Meta rcp.Meta  `json:"_meta"`
+}
+
+func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.IndexDeleteResult, error) {
+	if e.cfg.ReadOnly {
+		return nil, rcp.NewError(rcp.CodeCapabilityMissing, "the index is read-only")
+	}
+	if p.IDs == nil {
+		return nil, rcp.InvalidParams("ids", "ids is required")
+	}
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	e.rmu.Lock()
+	defer e.rmu.Unlock()
+	n, err := e.ix.Delete(ctx, *p.IDs)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if e.cfg.Dense == DenseLSA && n > 0 {
+		if err := e.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketDense)
+			for _, id := range *p.IDs {
+				if err := deleteDense(b, id, false); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("engine: dense log: %w", err)
+		}
+		if e.dense != nil {
+			for _, id := range *p.IDs {
+				e.dense.remove(id, false)
+			}
+		}
+	}
+	return &rcp.IndexDeleteResult{Deleted: n, IndexVersion: e.ix.Version()}, nil
+}
+
+// keyphrases returns the n most frequent content words of text (stop words
+// removed; counted by analysed term, shown in their first surface form;
+// ties by first occurrence).
+func keyphrases(e *Engine, text string, n int) []string {
+	type kp struct {
+		surface string
+		count   int
+		first   int
+	}
+	byTerm := map[string]*kp{}
+	for i, t := range e.an.Analyze(text) {
+		if utf8.RuneCountInString(t.Term) < 3 {
+			continue
+		}
+		k, ok := byTerm[t.Term]
+		if !ok {
+			k = &kp{surface: strings.ToLower(text[t.Start:t.End]), first: i}
+			byTerm[t.Term] = k
+		}
+		k.count++
+	}
+	list := make([]*kp, 0, len(byTerm))
+	for _, k := range byTerm {
+		list = append(list, k)
+	}
+	sort.Slice(list, func(a, b int) bool {
+		if list[a].count != list[b].count {
+			return list[a].count > list[b].count
+		}
+		return list[a].first < list[b].first
+	})
+	out := make([]string, 0, n)
+	for _, k := range list[:min(n, len(list))] {
+		out = append(out, k.surface)
+	}
+	return out
+}
+
+// situating builds a chunk's situating context: the document title, the
+// section path and the document's keyphrases.
+func situating(title string, section, kp []string) string {
+	var parts []string
+	if title != "" {
+		parts = append(parts, title)
+	}
+	if len(section) > 0 {
+		parts = append(parts, strings.Join(section, " › "))
+	}
+	s := strings.Join(parts, " › ")
+	if len(kp) > 0 {
+		if s != "" {
+			s += " — "
+		}
+		s += "keyphrases: " + strings.Join(kp, ", ")
+	}
+	return s
+}

@@ -1,0 +1,431 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/trust"
+	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/filter"
+	"github.com/rcpgo/rcpgo/rcp/fusion"
+	"github.com/rcpgo/rcpgo/rcp/vector"
+)
+
+// retrieveParams adds presence information to rcp.RetrieveParams.
+type retrieveParams struct {
+	rcp.RetrieveParams
+	KRaw json.RawMessage `json:"k"`
+}
+
+// cursor is the decoded form of an opaque pagination cursor: the snapshot
+// the first page was served from, the offset of the next page and a hash of
+// the request options that define the ranked list.
+type cursor struct {
+	Version string `json:"v"`
+	Offset  int    `json:"o"`
+	Hash    string `json:"h"`
+}
+
+const cursorPrefix = "rc1."
+
+func encodeCursor(c cursor) string {
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return cursorPrefix + base64.RawURLEncoding.EncodeToString(append(b, sum[:4]...))
+}
+
+func decodeCursor(s string) (cursor, bool) {
+	var c cursor
+	rest, ok := strings.CutPrefix(s, cursorPrefix)
+	if !ok {
+		return c, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || len(b) < 5 {
+		return c, false
+	}
+	body, sum := b[:len(b)-4], b[len(b)-4:]
+	want := sha256.Sum256(body)
+	if binary.BigEndian.Uint32(sum) != binary.BigEndian.Uint32(want[:4]) {
+		return c, false
+	}
+	if json.Unmarshal(body, &c) != nil || c.Offset < 0 || c.Version == "" {
+		return c, false
+	}
+	return c, true
+}
+
+func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.RetrieveResult, error) {
+	started := time.Now()
+	caps := e.desc.Capabilities
+	strict := p.IsStrict()
+	var notes []string
+	unsupported := func(option, format string, args ...any) error {
+		if strict {
+			return rcp.OptionUnsupported(option, format, args...)
+		}
+		notes = append(notes, fmt.Sprintf(format, args...)+"; ignored (strict:false)")
+		return nil
+	}
+
+	// Structural validation (-32602), independent of capabilities.
+	if len(p.KRaw) == 0 || string(p.KRaw) == "null" {
+		return nil, rcp.InvalidParams("k", "k is required")
+	}
+	var n int64
+	if err := json.Unmarshal(p.KRaw, &n); err != nil || n > rcp.MaxSafeInteger {
+		return nil, rcp.InvalidParams("k", "k must be a positive integer, got %s", p.KRaw)
+	}
+	if n < 1 {
+		return nil, rcp.InvalidParams("k", "k must be a positive integer, got %d", n)
+	}
+	k := int(min(n, int64(e.cfg.MaxK)+1))
+	if p.Query.IsZero() {
+		return nil, rcp.InvalidParams("query", "query is required")
+	}
+	for i, b := range p.Query.Blocks {
+		if err := b.Validate(); err != nil {
+			return nil, rcp.InvalidParams(fmt.Sprintf("query[%d]", i), "%v", err)
+		}
+	}
+	if p.CandidateK != nil && *p.CandidateK < 0 {
+		return nil, rcp.InvalidParams("candidateK", "candidateK must be a non-negative integer")
+	}
+	var topN *int
+	if p.Rerank != nil && !p.Rerank.Disabled && p.Rerank.TopN != nil {
+		if *p.Rerank.TopN < 0 {
+			return nil, rcp.InvalidParams("rerank.topN", "rerank.topN must be a non-negative integer")
+		}
+		topN = p.Rerank.TopN
+	}
+	if p.TokenBudget != nil && *p.TokenBudget < 0 {
+		return nil, rcp.InvalidParams("tokenBudget", "tokenBudget must be a non-negative integer")
+	}
+	if p.Level != nil && *p.Level < 0 {
+		return nil, rcp.InvalidParams("level", "level must be a non-negative integer")
+	}
+	if p.MinScore != nil && (math.IsNaN(*p.MinScore) || math.IsInf(*p.MinScore, 0)) {
+		return nil, rcp.InvalidParams("minScore", "minScore must be finite")
+	}
+
+	// Clamp to the advertised limits (never an error, §7.7), then check
+	// the funnel candidateK ≥ rerank.topN ≥ k (§3.3).
+	if k > e.cfg.MaxK {
+		k = e.cfg.MaxK
+	}
+	candK := max(k, DefaultCandidateK)
+	if p.CandidateK != nil {
+		candK = min(*p.CandidateK, e.cfg.MaxCandidates)
+		if *p.CandidateK < k {
+			return nil, rcp.InvalidParams("candidateK", "funnel violated: candidateK (%d) < k (%d)", *p.CandidateK, k)
+		}
+		candK = max(candK, k)
+	}
+	candK = min(candK, e.cfg.MaxCandidates)
+	if topN != nil {
+		if *topN < k {
+			return nil, rcp.InvalidParams("rerank.topN", "funnel violated: rerank.topN (%d) < k (%d)", *topN, k)
+		}
+		if p.CandidateK != nil && *p.CandidateK < *topN {
+			return nil, rcp.InvalidParams("candidateK", "funnel violated: candidateK (%d) < rerank.topN (%d)", *p.CandidateK, *topN)
+		}
+	}
+
+	// Options against the advertised capabilities (-32005 under strict).
+	for _, b := range p.Query.Blocks {
+		if !b.IsText() {
+			return nil, rcp.OptionUnsupported(b.Type, "query content of type %q is not supported (retrieve.modalities: text)", b.Type)
+		}
+	}
+	if p.Modality != "" && p.Modality != rcp.ModalityText {
+		if err := unsupported(p.Modality, "modality %q is not advertised", p.Modality); err != nil {
+			return nil, err
+		}
+	}
+	mode := p.Mode
+	if mode == "" {
+		mode = caps.Retrieve.DefaultMode
+	}
+	if !rcp.Contains(caps.Retrieve.Modes, mode) {
+		if err := unsupported(mode, "mode %q is not advertised", mode); err != nil {
+			return nil, err
+		}
+		notes[len(notes)-1] = fmt.Sprintf("mode %q is not advertised; served %q instead (strict:false)", mode, caps.Retrieve.DefaultMode)
+		mode = caps.Retrieve.DefaultMode
+	}
+	req := &pipeline.Request{Query: p.Query.String(), K: k, CandidateK: candK, Mode: mode,
+		Confidence: true, IncludeText: p.IncludeText == nil || *p.IncludeText, MinScore: p.MinScore,
+		TokenBudget: p.TokenBudget}
+	if p.Fusion != nil {
+		f := p.Fusion
+		method := f.Method
+		if method == "" {
+			method = rcp.FusionRRF
+		}
+		if !rcp.Contains(caps.Retrieve.Fusion, method) {
+			if err := unsupported(method, "fusion method %q is not advertised", method); err != nil {
+				return nil, err
+			}
+			method = rcp.FusionRRF
+		}
+		for name, w := range f.Weights {
+			if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+				return nil, rcp.InvalidParams("fusion.weights."+name, "weights must be finite and non-negative")
+			}
+		}
+		if f.Alpha != nil && !(*f.Alpha >= 0 && *f.Alpha <= 1) {
+			return nil, rcp.InvalidParams("fusion.alpha", "alpha must be in [0,1]")
+		}
+		if f.RRFK != nil && !(*f.RRFK > 0) {
+			return nil, rcp.InvalidParams("fusion.rrfK", "rrfK must be positive")
+		}
+		if mode != rcp.ModeHybrid {
+			notes = append(notes, "fusion applies to mode \"hybrid\" only; ignored")
+		} else if method != "" {
+			req.Fusion = fusion.Options{Method: method, RRFK: f.RRFK, Alpha: f.Alpha}
+			if method == rcp.FusionRRF {
+				req.Fusion.Method = ""
+			}
+			req.Weights = f.Weights
+		}
+	}
+	if p.Rerank != nil && !p.Rerank.Disabled {
+		m := p.Rerank.Method
+		if m == "" && caps.Rerank != nil {
+			m = e.cfg.RerankMethod
+		}
+		if m == "" {
+			m = "rerank"
+		}
+		if caps.Rerank == nil || !rcp.Contains(caps.Rerank.Methods, m) {
+			if err := unsupported(m, "rerank method %q is not advertised", m); err != nil {
+				return nil, err
+			}
+		} else if p.Rerank.Model != "" && !rcp.Contains(caps.Rerank.Models, p.Rerank.Model) {
+			if err := unsupported(p.Rerank.Model, "rerank model %q is not advertised", p.Rerank.Model); err != nil {
+				return nil, err
+			}
+		} else {
+			req.RerankTopN = e.defaultTopN(k, candK)
+			if topN != nil {
+				req.RerankTopN = min(*topN, e.cfg.RerankMaxCandidates)
+			}
+		}
+	} else if p.Rerank == nil && caps.Rerank != nil {
+		req.RerankTopN = e.defaultTopN(k, candK) // a configured reranker runs by default
+	}
+	if req.RerankTopN > req.CandidateK {
+		req.CandidateK = min(req.RerankTopN, e.cfg.MaxCandidates) // candidateK was server-chosen
+	}
+	if p.MMR != nil {
+		lambda := 0.5
+		if p.MMR.Lambda != nil {
+			lambda = *p.MMR.Lambda
+			if !(lambda >= 0 && lambda <= 1) {
+				return nil, rcp.InvalidParams("mmr.lambda", "lambda must be in [0,1]")
+			}
+		}
+		if !caps.Retrieve.MMR {
+			if err := unsupported("mmr", "mmr is not advertised"); err != nil {
+				return nil, err
+			}
+		} else {
+			req.MMRLambda = &lambda
+		}
+	}
+	if p.Rewrite != nil && *p.Rewrite != "" {
+		if err := unsupported(string(*p.Rewrite), "query rewrite %q is not advertised", string(*p.Rewrite)); err != nil {
+			return nil, err
+		}
+	}
+	switch p.Unit {
+	case "", rcp.UnitChunk:
+		req.Unit = rcp.UnitChunk
+	case rcp.UnitDocument:
+		req.Unit = rcp.UnitDocument
+	default:
+		if err := unsupported(p.Unit, "unit %q is not advertised", p.Unit); err != nil {
+			return nil, err
+		}
+		req.Unit = rcp.UnitChunk
+	}
+	if p.Level != nil && *p.Level != 0 {
+		if err := unsupported("level", "level %d is not available (the corpus is flat)", *p.Level); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.Filter) > 0 && string(p.Filter) != "null" {
+		if caps.Filter == nil {
+			return nil, rcp.OptionUnsupported("filter", "no filter fields are advertised")
+		}
+		node, err := filter.Validate(p.Filter, e.fields, e.ops)
+		if err != nil {
+			return nil, err
+		}
+		req.Filter = node
+	}
+	if r := p.Recency; r != nil {
+		typ, ok := e.fields[r.Field]
+		if r.Field == "" || !ok || (typ != filter.TypeDate && typ != filter.TypeInt) {
+			return nil, rcp.InvalidParams("recency.field", "recency.field must name an advertised date (or year int) field")
+		}
+		if !(r.HalfLifeDays > 0) || math.IsInf(r.HalfLifeDays, 0) {
+			return nil, rcp.InvalidParams("recency.halfLifeDays", "halfLifeDays must be positive")
+		}
+		now := time.Now().UTC().Truncate(24 * time.Hour) // stable within a day
+		req.Recency = &pipeline.Recency{Field: r.Field, HalfLife: time.Duration(r.HalfLifeDays * float64(24*time.Hour)), Now: now}
+		notes = append(notes, "recency decay relative to "+now.Format("2006-01-02"))
+	}
+	encoding := ""
+	if p.IncludeVectors != nil && *p.IncludeVectors {
+		if e.dense == nil {
+			if err := unsupported("includeVectors", "includeVectors needs a dense encoder (embed is not advertised)"); err != nil {
+				return nil, err
+			}
+		} else {
+			encoding = p.Encoding
+			if encoding == "" {
+				encoding = rcp.EncodingJSON
+			}
+			if !rcp.Contains(caps.Retrieve.Encodings, encoding) {
+				if err := unsupported(encoding, "vector encoding %q is not advertised", encoding); err != nil {
+					return nil, err
+				}
+				encoding = rcp.EncodingJSON
+			}
+			req.Vectors = true
+		}
+	}
+
+	// Pagination and snapshot pinning.
+	hash := requestHash(req, p)
+	fromCursor := false
+	req.Version = p.IndexVersion
+	if p.Cursor != "" {
+		c, ok := decodeCursor(p.Cursor)
+		if !ok {
+			return nil, rcp.InvalidParams("cursor", "malformed cursor")
+		}
+		if c.Hash != hash {
+			return nil, rcp.InvalidParams("cursor", "the cursor belongs to a different query or options")
+		}
+		if p.IndexVersion != "" && p.IndexVersion != c.Version {
+			return nil, rcp.InvalidParams("cursor", "the cursor was issued for indexVersion %q, not %q", c.Version, p.IndexVersion)
+		}
+		req.Version, req.Offset, fromCursor = c.Version, c.Offset, true
+	}
+
+	deps := &pipeline.Deps{Sparse: e.ix, Reranker: e.cfg.Reranker, Compile: e.compileFilter, Screen: !e.cfg.NoScreen, WireName: WireSource,
+		Trust: trust.Policy{Sources: e.cfg.TrustedSources}}
+	deps.Observe = func(stage string, progress float64, msg string, partial []rcp.Hit) {
+		pp := rcp.ProgressParams{Progress: &progress, Stage: stage, Message: msg}
+		if len(partial) > 0 {
+			pp.Partial = &rcp.Partial{Hits: partial}
+		}
+		_ = rcp.ReportProgress(ctx, pp)
+		rcp.Log(ctx, rcp.LogDebug, msg, map[string]any{"stage": stage})
+	}
+
+	e.rmu.RLock()
+	usesDense := mode != rcp.ModeSparse || req.MMRLambda != nil || req.Vectors
+	if usesDense {
+		deps.Dense = denseBackend{d: e.dense, ix: e.ix}
+		if req.Version != "" && req.Version != e.ix.Version() {
+			e.rmu.RUnlock()
+			if fromCursor {
+				return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "cursor expired: the index changed and dense retrieval serves only the current snapshot",
+					Data: &rcp.ErrorData{Field: "cursor", Detail: "restart pagination"}}
+			}
+			return nil, backendGone(req.Version, "dense retrieval serves only the current snapshot")
+		}
+	}
+	page, err := pipeline.Run(ctx, deps, req)
+	e.rmu.RUnlock()
+	if err != nil {
+		if errors.Is(err, index.ErrSnapshotGone) || errors.Is(err, index.ErrBadVersion) {
+			if fromCursor {
+				return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "cursor expired: its snapshot is no longer retained",
+					Data: &rcp.ErrorData{Field: "cursor", Detail: "restart pagination"}}
+			}
+			return nil, backendGone(req.Version, "the snapshot is not retained")
+		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("engine: retrieve: %w", err)
+	}
+
+	res := &rcp.RetrieveResult{Hits: page.Hits, IndexVersion: page.Version}
+	if page.Next >= 0 {
+		res.NextCursor = encodeCursor(cursor{Version: page.Version, Offset: page.Next, Hash: hash})
+	}
+	if req.Vectors {
+		for i := range res.Hits {
+			if v := page.Vectors[i]; v != nil {
+				if encoding == rcp.EncodingF32Base64 {
+					res.Hits[i].Vector, _ = json.Marshal(vector.EncodeToString(v))
+				} else if b, err := vector.AppendJSON(nil, v); err == nil {
+					res.Hits[i].Vector = b
+				}
+			}
+		}
+		if encoding == rcp.EncodingF32Base64 {
+			res.Meta = res.Meta.Set("encoding", encoding)
+		}
+	}
+	cands := page.Candidates
+	lat := float64(time.Since(started).Microseconds()) / 1000
+	tokens := page.Tokens
+	res.Usage = &rcp.Usage{Candidates: &cands, LatencyMs: &lat, Tokens: &tokens, Notes: append(notes, page.Notes...)}
+	if page.Reranked > 0 {
+		rr := page.Reranked
+		res.Usage.Reranked = &rr
+	}
+	return res, nil
+}
+
+// defaultTopN is rerank.topN when the client leaves it to the server:
+// max(k, 20), within candidateK and rerank.maxCandidates.
+func (e *Engine) defaultTopN(k, candK int) int {
+	return min(max(k, 20), candK, e.cfg.RerankMaxCandidates)
+}
+
+func backendGone(version, why string) *rcp.Error {
+	no := false
+	return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: fmt.Sprintf("indexVersion %q cannot be served", version),
+		Data: &rcp.ErrorData{Field: "indexVersion", Retryable: &no, Detail: why}}
+}
+
+// requestHash identifies the ranked list a request defines (everything but
+// k, tokenBudget, cursor and output options).
+func requestHash(r *pipeline.Request, p *retrieveParams) string {
+	var b strings.Builder
+	b.WriteString(r.Query)
+	b.WriteByte(0)
+	fmt.Fprintf(&b, "%s|%s|%d|%d|", r.Mode, r.Unit, r.CandidateK, r.RerankTopN)
+	if r.Filter != nil {
+		b.WriteString(r.Filter.String())
+	}
+	fj, _ := json.Marshal(p.Fusion)
+	mj, _ := json.Marshal(p.MMR)
+	rj, _ := json.Marshal(p.Recency)
+	b.Write(fj)
+	b.Write(mj)
+	b.Write(rj)
+	if r.MinScore != nil {
+		b.WriteString(strconv.FormatFloat(*r.MinScore, 'g', -1, 64))
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return base64.RawURLEncoding.EncodeToString(sum[:9])
+}

@@ -1,0 +1,737 @@
+// Package pipeline runs one retrieve request through the stages of RCP §3:
+// recall → fuse → rerank → diversify → pack + cite. Each stage is a small
+// function taking a context and the shared *State; none of them knows the
+// transport. The engine validates the request, resolves capabilities and
+// passes the backends in (Deps); progress and diagnostics leave through the
+// Observer callback.
+//
+// # Ranked list and pages
+//
+// A request defines one ranked list: recall fetches CandidateK candidates
+// (sparse and/or dense), fusion merges them, score adjustments (recency)
+// re-sort them, unit=document collapses chunks to the best chunk per
+// document, minScore cuts the tail and MMR (when asked) reorders the whole
+// list greedily. A page is the slice [Offset, Offset+K) of that list, further
+// cut by TokenBudget. Because the list is a deterministic function of the
+// request and the snapshot, pages taken at one snapshot never overlap and
+// never skip a hit.
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rcpgo/rcpgo/engine/ann"
+	"github.com/rcpgo/rcpgo/engine/chunk"
+	"github.com/rcpgo/rcpgo/engine/embed"
+	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/trust"
+	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/filter"
+	"github.com/rcpgo/rcpgo/rcp/fusion"
+)
+
+// Sparse is the lexical backend (*index.Index).
+type Sparse interface {
+	Search(ctx context.Context, q index.Query) (*index.Result, error)
+}
+
+// Dense is the dense backend: an embedding provider plus a vector index.
+type Dense interface {
+	// Recall returns up to k documents of the current snapshot most similar
+	// to query, best first (ties by id), with strictly positive similarity,
+	// restricted to documents for which keep returns true.
+	Recall(ctx context.Context, query string, k int, keep func(*index.Document) bool) ([]*Candidate, error)
+	// Vectors returns the stored embeddings of ids (nil for unknown ids).
+	Vectors(ctx context.Context, ids []string) ([][]float32, error)
+}
+
+// Candidate is one document or chunk flowing through the pipeline.
+type Candidate struct {
+	ID        string
+	Doc       *index.Document
+	Sparse    float64
+	HasSparse bool
+	Dense     float64
+	HasDense  bool
+	Fused     float64
+	HasFused  bool
+	Rerank    float64
+	HasRerank bool
+	Score     float64 // the ranking score of the current stage
+	conf      float64
+	vec       []float32
+	// GroupID is the document a hit stands for under unit=document.
+	groupID string
+}
+
+// Recency is the retrieve.recency option, resolved.
+type Recency struct {
+	Field    string
+	HalfLife time.Duration
+	Now      time.Time
+}
+
+// Request is one validated retrieve request.
+type Request struct {
+	Query       string
+	K           int // page size
+	Offset      int // first rank of the page
+	CandidateK  int
+	Mode        string // rcp.ModeSparse, ModeDense or ModeHybrid
+	Fusion      fusion.Options
+	Weights     map[string]float64 // fusion weights by list ("dense", "sparse")
+	MMRLambda   *float64
+	Filter      *filter.Node
+	MinScore    *float64
+	Recency     *Recency
+	Unit        string // rcp.UnitChunk or rcp.UnitDocument
+	TokenBudget *int
+	IncludeText bool
+	Vectors     bool // fill Page.Vectors
+	Version     string
+	Confidence  bool
+	// RerankTopN > 0 rescores the top RerankTopN candidates with
+	// Deps.Reranker (the funnel candidateK ≥ topN ≥ k is checked by the
+	// caller).
+	RerankTopN int
+}
+
+// Observer receives stage progress (progress ∈ [0,1]) and optional partial
+// hits. It must not block.
+type Observer func(stage string, progress float64, msg string, partial []rcp.Hit)
+
+// Deps are the backends of one run.
+type Deps struct {
+	Sparse   Sparse
+	Dense    Dense // nil: dense recall unavailable
+	Compile  func(*filter.Node) (index.Filter, error)
+	Trust    trust.Policy
+	Observe  Observer
+	BM25Sat  float64 // k1+1 of the sparse scorer, for confidence (default 2.2)
+	Screen   bool    // run the injection screen
+	WireName string  // Source.Name of documents written over the wire
+	// Reranker rescores (query, passage) pairs: a cross-encoder or LLM
+	// judge from engine/embed. nil: no rerank stage.
+	Reranker embed.Scorer
+}
+
+// Page is the result of a run.
+type Page struct {
+	Hits       []rcp.Hit
+	Vectors    [][]float32 // parallel to Hits when Request.Vectors
+	Version    string
+	Next       int // offset of the next page, or -1
+	Candidates int // recall candidates considered
+	Reranked   int // candidates rescored by the reranker
+	Tokens     int // tokens packed (see chunk.Tokens)
+	Notes      []string
+}
+
+// State is what the stages share.
+type State struct {
+	Req   *Request
+	Deps  *Deps
+	Cands []*Candidate
+	Page  Page
+	// termMax is Σ over query words of the best single-word sparse score
+	// (the confidence normaliser).
+	termMax float64
+}
+
+// Stage is one pipeline step.
+type Stage struct {
+	Name string
+	Run  func(ctx context.Context, s *State) error
+}
+
+// Stages returns the stages in order.
+func Stages() []Stage {
+	return []Stage{
+		{"recall", recall},
+		{"fuse", fuse},
+		{"rerank", adjust},
+		{"diversify", diversify},
+		{"pack", pack},
+	}
+}
+
+// Run executes every stage.
+func Run(ctx context.Context, deps *Deps, req *Request) (*Page, error) {
+	s := &State{Req: req, Deps: deps}
+	s.Page.Next = -1
+	if deps.BM25Sat == 0 {
+		deps.BM25Sat = 2.2
+	}
+	for _, st := range Stages() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := st.Run(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return &s.Page, nil
+}
+
+func (s *State) observe(stage string, progress float64, msg string, partial []rcp.Hit) {
+	if s.Deps.Observe != nil {
+		s.Deps.Observe(stage, progress, msg, partial)
+	}
+}
+
+func (s *State) note(format string, args ...any) {
+	s.Page.Notes = append(s.Page.Notes, fmt.Sprintf(format, args...))
+}
+
+func byScore(a, b *Candidate) int {
+	if c := cmp.Compare(b.Score, a.Score); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// recall fetches CandidateK candidates from the sparse and/or dense backend.
+func recall(ctx context.Context, s *State) error {
+	r := s.Req
+	var sparse, dense []*Candidate
+	if r.Mode != rcp.ModeDense {
+		var f index.Filter
+		if r.Filter != nil {
+			var err error
+			if f, err = s.Deps.Compile(r.Filter); err != nil {
+				return err
+			}
+		}
+		res, err := s.Deps.Sparse.Search(ctx, index.Query{Text: r.Query, K: r.CandidateK, Filter: f, Version: r.Version})
+		if err != nil {
+			return err
+		}
+		s.Page.Version = res.Version
+		for _, h := range res.Hits {
+			sparse = append(sparse, &Candidate{ID: h.ID, Doc: h.Doc, Sparse: h.Score, HasSparse: true, Score: h.Score})
+		}
+		if r.Confidence && len(sparse) > 0 {
+			s.termMax = termMax(ctx, s.Deps.Sparse, r.Query, res.Version)
+		}
+	}
+	if r.Mode != rcp.ModeSparse {
+		if s.Deps.Dense == nil {
+			return fmt.Errorf("pipeline: dense recall requested without a dense backend")
+		}
+		keep := func(d *index.Document) bool { return r.Filter.Match(d.Meta) }
+		var err error
+		if dense, err = s.Deps.Dense.Recall(ctx, r.Query, r.CandidateK, keep); err != nil {
+			return err
+		}
+	}
+	switch r.Mode {
+	case rcp.ModeSparse:
+		s.Cands = sparse
+	case rcp.ModeDense:
+		s.Cands = dense
+	default:
+		byID := map[string]*Candidate{}
+		for _, c := range sparse {
+			byID[c.ID] = c
+			s.Cands = append(s.Cands, c)
+		}
+		for _, c := range dense {
+			if o, ok := byID[c.ID]; ok {
+				o.Dense, o.HasDense = c.Dense, true
+				continue
+			}
+			s.Cands = append(s.Cands, c)
+		}
+	}
+	s.Page.Candidates = len(s.Cands)
+	partial := make([]rcp.Hit, 0, min(len(s.Cands), 20))
+	for _, c := range s.Cands[:min(len(s.Cands), 20)] {
+		partial = append(partial, rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Score})
+	}
+	s.observe("recall", 0.4, fmt.Sprintf("recall: %d sparse, %d dense candidates", len(sparse), len(dense)), partial)
+	return nil
+}
+
+// termMax sums, over the distinct query words, the best score any document
+// reaches for that word alone (the confidence normaliser; at most 16 words).
+func termMax(ctx context.Context, sp Sparse, query, version string) float64 {
+	seen := map[string]bool{}
+	total := 0.0
+	for _, w := range strings.Fields(strings.ToLower(query)) {
+		if seen[w] || len(seen) >= 16 {
+			continue
+		}
+		seen[w] = true
+		res, err := sp.Search(ctx, index.Query{Text: w, K: 1, Version: version, SkipDocs: true})
+		if err != nil || len(res.Hits) == 0 {
+			continue
+		}
+		total += res.Hits[0].Score
+	}
+	return total
+}
+
+// fuse merges the sparse and dense rankings (hybrid) with rcp/fusion.
+func fuse(_ context.Context, s *State) error {
+	r := s.Req
+	if r.Mode != rcp.ModeHybrid {
+		for _, c := range s.Cands {
+			if r.Mode == rcp.ModeDense {
+				c.Score = c.Dense
+			}
+		}
+		slices.SortFunc(s.Cands, byScore)
+		s.observe("fuse", 0.6, fmt.Sprintf("fuse: single %s list of %d, nothing to fuse", r.Mode, len(s.Cands)), nil)
+		return nil
+	}
+	floor := 0.0
+	lists := []fusion.List{
+		{Engine: "sparse", Role: fusion.RoleLexical, ScoreFloor: &floor},
+		{Engine: "dense", Role: fusion.RoleDense, ScoreFloor: &floor},
+	}
+	if w, ok := r.Weights["sparse"]; ok {
+		lists[0].Weight = &w
+	}
+	if w, ok := r.Weights["dense"]; ok {
+		lists[1].Weight = &w
+	}
+	sp := slices.Clone(s.Cands)
+	sp = slices.DeleteFunc(sp, func(c *Candidate) bool { return !c.HasSparse })
+	slices.SortFunc(sp, func(a, b *Candidate) int { return byKey(a.Sparse, b.Sparse, a.ID, b.ID) })
+	dn := slices.Clone(s.Cands)
+	dn = slices.DeleteFunc(dn, func(c *Candidate) bool { return !c.HasDense })
+	slices.SortFunc(dn, func(a, b *Candidate) int { return byKey(a.Dense, b.Dense, a.ID, b.ID) })
+	for _, c := range sp {
+		lists[0].Hits = append(lists[0].Hits, rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Sparse})
+	}
+	for _, c := range dn {
+		lists[1].Hits = append(lists[1].Hits, rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Dense})
+	}
+	res, err := fusion.Fuse(lists, r.Fusion)
+	if err != nil {
+		return fmt.Errorf("pipeline: fuse: %w", err)
+	}
+	byID := make(map[string]*Candidate, len(s.Cands))
+	for _, c := range s.Cands {
+		byID[c.ID] = c
+	}
+	out := make([]*Candidate, 0, len(res))
+	for _, fr := range res {
+		c := byID[fr.ID]
+		c.Fused, c.HasFused, c.Score = fr.Score, true, fr.Score
+		out = append(out, c)
+	}
+	s.Cands = out
+	slices.SortStableFunc(s.Cands, byScore)
+	method := fusion.EffectiveMethod(lists, r.Fusion.Method)
+	if method == "" {
+		method = rcp.FusionRRF
+	}
+	s.observe("fuse", 0.6, fmt.Sprintf("fused %d sparse + %d dense by %s into %d", len(sp), len(dn), method, len(out)), nil)
+	return nil
+}
+
+func byKey(a, b float64, ida, idb string) int {
+	if c := cmp.Compare(b, a); c != 0 {
+		return c
+	}
+	return strings.Compare(ida, idb)
+}
+
+// adjust is the rerank stage: it rescores the top RerankTopN candidates
+// with Deps.Reranker (when one is configured), then applies recency decay.
+func adjust(ctx context.Context, s *State) error {
+	r := s.Req
+	if s.Deps.Reranker != nil && r.RerankTopN > 0 && len(s.Cands) > 0 {
+		n := min(r.RerankTopN, len(s.Cands))
+		passages := make([]string, n)
+		for i, c := range s.Cands[:n] {
+			passages[i] = textOf(c)
+		}
+		scores, err := s.Deps.Reranker.Score(ctx, r.Query, passages)
+		if err != nil {
+			return fmt.Errorf("pipeline: rerank: %w", err)
+		}
+		if len(scores) != n {
+			return fmt.Errorf("pipeline: rerank: %d scores for %d passages", len(scores), n)
+		}
+		top := s.Cands[:n]
+		for i, c := range top {
+			c.Rerank, c.HasRerank, c.Score = float64(scores[i]), true, float64(scores[i])
+		}
+		slices.SortStableFunc(top, byScore)
+		// The funnel returns the best k of the reranked top N: candidates
+		// below N are not comparable with reranker scores and are dropped.
+		s.Cands = top
+		s.Page.Reranked = n
+		s.observe("rerank", 0.7, fmt.Sprintf("reranked %d/%d with %s", n, len(s.Cands), s.Deps.Reranker.Identity()), nil)
+		if r.Recency == nil {
+			return nil
+		}
+	}
+	if r.Recency != nil {
+		oldest := time.Time{}
+		dates := make([]time.Time, len(s.Cands))
+		for i, c := range s.Cands {
+			if t, ok := dateOf(c.Doc, r.Recency.Field); ok {
+				dates[i] = t
+				if oldest.IsZero() || t.Before(oldest) {
+					oldest = t
+				}
+			}
+		}
+		for i, c := range s.Cands {
+			t := dates[i]
+			if t.IsZero() {
+				t = oldest // undated: as old as the oldest dated candidate
+			}
+			factor := 1.0
+			if !t.IsZero() {
+				age := r.Recency.Now.Sub(t)
+				if age < 0 {
+					age = 0
+				}
+				factor = math.Pow(0.5, age.Hours()/r.Recency.HalfLife.Hours())
+			} else {
+				factor = 0.5 // nothing dated at all: uniform, order unchanged
+			}
+			c.Score *= factor
+		}
+		slices.SortStableFunc(s.Cands, byScore)
+	}
+	if s.Page.Reranked == 0 {
+		s.observe("rerank", 0.7, "rerank: no reranker configured; order kept"+map[bool]string{true: " (recency decay applied)", false: ""}[r.Recency != nil], nil)
+	}
+	return nil
+}
+
+// dateOf reads a date from meta field: RFC 3339 or YYYY-MM-DD strings,
+// epoch milliseconds, or a bare year (1000..9999).
+func dateOf(d *index.Document, field string) (time.Time, bool) {
+	if d == nil {
+		return time.Time{}, false
+	}
+	v, ok := d.Meta[field]
+	if !ok {
+		return time.Time{}, false
+	}
+	return ParseDate(v)
+}
+
+// ParseDate interprets a metadata value as an instant (see dateOf).
+func ParseDate(v any) (time.Time, bool) {
+	var f float64
+	switch x := v.(type) {
+	case string:
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
+			if t, err := time.Parse(layout, x); err == nil {
+				return t, true
+			}
+		}
+		return time.Time{}, false
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	case int64:
+		f = float64(x)
+	case interface{ Float64() (float64, error) }:
+		var err error
+		if f, err = x.Float64(); err != nil {
+			return time.Time{}, false
+		}
+	default:
+		return time.Time{}, false
+	}
+	if f >= 1000 && f <= 9999 && f == math.Trunc(f) {
+		return time.Date(int(f), 1, 1, 0, 0, 0, 0, time.UTC), true
+	}
+	return time.UnixMilli(int64(f)).UTC(), true
+}
+
+// diversify groups chunks by document (unit=document), applies minScore,
+// computes confidence and reorders by MMR when asked.
+func diversify(ctx context.Context, s *State) error {
+	r := s.Req
+	if r.Unit == rcp.UnitDocument {
+		seen := map[string]bool{}
+		out := s.Cands[:0]
+		for _, c := range s.Cands {
+			g := c.ID
+			if c.Doc != nil && c.Doc.Chunk != nil && c.Doc.Chunk.DocID != "" {
+				g = c.Doc.Chunk.DocID
+			}
+			if seen[g] {
+				continue
+			}
+			seen[g] = true
+			c.groupID = g
+			out = append(out, c)
+		}
+		s.Cands = out
+	}
+	if r.MinScore != nil {
+		s.Cands = slices.DeleteFunc(s.Cands, func(c *Candidate) bool { return c.Score < *r.MinScore })
+	}
+	if r.Confidence {
+		s.confidence()
+	}
+	if (r.MMRLambda != nil || r.Vectors) && len(s.Cands) > 0 {
+		if s.Deps.Dense == nil {
+			return fmt.Errorf("pipeline: vectors needed without a dense backend")
+		}
+		ids := make([]string, len(s.Cands))
+		for i, c := range s.Cands {
+			ids[i] = c.ID
+		}
+		vecs, err := s.Deps.Dense.Vectors(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i, c := range s.Cands {
+			c.vec = vecs[i]
+		}
+	}
+	if r.MMRLambda != nil && len(s.Cands) > 1 {
+		maxScore := s.Cands[0].Score
+		cands := make([]ann.Candidate, len(s.Cands))
+		for i, c := range s.Cands {
+			rel := 0.0
+			if maxScore > 0 {
+				rel = c.Score / maxScore
+			}
+			v := c.vec
+			if v == nil {
+				v = make([]float32, 1) // no vector: dissimilar to everything
+			}
+			cands[i] = ann.Candidate{ID: uint64(i), Vec: v, Relevance: float32(rel)}
+		}
+		order, err := ann.MMR(cands, len(cands), *r.MMRLambda)
+		if err != nil {
+			return fmt.Errorf("pipeline: mmr: %w", err)
+		}
+		out := make([]*Candidate, 0, len(order))
+		for _, i := range order {
+			out = append(out, s.Cands[i])
+		}
+		s.Cands = out
+		s.observe("diversify", 0.8, fmt.Sprintf("mmr λ=%g over %d candidates", *r.MMRLambda, len(out)), nil)
+	}
+	return nil
+}
+
+// confidence sets c.conf ∈ [0,1] for every candidate (see the engine
+// documentation for the calibration) and makes it non-increasing down the
+// list.
+func (s *State) confidence() {
+	prev := 1.0
+	for _, c := range s.Cands {
+		var parts []float64
+		if c.HasRerank {
+			// the reranker's judgement supersedes recall scores:
+			// a logistic of its score (cross-encoder logits)
+			parts = append(parts, 1/(1+math.Exp(-c.Rerank)))
+		} else if c.HasSparse && s.termMax > 0 {
+			x := c.Sparse / s.termMax
+			parts = append(parts, 1/(1+math.Exp(-8*(x-0.35))))
+		}
+		if c.HasDense && !c.HasRerank {
+			parts = append(parts, math.Max(0, math.Min(1, c.Dense)))
+		}
+		v := 0.0
+		for _, p := range parts {
+			v = math.Max(v, p)
+		}
+		v = math.Min(v, prev)
+		c.conf, prev = v, v
+	}
+}
+
+// pack slices the page, packs the token budget and builds cited hits.
+func pack(_ context.Context, s *State) error {
+	r := s.Req
+	start := min(r.Offset, len(s.Cands))
+	end := min(start+r.K, len(s.Cands))
+	page := s.Cands[start:end]
+	tokens := 0
+	if r.TokenBudget != nil {
+		n := 0
+		for _, c := range page {
+			t := chunk.Tokens(textOf(c))
+			if tokens+t > *r.TokenBudget {
+				break
+			}
+			tokens += t
+			n++
+		}
+		if n == 0 && len(page) > 0 {
+			s.note("tokenBudget %d is smaller than the best hit (%d tokens); no hit packed", *r.TokenBudget, chunk.Tokens(textOf(page[0])))
+		}
+		page = page[:n]
+		end = start + n
+	} else {
+		for _, c := range page {
+			tokens += chunk.Tokens(textOf(c))
+		}
+	}
+	s.Page.Tokens = tokens
+	if end < len(s.Cands) && r.K > 0 && end > start {
+		s.Page.Next = end
+	}
+	s.Page.Hits = make([]rcp.Hit, 0, len(page))
+	for _, c := range page {
+		s.Page.Hits = append(s.Page.Hits, s.hit(c))
+		if r.Vectors {
+			s.Page.Vectors = append(s.Page.Vectors, c.vec)
+		}
+	}
+	s.observe("pack", 1, fmt.Sprintf("packed %d hits (%d tokens)", len(page), tokens), nil)
+	return nil
+}
+
+func textOf(c *Candidate) string {
+	if c.Doc == nil {
+		return ""
+	}
+	return c.Doc.Text
+}
+
+// Internal metadata the engine stores under MetaKey on chunk documents.
+const MetaKey = "_rcpd"
+
+// ChunkInfo is stored under meta[MetaKey] of chunks: rune offsets into the
+// parent text, the section path and the situating context (contextual).
+type ChunkInfo struct {
+	Start   int
+	End     int
+	Section []string
+	Context string
+}
+
+// ReadChunkInfo decodes meta[MetaKey].
+func ReadChunkInfo(meta map[string]any) (ChunkInfo, bool) {
+	m, ok := meta[MetaKey].(map[string]any)
+	if !ok {
+		return ChunkInfo{}, false
+	}
+	num := func(k string) int {
+		switch v := m[k].(type) {
+		case float64:
+			return int(v)
+		case int:
+			return v
+		case interface{ Int64() (int64, error) }:
+			n, _ := v.Int64()
+			return int(n)
+		}
+		return 0
+	}
+	ci := ChunkInfo{Start: num("start"), End: num("end")}
+	ci.Context, _ = m["context"].(string)
+	if sec, ok := m["section"].([]any); ok {
+		for _, x := range sec {
+			if str, ok := x.(string); ok {
+				ci.Section = append(ci.Section, str)
+			}
+		}
+	}
+	return ci, true
+}
+
+// hit builds the wire hit for c.
+func (s *State) hit(c *Candidate) rcp.Hit {
+	r := s.Req
+	d := c.Doc
+	id := c.ID
+	unit := rcp.UnitChunk
+	if r.Unit == rcp.UnitDocument {
+		id, unit = c.groupID, rcp.UnitDocument
+	} else if d != nil && d.Chunk == nil {
+		unit = rcp.UnitDocument // an unchunked document is its own unit
+	}
+	h := rcp.Hit{ID: rcp.StringID(id), Score: c.Score, Unit: unit, Modality: rcp.ModalityText}
+	if r.Confidence {
+		v := c.conf
+		h.Confidence = &v
+	}
+	h.Scores = map[string]float64{}
+	if c.HasSparse {
+		h.Scores["sparse"] = c.Sparse
+	}
+	if c.HasDense {
+		h.Scores["dense"] = c.Dense
+	}
+	if c.HasFused {
+		h.Scores["fused"] = c.Fused
+	}
+	if c.HasRerank {
+		h.Scores["rerank"] = c.Rerank
+	}
+	if d == nil {
+		return h
+	}
+	if r.IncludeText {
+		t := d.Text
+		h.Text = &t
+	}
+	if len(d.Meta) > 0 {
+		h.Meta = make(map[string]any, len(d.Meta))
+		for k, v := range d.Meta {
+			if k != MetaKey {
+				h.Meta[k] = v
+			}
+		}
+		if len(h.Meta) == 0 {
+			h.Meta = nil
+		}
+	}
+	cit := &rcp.Citation{Title: d.Title}
+	wire := true
+	if d.Source != nil {
+		cit.Source, cit.URI = d.Source.Name, d.Source.URI
+		if d.Source.Page > 0 {
+			p := d.Source.Page
+			cit.Page = &p
+		}
+		wire = d.Source.Name == s.Deps.WireName
+	}
+	if src, ok := d.Meta["source"].(string); ok && src != "" {
+		cit.Source = src
+	}
+	if cit.Source == "" {
+		cit.Source = s.Deps.WireName
+	}
+	if d.Chunk != nil {
+		h.Chunk = &rcp.ChunkRef{DocID: d.Chunk.DocID, Index: d.Chunk.Index}
+		if ci, ok := ReadChunkInfo(d.Meta); ok {
+			st, en := ci.Start, ci.End
+			cit.Start, cit.End = &st, &en
+			h.Chunk.Context = ci.Context
+		}
+	} else {
+		st, en := 0, utf8.RuneCountInString(d.Text)
+		cit.Start, cit.End = &st, &en
+	}
+	h.Citation = cit
+	srcName := ""
+	if d.Source != nil {
+		srcName = d.Source.Name
+	}
+	t := &rcp.Trust{Level: s.Deps.Trust.Level(srcName, wire)}
+	if s.Deps.Screen {
+		sc := trust.Screen(d.Title + "\n" + d.Text)
+		score := 1 - sc.Score // trust.score: higher is more trustworthy
+		t.Score = &score
+		susp := sc.Suspected
+		t.InjectionSuspected = &susp
+	}
+	h.Trust = t
+	return h
+}

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func openTest(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestDocsIDsChildrenTombstones(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	docs := []Document{
+		{ID: "a", Title: "T", Text: "alpha", Meta: map[string]any{"k": "v"}, Source: &Source{URI: "file:///a"}},
+		{ID: "p#0", Text: "chunk", Chunk: &ChunkRef{DocID: "p", Index: 0, End: 5}},
+		{ID: "p#1", Text: "chunk two", Chunk: &ChunkRef{DocID: "p", Index: 1, Start: 5, End: 14}},
+	}
+	err := s.Update(ctx, func(tx *Tx) error {
+		for i := range docs {
+			enc, err := EncodeDoc(&docs[i])
+			if err != nil {
+				return err
+			}
+			if err := tx.PutDoc(uint64(i+1), 1, &docs[i], enc); err != nil {
+				return err
+			}
+		}
+		return tx.PutManifest(Manifest{Format: 1, Epoch: "e", Version: 1, NextSeq: 4})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(func(tx *ReadTx) error {
+		m, ok, err := tx.Manifest()
+		if err != nil || !ok || m.Version != 1 || m.NextSeq != 4 {
+			t.Fatalf("manifest %+v %v %v", m, ok, err)
+		}
+		seq, ok := tx.LookupID("a")
+		if !ok || seq != 1 {
+			t.Fatalf("LookupID(a) = %d %v", seq, ok)
+		}
+		d, err := tx.Doc(seq)
+		if err != nil || d.Text != "alpha" || d.Source.URI != "file:///a" || d.Meta["k"] != "v" {
+			t.Fatalf("Doc = %+v %v", d, err)
+		}
+		if got := tx.Children("p"); !slices.Equal(got, []string{"p#0", "p#1"}) {
+			t.Fatalf("Children = %q", got)
+		}
+		if live, stored := tx.Counts(); live != 3 || stored != 3 {
+			t.Fatalf("counts %d %d", live, stored)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill p#0 at version 2: id and child link go, record stays until purged.
+	err = s.Update(ctx, func(tx *Tx) error {
+		if err := tx.Kill("p#0", 2, 2, false); err != nil {
+			return err
+		}
+		if n, err := tx.PurgeDead(1); err != nil || n != 0 {
+			t.Fatalf("early purge %d %v", n, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.View(func(tx *ReadTx) error {
+		if _, ok := tx.LookupID("p#0"); ok {
+			t.Fatal("killed id still live")
+		}
+		if d, _ := tx.Doc(2); d == nil {
+			t.Fatal("record purged too early")
+		}
+		if got := tx.Children("p"); !slices.Equal(got, []string{"p#1"}) {
+			t.Fatalf("Children after kill = %q", got)
+		}
+		return nil
+	})
+	s.Update(ctx, func(tx *Tx) error {
+		if n, err := tx.PurgeDead(2); err != nil || n != 1 {
+			t.Fatalf("purge %d %v", n, err)
+		}
+		return nil
+	})
+	s.View(func(tx *ReadTx) error {
+		if d, _ := tx.Doc(2); d != nil {
+			t.Fatal("record not purged")
+		}
+		var seen []uint64
+		tx.ForEachDocFrom(2, func(seq uint64, d *Document) error { seen = append(seen, seq); return nil })
+		if !slices.Equal(seen, []uint64{3}) {
+			t.Fatalf("ForEachDocFrom = %v", seen)
+		}
+		return nil
+	})
+}
+
+func TestUpdateRollsBack(t *testing.T) {
+	s := openTest(t)
+	boom := errors.New("boom")
+	d := Document{ID: "x", Text: "t"}
+	enc, _ := EncodeDoc(&d)
+	err := s.Update(context.Background(), func(tx *Tx) error {
+		if err := tx.PutDoc(1, 1, &d, enc); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.PutDoc(1, 1, &d, enc) }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled update: %v", err)
+	}
+	s.View(func(tx *ReadTx) error {
+		if _, ok := tx.LookupID("x"); ok {
+			t.Fatal("rolled-back write visible")
+		}
+		return nil
+	})
+}
+
+func TestEncodeCanonical(t *testing.T) {
+	a := Document{ID: "x", Text: "t", Meta: map[string]any{"b": 1, "a": []any{"z", 2.5}}}
+	b := Document{ID: "x", Text: "t", Meta: map[string]any{"a": []any{"z", 2.5}, "b": 1.0}}
+	ea, _ := EncodeDoc(&a)
+	eb, _ := EncodeDoc(&b)
+	if string(ea) != string(eb) {
+		t.Fatalf("encodings differ: %s vs %s", ea, eb)
+	}
+	d, err := DecodeDoc(ea)
+	if err != nil || d.ID != "x" {
+		t.Fatalf("DecodeDoc: %+v %v", d, err)
+	}
+}
+
+func FuzzDecodeDoc(f *testing.F) {
+	f.Add([]byte(`{"id":"x","text":"t","meta":{"a":[1,"b"]},"chunk":{"docId":"p","index":1,"start":0,"end":3}}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := DecodeDoc(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error not ErrCorrupt: %v", err)
+			}
+			return
+		}
+		enc, err := EncodeDoc(d)
+		if err != nil {
+			return // e.g. NaN cannot occur from JSON, but stay total
+		}
+		d2, err := DecodeDoc(enc)
+		if err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		enc2, _ := EncodeDoc(d2)
+		if string(enc) != string(enc2) {
+			t.Fatalf("not canonical: %s vs %s", enc, enc2)
+		}
+	})
+}
