@@ -2,6 +2,29 @@
 // engine registry, the Selector (pick one engine), the Federation facade
 // (query every engine and fuse) and the gateway Handler that makes a
 // federation an RCP server of its own.
+//
+// Engines are reached through Engine handles: dialled lazily, dropped when
+// their transport dies (§13.1) and redialled on the next call; the last
+// handshake is remembered so capabilities survive an engine's death.
+//
+// Federation.Retrieve fans out concurrently to the engines advertising
+// retrieve (and the requested mode), each under a client-side deadline no
+// larger than the caller's remaining budget minus a fusion reserve; that
+// budget travels as _meta.deadlineMs, always strictly smaller than the one
+// received. The hop budget travels as _meta.federation {depth, path}
+// (originating depth 3); an engine whose advertised identity (initialize
+// _meta.federation.id, which gateways set) is already in the path is skipped
+// and the cycle noted in usage.notes. A call succeeds while one engine
+// answered; failures are listed in usage.notes and _meta.degraded
+// ([{engine, code, message}]), a failing required engine fails the call
+// with its own code, and when nothing answered the error is -32010. Hits are
+// fused with package rcp/fusion (RRF by default; convex only when every
+// engine advertises scoreFloor), deduplicated by stringified id (or
+// citation.uri / content hash) and tagged with meta.engine, engineRank and
+// engineScore. _meta.engines reports each engine's status.
+//
+// Gateway is an rcp.Handler over a Federation; GatewayMain is the
+// "rcpd gateway" command around it.
 package federation
 
 import (

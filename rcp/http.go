@@ -29,9 +29,11 @@ const (
 	// advertised capabilities; initialize and info answer idempotently and
 	// unadvertised methods are still -32003 (§5.2).
 	SessionStateless SessionMode = iota
-	// SessionStateful issues a token in initialize.result._meta.session and
-	// requires it in the RCP-Session header on every later request. Requests
-	// without a valid token are uninitialized (-32001).
+	// SessionStateful issues a token in initialize.result._meta.session;
+	// requests carrying it in the RCP-Session header belong to that session
+	// (its own lifecycle, log opt-in and capability set). Requests without a
+	// token, other than initialize, are served statelessly; an unknown or
+	// expired token is -32001.
 	SessionStateful
 	// SessionSingle keeps one implicit session shared by every caller, like
 	// one stdio connection (what the reference servers and the conformance
@@ -401,16 +403,23 @@ func (h *HTTPHandler) sessionFor(r *http.Request, body []byte) (*session, []byte
 		sess.lastUsed = time.Now()
 		return sess, nil
 	}
-	// No token: a fresh, uninitialized session. Only initialize can make it
-	// useful; it is kept when initialize succeeds.
+	// No token and not an initialize: the request is served statelessly,
+	// implicitly initialized at the advertised capabilities (§5.2), so
+	// clients that never keep a session (curl, the reference SDKs) still
+	// work while session-aware clients get their own lifecycle.
+	if !isInitialize(body) {
+		if h.stateless == nil {
+			h.stateless = h.srv.newSession(h.ctx, sessionStateless)
+		}
+		return h.stateless, nil
+	}
+	// A tokenless initialize opens a new session, kept when it succeeds.
 	if len(h.sessions) >= h.opts.MaxSessions {
 		return nil, errorFrame(idOf(body), &Error{Code: CodeRateLimited, Message: "too many sessions", Data: &ErrorData{Retryable: ptr(true), RetryAfterMs: ptr(int64(1000))}})
 	}
 	sess := h.srv.newSession(h.ctx, sessionHTTP)
 	sess.id = newToken()
-	if isInitialize(body) {
-		h.sessions[sess.id] = sess
-	}
+	h.sessions[sess.id] = sess
 	return sess, nil
 }
 

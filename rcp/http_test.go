@@ -157,9 +157,13 @@ func TestHTTPStatefulSessions(t *testing.T) {
 	checkNoLeaks(t)
 	ts, hh := newHTTPServer(t, newTestHandler(), &HTTPOptions{Sessions: SessionStateful})
 	base := ts.URL + "/rcp"
-	// without a session nothing gated works
-	if r := post(t, base+"/retrieve", `{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"q","k":1}}`, nil); errCode(r.body) != -32001 {
+	// without a token a request is served statelessly, at the advertised
+	// capabilities; unadvertised methods are still gated
+	if r := post(t, base+"/retrieve", `{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"q","k":1}}`, nil); errCode(r.body) != 0 {
 		t.Fatalf("no session: %s", r.body)
+	}
+	if r := post(t, base+"/graph", `{"jsonrpc":"2.0","id":1,"method":"graph","params":{"op":"local"}}`, nil); errCode(r.body) != -32003 {
+		t.Fatalf("no session, unadvertised: %s", r.body)
 	}
 	// a failed negotiation issues (and keeps) no session
 	if r := post(t, base+"/initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":0}}`, nil); errCode(r.body) != -32002 || strings.Contains(string(r.body), "session") {

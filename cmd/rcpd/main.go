@@ -2,11 +2,12 @@
 //
 //	rcpd serve [--data DIR] [--http ADDR] [--stdio] [--config FILE] [--demo] ...
 //
-// main is a small subcommand dispatcher over the commands table. serve and
-// version live here; other subcommands (gateway, mcp, mcpdesc) register
-// themselves from their own files:
+//	rcpd gateway --registry rcp.json [--http ADDR | --stdio] ...
+//	rcpd mcp [--http ADDR] [--data DIR | --connect URL | -- CMD ARGS] ...
+//	rcpd mcpdesc [--format json|yaml] ...
 //
-//	func init() { commands["gateway"] = command{summary: "...", run: runGateway} }
+// main is a small subcommand dispatcher over the commands table; the
+// gateway and MCP faces register themselves in faces.go.
 package main
 
 import (

@@ -87,7 +87,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&f.demo, "demo", false, "load the built-in demo corpus (idempotent)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "refuse index/add and index/delete")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (env RCPD_LOG_LEVEL; default info)")
-	fs.StringVar(&f.sessions, "http-sessions", "", "HTTP session mode: single, stateful or stateless (env RCPD_HTTP_SESSIONS; default single)")
+	fs.StringVar(&f.sessions, "http-sessions", "", "HTTP session mode: single, stateful or stateless (env RCPD_HTTP_SESSIONS; default stateful: a session per client that initializes, stateless for clients that send no RCP-Session; single: one shared session, what the reference harness check.py expects)")
 	fs.StringVar(&f.dense, "dense", "", "dense encoder: lsa or none (env RCPD_DENSE; default lsa)")
 	fs.StringVar(&f.onLocked, "on-locked", "", "when another rcpd holds the data directory: snapshot (serve a read-only copy) or fail (env RCPD_ON_LOCKED; default snapshot)")
 	fs.StringVar(&f.rerankModel, "rerank-model", "", "ONNX cross-encoder model for rerank (env RCPD_RERANK_MODEL; needs --rerank-tokenizer and ONNX Runtime)")
@@ -220,7 +220,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	errc := make(chan error, 2)
 	running := 0
 	if httpAddr != "" {
-		mode, err := sessionMode(pick(f.sessions, os.Getenv("RCPD_HTTP_SESSIONS"), fc.HTTPSessions, "single"))
+		mode, err := sessionMode(pick(f.sessions, os.Getenv("RCPD_HTTP_SESSIONS"), fc.HTTPSessions, "stateful"))
 		if err != nil {
 			return err
 		}
