@@ -100,8 +100,13 @@ func TestCrashChild(t *testing.T) {
 // TestCrashSafety runs a writer child process, SIGKILLs it at random
 // points, and checks after each restart that every acknowledged write is
 // there, that nothing half-written is visible and that the index opens.
+//
+// RCPGO_CRASH_TRIALS raises the number of trials (default 20).
 func TestCrashSafety(t *testing.T) {
-	const trials = 20
+	trials := 20
+	if n, err := strconv.Atoi(os.Getenv("RCPGO_CRASH_TRIALS")); err == nil && n > 0 {
+		trials = n
+	}
 	dir := t.TempDir()
 	model := map[string]string{} // live id → token
 	r := rand.New(rand.NewPCG(2024, 7))

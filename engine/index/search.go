@@ -333,11 +333,18 @@ func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, ts []*termSco
 	}
 	contrib := make([]float64, nq)
 	seg := v.seg
-	theta := top.threshold()
-	below := func(x float64) bool { return x < theta-1e-9*math.Max(1, math.Abs(theta)) }
-	if noPruning { // benchmarks: the exhaustive baseline
-		below = func(float64) bool { return false }
+	// Bounds are compared against the threshold less a relative margin, so
+	// float rounding in partial sums never prunes a document that ties.
+	var cut float64
+	setCut := func() {
+		theta := top.threshold()
+		cut = theta - 1e-9*math.Max(1, math.Abs(theta))
+		if noPruning { // benchmarks: the exhaustive baseline
+			cut = math.Inf(-1)
+		}
 	}
+	setCut()
+	below := func(x float64) bool { return x < cut }
 	fe := 0
 	for fe < n && below(prefix[fe]) {
 		fe++
@@ -435,7 +442,7 @@ func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, ts []*termSco
 			}
 			// A match only in zero-weight fields is no match.
 			if score > 0 && top.offer(score, seg, doc) {
-				theta = top.threshold()
+				setCut()
 				for fe < n && below(prefix[fe]) {
 					fe++
 				}
