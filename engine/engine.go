@@ -7,7 +7,8 @@
 // Layout of the data directory:
 //
 //	DIR/index/      the BM25 index (segments + bbolt store; package index)
-//	DIR/engine.db   bbolt: idempotency-key results and the dense text log
+//	DIR/engine.db   bbolt: idempotency-key results, the dense text log and
+//	                the document catalog behind x-rcpgo/get|list|values
 //	DIR/lsa.model   the fitted LSA encoder (when dense is enabled)
 //
 // Capabilities are computed once, in Open, from the configuration and the
@@ -25,6 +26,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -137,6 +139,10 @@ type Engine struct {
 
 	release func() // the data directory lock
 	tmpDir  string // the snapshot copy served when Dir was locked
+
+	// catalogOpen: the catalog was made current at Open and is marked dirty
+	// until Close marks it clean; a failed write clears it (see engine_docs.go).
+	catalogOpen atomic.Bool
 }
 
 var (
@@ -220,22 +226,29 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	for name, typ := range cfg.Fields {
 		iopts.Fields[name] = fieldTypes[typ]
 	}
-	if e.ix, err = index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts); err != nil {
-		e.Close()
-		return nil, fmt.Errorf("engine: %w", err)
-	}
+	// engine.db opens first: the document catalog is checked (and rebuilt
+	// from the index's record store when needed) before the index opens.
 	if e.db, err = bolt.Open(filepath.Join(cfg.Dir, "engine.db"), 0o600, &bolt.Options{Timeout: 2 * time.Second}); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if err := e.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketIdem, bucketDense} {
+		for _, b := range [][]byte{bucketIdem, bucketDense, bucketCatalog, bucketDocs, bucketValues} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
 		return nil
 	}); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if err := e.openCatalog(ctx); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e.catalogOpen.Store(true)
+	if e.ix, err = index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -276,6 +289,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Reranker != nil {
 		rcp.Handle(e.router, rcp.MethodRerank, e.rerank)
 	}
+	rcp.Handle(e.router, rcp.MethodRCPGoGet, e.getDocuments)
+	rcp.Handle(e.router, rcp.MethodRCPGoList, e.listDocuments)
+	if len(e.fields) > 0 {
+		rcp.Handle(e.router, rcp.MethodRCPGoValues, e.fieldValuesMethod)
+	}
 	return e, nil
 }
 
@@ -295,6 +313,10 @@ func (e *Engine) Close() error {
 		errs = append(errs, e.ix.Close())
 	}
 	if e.db != nil {
+		if e.catalogOpen.Swap(false) {
+			// Every write has returned: the catalog matches the index.
+			errs = append(errs, e.setCatalogState(true))
+		}
 		errs = append(errs, e.db.Close())
 	}
 	if e.release != nil {
@@ -351,6 +373,11 @@ func (e *Engine) describe() rcp.Description {
 	if len(e.fields) > 0 {
 		caps.Filter = &rcp.FilterCap{Fields: rcp.TypedFields(e.fields), Operators: e.ops}
 	}
+	vendor := rcp.RCPGoCap{Methods: []string{rcp.MethodRCPGoGet, rcp.MethodRCPGoList}}
+	if len(e.fields) > 0 {
+		vendor.Methods = append(vendor.Methods, rcp.MethodRCPGoValues)
+	}
+	rcp.SetRCPGoCap(&caps, vendor)
 	level := rcp.LevelL0
 	if e.dense != nil {
 		ret.Modes = []string{rcp.ModeDense, rcp.ModeSparse, rcp.ModeHybrid}

@@ -202,7 +202,8 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 	}
 	var idocs []index.Document
 	var transitions []string
-	chunkSets := map[string]int{} // parent → number of chunks now
+	catalog := map[string]*docRecord{} // top-level id → its new catalog record
+	chunkSets := map[string]int{}      // parent → number of chunks now
 	plain := map[string]bool{}
 	nchunks := 0
 	for i, d := range docs {
@@ -218,6 +219,7 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 				transitions = append(transitions, d.id) // was chunked: drop its chunks
 			}
 			idocs = append(idocs, index.Document{ID: d.id, Title: d.title, Text: d.text, Meta: d.meta, Source: src})
+			catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Values: e.fieldValues(d.meta)}
 			continue
 		}
 		if old, err := e.ix.Get(ctx, d.id); err != nil {
@@ -261,46 +263,75 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 		}
 		chunkSets[d.id] = len(pieces)
 		nchunks += len(pieces)
+		catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Chunks: len(pieces), Text: d.text,
+			Context: d.contextual, Values: e.fieldValues(d.meta)}
 	}
 	// The dense text log is written first: after a crash it may name
 	// documents the index lacks (dense hits are resolved against the index
-	// and dropped), never the reverse.
-	if e.cfg.Dense == DenseLSA {
-		if err := e.db.Update(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketDense)
-			for _, id := range transitions {
-				if err := deleteDense(b, id, plain[id]); err != nil {
-					return err
-				}
-			}
-			for parent, n := range chunkSets {
-				if err := trimChunks(b, parent, n); err != nil {
-					return err
-				}
-			}
-			for _, d := range idocs {
-				parent := ""
-				if d.Chunk != nil {
-					parent = d.Chunk.DocID
-				}
-				v, _ := json.Marshal(denseRecord{Parent: parent, Text: denseText(&d)})
-				if err := b.Put([]byte(d.ID), v); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return nil, 0, fmt.Errorf("engine: dense log: %w", err)
-		}
-	}
+	// and dropped), never the reverse. The document catalog is written in
+	// the same transaction; both are written under rmu so that x-rcpgo/get
+	// sees the catalog and the index at one version. A crash between the
+	// two commits leaves the catalog marked dirty: Open rebuilds it.
 	e.rmu.Lock()
 	defer e.rmu.Unlock()
+	prev := make(map[string]*docRecord, len(catalog))
+	if err := e.db.Update(func(tx *bolt.Tx) error {
+		docs, vals := catalogTx(tx)
+		for id, rec := range catalog {
+			prev[id] = getRecord(docs, id)
+			if err := putRecord(docs, vals, id, rec); err != nil {
+				return err
+			}
+		}
+		if e.cfg.Dense != DenseLSA {
+			return nil
+		}
+
+		b := tx.Bucket(bucketDense)
+		for _, id := range transitions {
+			if err := deleteDense(b, id, plain[id]); err != nil {
+				return err
+			}
+		}
+		for parent, n := range chunkSets {
+			if err := trimChunks(b, parent, n); err != nil {
+				return err
+			}
+		}
+		for _, d := range idocs {
+			parent := ""
+			if d.Chunk != nil {
+				parent = d.Chunk.DocID
+			}
+			v, _ := json.Marshal(denseRecord{Parent: parent, Text: denseText(&d)})
+			if err := b.Put([]byte(d.ID), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, 0, fmt.Errorf("engine: dense log and catalog: %w", err)
+	}
 	if len(transitions) > 0 {
 		if _, err := e.ix.Delete(ctx, transitions); err != nil {
+			e.catalogOpen.Store(false) // the catalog is ahead of the index
 			return nil, 0, fmt.Errorf("engine: %w", err)
 		}
 	}
 	if _, err := e.ix.Add(ctx, idocs); err != nil {
+		// The index refused the batch (nothing of it was committed): put
+		// the catalog back, or leave it to be rebuilt at the next Open.
+		if len(transitions) > 0 || e.db.Update(func(tx *bolt.Tx) error {
+			docs, vals := catalogTx(tx)
+			for id, rec := range prev {
+				if err := putRecord(docs, vals, id, rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		}) != nil {
+			e.catalogOpen.Store(false)
+		}
 		return nil, 0, fmt.Errorf("engine: %w", err)
 	}
 	if e.dense != nil {
@@ -383,8 +414,35 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	if e.cfg.Dense == DenseLSA && n > 0 {
+	if n > 0 {
+		// Catalog: deleted documents go; a chunked document whose chunks
+		// were deleted one by one goes with its last chunk.
+		var gone []string
+		for _, id := range *p.IDs {
+			gone = append(gone, id)
+			if parent, _, ok := parseChunkID(id); ok {
+				var rec *docRecord
+				_ = e.db.View(func(tx *bolt.Tx) error { rec = getRecord(tx.Bucket(bucketDocs), parent); return nil })
+				if rec != nil && rec.Chunks > 0 {
+					if c, err := e.liveChunk(ctx, parent, rec.Chunks); err != nil {
+						e.catalogOpen.Store(false)
+						return nil, fmt.Errorf("engine: %w", err)
+					} else if c == nil {
+						gone = append(gone, parent)
+					}
+				}
+			}
+		}
 		if err := e.db.Update(func(tx *bolt.Tx) error {
+			docs, vals := catalogTx(tx)
+			for _, id := range gone {
+				if err := putRecord(docs, vals, id, nil); err != nil {
+					return err
+				}
+			}
+			if e.cfg.Dense != DenseLSA {
+				return nil
+			}
 			b := tx.Bucket(bucketDense)
 			for _, id := range *p.IDs {
 				if err := deleteDense(b, id, false); err != nil {
@@ -393,8 +451,11 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 			}
 			return nil
 		}); err != nil {
-			return nil, fmt.Errorf("engine: dense log: %w", err)
+			e.catalogOpen.Store(false) // the index is ahead of the catalog
+			return nil, fmt.Errorf("engine: dense log and catalog: %w", err)
 		}
+	}
+	if e.cfg.Dense == DenseLSA && n > 0 {
 		if e.dense != nil {
 			for _, id := range *p.IDs {
 				e.dense.remove(id, false)

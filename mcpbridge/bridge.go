@@ -10,7 +10,7 @@
 // offers exactly the advertised modes, fusion methods, units and options;
 // `index_add` exists only when `index.writable` is true; document resources
 // exist only when the engine serves the x-rcpgo document methods (see
-// vendor.go). Retrieved text always travels as delimited, attributed data
+// rcp/vendor_rcpgo.go). Retrieved text always travels as delimited, attributed data
 // with trust flags, never as instructions (§15.2).
 //
 // MCP tasks are not declared: go-sdk v1.8.0 has no support for them.
@@ -89,7 +89,7 @@ type state struct {
 	client  *rcp.Client
 	init    rcp.InitializeResult
 	caps    *rcp.Capabilities
-	vendor  vendorCap
+	vendor  *rcp.RCPGoCap
 	tools   map[string]*mcp.Tool
 	prompts map[string]*mcp.Prompt
 	docs    bool // the document template is registered
@@ -219,7 +219,7 @@ func (b *Bridge) install(client *rcp.Client) error {
 	defer b.syncMu.Unlock()
 	init := client.InitializeResult()
 	st := &state{client: client, init: init, caps: client.Capabilities()}
-	v, err := parseVendorCap(st.caps)
+	v, err := rcp.ReadRCPGoCap(st.caps)
 	if err != nil {
 		b.log.Warn("mcpbridge: ignoring malformed x-rcpgo capability", "err", err)
 	}
@@ -234,7 +234,7 @@ func (b *Bridge) install(client *rcp.Client) error {
 	for _, p := range prompts {
 		st.prompts[p.prompt.Name] = p.prompt
 	}
-	st.docs = st.vendor.has(MethodGet)
+	st.docs = st.vendor.Has(rcp.MethodRCPGoGet)
 
 	prev := b.st.Load()
 	b.st.Store(st) // handlers read the new state from here on
@@ -314,7 +314,7 @@ func (b *Bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		case "resources/list":
 			st := b.st.Load()
-			if st.vendor.has(MethodList) && st.docs {
+			if st.vendor.Has(rcp.MethodRCPGoList) && st.docs {
 				p, _ := req.GetParams().(*mcp.ListResourcesParams)
 				return b.listResources(ctx, st, p)
 			}

@@ -301,19 +301,19 @@ func (b *Bridge) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 			if p.Context != nil {
 				field = p.Context.Arguments["filterField"]
 			}
-			if field != "" && st.vendor.has(MethodValues) {
-				var res ValuesResult
-				if err := st.client.Call(ctx, MethodValues, ValuesParams{Field: field, Prefix: prefix, Limit: 100}, &res); err != nil {
-					return nil, fmt.Errorf("%s: %w", MethodValues, err)
+			if field != "" && st.vendor.Has(rcp.MethodRCPGoValues) {
+				var res rcp.FieldValuesResult
+				if err := st.client.Call(ctx, rcp.MethodRCPGoValues, rcp.FieldValuesParams{Field: field, Prefix: prefix, Limit: 100}, &res); err != nil {
+					return nil, fmt.Errorf("%s: %w", rcp.MethodRCPGoValues, err)
 				}
 				return completion(res.Values, res.HasMore), nil
 			}
 		}
 	case "ref/resource":
-		if p.Ref.URI == b.docTemplate().URITemplate && p.Argument.Name == "id" && st.vendor.has(MethodList) {
-			var res ListResult
-			if err := st.client.Call(ctx, MethodList, ListParams{Prefix: prefix, Limit: 100}, &res); err != nil {
-				return nil, fmt.Errorf("%s: %w", MethodList, err)
+		if p.Ref.URI == b.docTemplate().URITemplate && p.Argument.Name == "id" && st.vendor.Has(rcp.MethodRCPGoList) {
+			var res rcp.ListDocumentsResult
+			if err := st.client.Call(ctx, rcp.MethodRCPGoList, rcp.ListDocumentsParams{Prefix: prefix, Limit: 100}, &res); err != nil {
+				return nil, fmt.Errorf("%s: %w", rcp.MethodRCPGoList, err)
 			}
 			ids := make([]string, 0, len(res.Documents))
 			for _, d := range res.Documents {

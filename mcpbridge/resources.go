@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // Resources:
@@ -96,9 +98,9 @@ func (b *Bridge) readDoc(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 	st := b.st.Load()
 	meta, done := b.call(req.Session)
 	defer done()
-	var res GetResult
-	if err := st.client.Call(ctx, MethodGet, GetParams{IDs: []string{id}, Meta: meta}, &res); err != nil {
-		return nil, fmt.Errorf("%s: %w", MethodGet, err)
+	var res rcp.GetDocumentsResult
+	if err := st.client.Call(ctx, rcp.MethodRCPGoGet, rcp.GetDocumentsParams{IDs: []string{id}, Meta: meta}, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", rcp.MethodRCPGoGet, err)
 	}
 	for _, d := range res.Documents {
 		if d.ID != id {
@@ -155,9 +157,9 @@ func (b *Bridge) listResources(ctx context.Context, st *state, p *mcp.ListResour
 	if cursor == "" {
 		out.Resources = append(out.Resources, b.infoResource())
 	}
-	var page ListResult
-	if err := st.client.Call(ctx, MethodList, ListParams{Cursor: cursor, Limit: b.opts.PageSize}, &page); err != nil {
-		return nil, fmt.Errorf("%s: %w", MethodList, err)
+	var page rcp.ListDocumentsResult
+	if err := st.client.Call(ctx, rcp.MethodRCPGoList, rcp.ListDocumentsParams{Cursor: cursor, Limit: b.opts.PageSize}, &page); err != nil {
+		return nil, fmt.Errorf("%s: %w", rcp.MethodRCPGoList, err)
 	}
 	for _, d := range page.Documents {
 		out.Resources = append(out.Resources, &mcp.Resource{

@@ -46,7 +46,7 @@ func fullCaps() rcp.Capabilities {
 		Pagination: &rcp.EmptyCap{},
 		Citations:  &rcp.EmptyCap{},
 		Log:        &rcp.LogCap{Levels: []string{rcp.LogDebug, rcp.LogInfo}},
-		Extra:      map[string]json.RawMessage{VendorKey: json.RawMessage(`{"methods":["x-rcpgo/get","x-rcpgo/list","x-rcpgo/values"]}`)},
+		Extra:      map[string]json.RawMessage{rcp.VendorRCPGo: json.RawMessage(`{"methods":["x-rcpgo/get","x-rcpgo/list","x-rcpgo/values"]}`)},
 	}
 }
 
@@ -79,9 +79,9 @@ func (e *testEngine) router() *rcp.Router {
 	rcp.Handle(r, rcp.MethodGraph, e.graph)
 	rcp.Handle(r, rcp.MethodMemoryBuild, e.memoryBuild)
 	rcp.Handle(r, rcp.MethodMemoryRecall, e.memoryRecall)
-	rcp.Handle(r, MethodGet, e.get)
-	rcp.Handle(r, MethodList, e.list)
-	rcp.Handle(r, MethodValues, e.values)
+	rcp.Handle(r, rcp.MethodRCPGoGet, e.get)
+	rcp.Handle(r, rcp.MethodRCPGoList, e.list)
+	rcp.Handle(r, rcp.MethodRCPGoValues, e.values)
 	return r
 }
 
@@ -264,10 +264,10 @@ func (e *testEngine) memoryRecall(ctx context.Context, p *rcp.MemoryRecallParams
 	return res, nil
 }
 
-func (e *testEngine) get(ctx context.Context, p *GetParams) (*GetResult, error) {
+func (e *testEngine) get(ctx context.Context, p *rcp.GetDocumentsParams) (*rcp.GetDocumentsResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	res := &GetResult{Documents: []StoredDocument{}, IndexVersion: strconv.Itoa(e.version)}
+	res := &rcp.GetDocumentsResult{Documents: []rcp.StoredDocument{}, IndexVersion: strconv.Itoa(e.version)}
 	for _, id := range p.IDs {
 		d, ok := e.docs[id]
 		if !ok {
@@ -275,13 +275,13 @@ func (e *testEngine) get(ctx context.Context, p *GetParams) (*GetResult, error) 
 			continue
 		}
 		title, _ := d.Meta["title"].(string)
-		res.Documents = append(res.Documents, StoredDocument{ID: id, Text: d.Text, Title: title, Meta: d.Meta,
+		res.Documents = append(res.Documents, rcp.StoredDocument{ID: id, Text: d.Text, Title: title, Meta: d.Meta,
 			Trust: &rcp.Trust{Level: rcp.TrustUntrusted}})
 	}
 	return res, nil
 }
 
-func (e *testEngine) list(ctx context.Context, p *ListParams) (*ListResult, error) {
+func (e *testEngine) list(ctx context.Context, p *rcp.ListDocumentsParams) (*rcp.ListDocumentsResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var ids []rcp.Document
@@ -291,26 +291,26 @@ func (e *testEngine) list(ctx context.Context, p *ListParams) (*ListResult, erro
 		}
 	}
 	limit := cmp.Or(p.Limit, 100)
-	res := &ListResult{Documents: []DocumentRef{}}
+	res := &rcp.ListDocumentsResult{Documents: []rcp.DocumentRef{}}
 	for i, d := range ids {
 		if i == limit {
 			res.NextCursor = res.Documents[i-1].ID
 			break
 		}
 		title, _ := d.Meta["title"].(string)
-		res.Documents = append(res.Documents, DocumentRef{ID: d.ID, Title: title, Size: int64(len(d.Text))})
+		res.Documents = append(res.Documents, rcp.DocumentRef{ID: d.ID, Title: title, Size: int64(len(d.Text))})
 	}
 	return res, nil
 }
 
-func (e *testEngine) values(ctx context.Context, p *ValuesParams) (*ValuesResult, error) {
+func (e *testEngine) values(ctx context.Context, p *rcp.FieldValuesParams) (*rcp.FieldValuesResult, error) {
 	if _, ok := testFields[p.Field]; !ok {
 		return nil, rcp.InvalidParams("field", "unknown field %q", p.Field)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	seen := map[string]bool{}
-	res := &ValuesResult{Values: []string{}}
+	res := &rcp.FieldValuesResult{Values: []string{}}
 	for _, d := range e.sorted() {
 		if v, ok := d.Meta[p.Field]; ok {
 			s := fmt.Sprint(v)

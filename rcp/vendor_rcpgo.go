@@ -1,0 +1,135 @@
+package rcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// The x-rcpgo vendor extension (§6.2): three document methods served by
+// rcpd's engine and used by the MCP face (package mcpbridge) to expose
+// stored documents as resources. RCP itself has no "get document by id"
+// method. An engine that serves them advertises
+//
+//	"x-rcpgo": { "methods": ["x-rcpgo/get", "x-rcpgo/list", "x-rcpgo/values"] }
+//
+// and, like every vendor method, each is gated on that key: a client calls
+// a method only when it is listed (§14.4), and a server answers -32003 to a
+// vendor method whose key it did not advertise. Each method is optional.
+const (
+	VendorRCPGo       = "x-rcpgo"
+	MethodRCPGoGet    = "x-rcpgo/get"
+	MethodRCPGoList   = "x-rcpgo/list"
+	MethodRCPGoValues = "x-rcpgo/values"
+)
+
+// RCPGoCap is the value of the x-rcpgo capability: the vendor methods served.
+type RCPGoCap struct {
+	Methods []string `json:"methods"`
+}
+
+// Has reports whether method is listed. A nil *RCPGoCap lists nothing.
+func (v *RCPGoCap) Has(method string) bool { return v != nil && slices.Contains(v.Methods, method) }
+
+// ReadRCPGoCap decodes the x-rcpgo capability from c.Extra. It returns nil
+// (and no error) when c does not advertise it, and an error when the value
+// is malformed.
+func ReadRCPGoCap(c *Capabilities) (*RCPGoCap, error) {
+	if c == nil {
+		return nil, nil
+	}
+	raw, ok := c.Extra[VendorRCPGo]
+	if !ok {
+		return nil, nil
+	}
+	v := new(RCPGoCap)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("%s capability: %w", VendorRCPGo, err)
+	}
+	return v, nil
+}
+
+// SetRCPGoCap stores v as the x-rcpgo capability in c.Extra.
+func SetRCPGoCap(c *Capabilities, v RCPGoCap) {
+	if v.Methods == nil {
+		v.Methods = []string{}
+	}
+	b, _ := json.Marshal(v) // a list of strings always marshals
+	if c.Extra == nil {
+		c.Extra = map[string]json.RawMessage{}
+	}
+	c.Extra[VendorRCPGo] = b
+}
+
+// GetDocumentsParams are the params of x-rcpgo/get: whole documents by id.
+// IDs is required (it may be empty).
+type GetDocumentsParams struct {
+	IDs  []string `json:"ids"`
+	Meta Meta     `json:"_meta,omitempty"`
+}
+
+// GetDocumentsResult lists the documents found, in request order (each id
+// at most once); ids naming no stored document are listed in Missing, which
+// is not an error. IndexVersion is the index version the documents were
+// read at.
+type GetDocumentsResult struct {
+	Documents    []StoredDocument `json:"documents"`
+	Missing      []string         `json:"missing,omitempty"`
+	IndexVersion string           `json:"indexVersion,omitempty"`
+}
+
+// StoredDocument is one stored document as it was written: for a document
+// indexed with server-side chunking, the whole original text, not a chunk.
+// Trust follows §7.7 / §15.2.
+type StoredDocument struct {
+	ID    string         `json:"id"`
+	Text  string         `json:"text"`
+	Title string         `json:"title,omitempty"`
+	URI   string         `json:"uri,omitempty"`
+	Meta  map[string]any `json:"meta,omitempty"`
+	Trust *Trust         `json:"trust,omitempty"`
+}
+
+// ListDocumentsParams are the params of x-rcpgo/list: document ids in a
+// stable order (ascending bytes of the id), optionally only those starting
+// with Prefix. Cursor is a NextCursor from a previous page of the same
+// listing (same Prefix); Limit caps the page (the server applies a default
+// and a maximum).
+type ListDocumentsParams struct {
+	Cursor string `json:"cursor,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	Meta   Meta   `json:"_meta,omitempty"`
+}
+
+// ListDocumentsResult is one page; an empty NextCursor ends the listing.
+// Paging is stable under concurrent writes: an id that exists throughout
+// the listing appears exactly once.
+type ListDocumentsResult struct {
+	Documents  []DocumentRef `json:"documents"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+}
+
+// DocumentRef names a document in a listing.
+type DocumentRef struct {
+	ID    string `json:"id"`
+	Title string `json:"title,omitempty"`
+	Size  int64  `json:"size,omitempty"` // bytes of text
+}
+
+// FieldValuesParams are the params of x-rcpgo/values: distinct values of
+// an advertised filter field (filter.fields), optionally by prefix, for
+// completions. Field is required.
+type FieldValuesParams struct {
+	Field  string `json:"field"`
+	Prefix string `json:"prefix,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Meta   Meta   `json:"_meta,omitempty"`
+}
+
+// FieldValuesResult lists values (as strings) in a stable order; HasMore
+// says values beyond Limit exist.
+type FieldValuesResult struct {
+	Values  []string `json:"values"`
+	HasMore bool     `json:"hasMore,omitempty"`
+}
