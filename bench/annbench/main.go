@@ -17,6 +17,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/coder/hnsw"
@@ -60,13 +61,16 @@ func main() {
 		ids[i] = uint64(i)
 	}
 	t0 = time.Now()
+	cpu0 := cpuTime()
 	if err := ix.AddBatch(ids, base); err != nil {
 		log.Error("build", "err", err)
 		os.Exit(1)
 	}
 	build := time.Since(t0)
+	buildCPU := cpuTime() - cpu0
 	mem := heap() - before
-	fmt.Printf("rcpgo/ann HNSW (M=%d efC=%d): build %v, heap %.1f MiB\n", *m, *efc, build.Round(time.Millisecond), mem/(1<<20))
+	fmt.Printf("rcpgo/ann HNSW (M=%d efC=%d): build %v wall, %v CPU (user+sys), heap %.1f MiB\n",
+		*m, *efc, build.Round(time.Millisecond), buildCPU.Round(time.Millisecond), mem/(1<<20))
 
 	// Exact ground truth (engine/ann exhaustive scan).
 	truth := make([][]uint64, len(queries))
@@ -82,16 +86,18 @@ func main() {
 	var efList []int
 	for _, f := range splitInts(*efs) {
 		t0 = time.Now()
+		c0 := cpuTime()
 		var hit int
 		for i, q := range queries {
 			rs, _ := ix.Search(q, *k, ann.SearchOptions{Ef: f})
 			hit += overlap(truth[i], idsOf(rs))
 		}
 		qps := float64(len(queries)) / time.Since(t0).Seconds()
+		cpuPerQ := (cpuTime() - c0) / time.Duration(len(queries))
 		recall := float64(hit) / float64(len(queries)**k)
 		hnswQPS = append(hnswQPS, qps)
 		efList = append(efList, f)
-		fmt.Printf("rcpgo/ann HNSW ef=%d: recall@%d %.4f, %.1f QPS (1 goroutine)\n", f, *k, recall, qps)
+		fmt.Printf("rcpgo/ann HNSW ef=%d: recall@%d %.4f, %.1f QPS (1 goroutine), %v CPU/query\n", f, *k, recall, qps, cpuPerQ.Round(time.Microsecond))
 	}
 
 	if *chromemOn {
@@ -119,6 +125,7 @@ func main() {
 		cMem := heap() - before
 		fmt.Printf("chromem-go: add %v, heap %.1f MiB\n", cBuild.Round(time.Millisecond), cMem/(1<<20))
 		t0 = time.Now()
+		c0 := cpuTime()
 		var hit int
 		for i, q := range queries {
 			rs, err := col.QueryEmbedding(ctx, normalized(q), *k, nil, nil)
@@ -134,8 +141,9 @@ func main() {
 			hit += overlap(truth[i], got)
 		}
 		cQPS := float64(len(queries)) / time.Since(t0).Seconds()
-		fmt.Printf("chromem-go exact (parallel over GOMAXPROCS): recall@%d vs rcpgo exact %.4f, %.1f QPS\n",
-			*k, float64(hit)/float64(len(queries)**k), cQPS)
+		cCPU := (cpuTime() - c0) / time.Duration(len(queries))
+		fmt.Printf("chromem-go exact (parallel over GOMAXPROCS): recall@%d vs rcpgo exact %.4f, %.1f QPS, %v CPU/query\n",
+			*k, float64(hit)/float64(len(queries)**k), cQPS, cCPU.Round(time.Microsecond))
 		for i, f := range efList {
 			fmt.Printf("ratio rcpgo/ann HNSW ef=%d QPS / chromem-go QPS = %.1fx\n", f, hnswQPS[i]/cQPS)
 		}
@@ -227,6 +235,16 @@ func generate(n, dim, clusters, intrinsic int, seed uint64) [][]float32 {
 		out[i] = v
 	}
 	return out
+}
+
+// cpuTime is this process's user+system CPU time, which stays meaningful on
+// a machine shared with other jobs.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func normalized(v []float32) []float32 {

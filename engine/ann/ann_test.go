@@ -64,6 +64,18 @@ func TestHNSWRecall(t *testing.T) {
 	}
 }
 
+func TestHNSWRecallDot(t *testing.T) {
+	// Inner product on unnormalised vectors (norms vary by cluster).
+	vecs := Clustered(4000, 32, 30, 0.6, 21)
+	queries := Clustered(60, 32, 30, 0.6, 22)
+	ix := buildIndex(t, Config{Dim: 32, Metric: Dot, ExactThreshold: -1}, vecs)
+	if r := recallAt(t, ix, queries, 10, SearchOptions{Ef: 128}); r < 0.9 {
+		t.Errorf("dot recall@10 = %.3f", r)
+	} else {
+		t.Logf("dot recall@10 = %.3f", r)
+	}
+}
+
 func TestDeterministicBuild(t *testing.T) {
 	vecs := Clustered(1500, 16, 10, 0.5, 3)
 	a := buildIndex(t, Config{Dim: 16, ExactThreshold: -1, Workers: 1}, vecs)

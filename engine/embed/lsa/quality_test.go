@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode"
@@ -168,15 +169,25 @@ func TestNDCGHelper(t *testing.T) {
 	}
 }
 
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // denseNDCG fits LSA on the corpus and returns the mean dense-only nDCG@10.
 func denseNDCG(t *testing.T, b *beir, opts Options) (float64, time.Duration) {
 	ctx := context.Background()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	m, err := FitTexts(ctx, b.docs, stemTokenize, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fit := time.Since(start)
+	t.Logf("fit: %v wall, %v CPU (user+sys, incl. stemming)", fit.Round(time.Millisecond), (cpuTime() - cpu0).Round(time.Millisecond))
 	dv, err := m.Embed(ctx, b.docs, embed.KindDocument)
 	if err != nil {
 		t.Fatal(err)
