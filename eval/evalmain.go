@@ -121,9 +121,11 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if closeFn != nil {
-		defer closeFn()
-	}
+	defer func() {
+		if closeFn != nil {
+			closeFn()
+		}
+	}()
 	newBar := func(label, unit string, total int64) *progress.Bar {
 		if *quiet {
 			return nil
@@ -143,6 +145,15 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 			bar.Finish()
 		}
 		if err != nil {
+			return fail(err)
+		}
+		// Capabilities are frozen per session (§13.2): an engine that can
+		// offer more after the ingest (a dense encoder fitted on the new
+		// corpus) shows it only to a new session, so reconnect.
+		if closeFn != nil {
+			closeFn()
+		}
+		if c, closeFn, err = dial(ctx, *target); err != nil {
 			return fail(err)
 		}
 	}

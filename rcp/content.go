@@ -86,7 +86,7 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	}
 	if len(b) > 0 && b[0] == '"' {
 		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := unquote(b, &s); err != nil {
 			return err
 		}
 		*c = Text(s)
@@ -183,7 +183,7 @@ func (q *Query) UnmarshalJSON(b []byte) error {
 	switch b[0] {
 	case '"':
 		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := unquote(b, &s); err != nil {
 			return err
 		}
 		*q = TextQuery(s)

@@ -1,6 +1,7 @@
 package rcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -23,7 +24,7 @@ const MaxSafeInteger = 1<<53 - 1
 //
 // Absent params decode as {}. params that are not an object are rejected.
 func DecodeParams(raw json.RawMessage, v any) error {
-	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
@@ -204,4 +205,25 @@ func structPlan(t reflect.Type) []planField {
 	}
 	plans.Store(t, out)
 	return out
+}
+
+// unquote decodes the JSON string literal b into *s as json.Unmarshal does.
+// A plain ASCII literal without escapes is copied directly; anything else
+// goes through encoding/json (which unescapes and replaces invalid UTF-8).
+func unquote(b []byte, s *string) error {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		body := b[1 : len(b)-1]
+		plain := true
+		for _, c := range body {
+			if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			*s = string(body)
+			return nil
+		}
+	}
+	return json.Unmarshal(b, s)
 }

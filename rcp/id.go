@@ -60,7 +60,7 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	switch {
 	case b[0] == '"':
 		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := unquote(b, &s); err != nil {
 			return err
 		}
 		// canonicalise escapes so equal strings compare equal

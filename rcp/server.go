@@ -211,10 +211,13 @@ type session struct {
 	lastUsed   time.Time
 
 	wg sync.WaitGroup
+
+	workers workerPool
 }
 
 func (s *Server) newSession(ctx context.Context, kind sessionKind) *session {
 	sess := &session{srv: s, kind: kind, ctx: ctx, inflight: map[string]context.CancelCauseFunc{}, lastUsed: time.Now()}
+	sess.workers = workerPool{tasks: make(chan func()), done: ctx.Done()}
 	if kind == sessionStateless {
 		sess.state = stateReady
 		sess.negotiated = ProtocolVersion
@@ -555,7 +558,11 @@ func ping(id json.RawMessage, params json.RawMessage) []byte {
 		Nonce json.RawMessage `json:"nonce"`
 	}
 	if params != nil {
-		if err := json.Unmarshal(params, &p); err != nil {
+		// the common case without encoding/json; Member declines what it
+		// cannot decide exactly as encoding/json would
+		if nonce, _, ok := jsonrpc.Member(params, "nonce"); ok {
+			p.Nonce = nonce
+		} else if err := json.Unmarshal(params, &p); err != nil {
 			return errorFrame(id, InvalidParams("", "%v", err))
 		}
 	}
@@ -623,10 +630,12 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 		sess.mu.Lock()
 		level, optedIn := sess.logLevel, sess.clientCaps.Log != nil
 		sess.mu.Unlock()
-		var reqLevel string
-		if meta.Get(MetaLogLevel, &reqLevel) {
-			if _, ok := logRank[reqLevel]; ok {
-				level, optedIn = reqLevel, true
+		if len(meta) > 0 { // (Get's pointer argument escapes: skip it when there is no _meta)
+			var reqLevel string
+			if meta.Get(MetaLogLevel, &reqLevel) {
+				if _, ok := logRank[reqLevel]; ok {
+					level, optedIn = reqLevel, true
+				}
 			}
 		}
 		if optedIn {
@@ -638,11 +647,13 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 	}
 
 	timeout := srv.opts.RequestTimeout
-	var deadlineMs float64
-	if meta.Get(MetaDeadlineMs, &deadlineMs) && deadlineMs > 0 && !math.IsInf(deadlineMs, 0) {
-		d := time.Duration(deadlineMs * float64(time.Millisecond))
-		if timeout < 0 || d < timeout {
-			timeout = d
+	if len(meta) > 0 {
+		var deadlineMs float64
+		if meta.Get(MetaDeadlineMs, &deadlineMs) && deadlineMs > 0 && !math.IsInf(deadlineMs, 0) {
+			d := time.Duration(deadlineMs * float64(time.Millisecond))
+			if timeout < 0 || d < timeout {
+				timeout = d
+			}
 		}
 	}
 
@@ -699,7 +710,7 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 	if fo.reqCtx != nil {
 		unlink = context.AfterFunc(fo.reqCtx, func() { cancel(errTransportClosed) })
 	}
-	go func() {
+	sess.workers.run(func() {
 		defer sess.wg.Done()
 		defer func() {
 			sess.mu.Lock()
@@ -716,7 +727,47 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 			return
 		}
 		respond(srv.encodeOutcome(m.ID, m.Method, res, err))
-	}()
+	})
+}
+
+// workerIdle is how long an idle request goroutine waits for more work.
+const workerIdle = time.Second
+
+// workerPool runs a session's requests on reused goroutines. A request runs
+// concurrently with the reader exactly as on a goroutine of its own, but a
+// goroutine that has served one request keeps its grown stack for the
+// next: JSON decoding and encoding run deep, and a fresh goroutine per
+// request pays for growing (copying) its stack several times. Idle workers
+// exit after workerIdle, or when the session's context ends.
+type workerPool struct {
+	tasks chan func()
+	done  <-chan struct{}
+}
+
+// run starts task on an idle worker, or on a new one when none is waiting.
+func (p *workerPool) run(task func()) {
+	select {
+	case p.tasks <- task:
+	default:
+		go p.work(task)
+	}
+}
+
+func (p *workerPool) work(task func()) {
+	task()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case task = <-p.tasks:
+			task()
+			idle.Reset(workerIdle)
+		case <-idle.C:
+			return
+		case <-p.done:
+			return
+		}
+	}
 }
 
 // call runs the handler, converting a panic into -32603.
@@ -753,12 +804,65 @@ func (s *Server) encodeOutcome(id json.RawMessage, method string, res any, err e
 		}
 		return errorFrame(id, e)
 	}
-	b, merr := marshalResult(res)
+	b, merr := encodeResultFrame(id, res)
 	if merr != nil {
 		s.log.Error("rcp: cannot encode result", "method", method, "err", merr)
 		return errorFrame(id, &Error{Code: CodeInternalError, Message: "internal error: result could not be encoded"})
 	}
-	return jsonrpc.Response(id, b)
+	return b
+}
+
+// frameBufs holds scratch buffers for encodeResultFrame.
+var frameBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// encodeResultFrame encodes the response to id with result res, the bytes
+// jsonrpc.Response(id, marshalResult(res)) would produce, in one pass: the
+// envelope and the result are written into one pooled buffer and copied out
+// once (json.Marshal would copy the result out, then the envelope copy it
+// again). A result holding a non-finite float, which encoding/json refuses,
+// takes the sanitising path of marshalResult.
+func encodeResultFrame(id json.RawMessage, res any) ([]byte, error) {
+	if _, raw := res.(json.RawMessage); raw || res == nil {
+		b, err := marshalResult(res)
+		if err != nil {
+			return nil, err
+		}
+		return jsonrpc.Response(id, b), nil
+	}
+	buf := frameBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 1<<20 { // do not pin the buffer of a huge result
+			frameBufs.Put(buf)
+		}
+	}()
+	buf.Reset()
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	if id == nil {
+		buf.WriteString("null")
+	} else {
+		buf.Write(id)
+	}
+	buf.WriteString(`,"result":`)
+	start := buf.Len()
+	// Encode escapes HTML like Marshal; it writes nothing when it fails.
+	if err := json.NewEncoder(buf).Encode(res); err != nil {
+		var uve *json.UnsupportedValueError
+		if !errors.As(err, &uve) {
+			return nil, err
+		}
+		b, err := marshalResult(res)
+		if err != nil {
+			return nil, err
+		}
+		return jsonrpc.Response(id, b), nil
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	if string(buf.Bytes()[start:]) == "null" {
+		buf.Truncate(start)
+		buf.WriteString("{}")
+	}
+	buf.WriteByte('}')
+	return bytes.Clone(buf.Bytes()), nil
 }
 
 func marshalResult(res any) ([]byte, error) {
@@ -786,11 +890,11 @@ func marshalResult(res any) ([]byte, error) {
 }
 
 func resultFrame(id json.RawMessage, v any) []byte {
-	b, err := marshalResult(v)
+	b, err := encodeResultFrame(id, v)
 	if err != nil {
 		return errorFrame(id, &Error{Code: CodeInternalError, Message: "internal error: result could not be encoded"})
 	}
-	return jsonrpc.Response(id, b)
+	return b
 }
 
 func errorFrame(id json.RawMessage, e *Error) []byte {

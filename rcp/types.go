@@ -293,6 +293,9 @@ type RetrieveParams struct {
 	Meta           Meta            `json:"_meta,omitempty"`
 }
 
+// HasFilter reports whether a filter was sent; an explicit null is absent (§4.6).
+func (p *RetrieveParams) HasFilter() bool { return len(p.Filter) > 0 && string(p.Filter) != "null" }
+
 // IsStrict applies the §7.7 default: strict unless strict:false was sent.
 func (p *RetrieveParams) IsStrict() bool { return p.Strict == nil || *p.Strict }
 

@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"hash/fnv"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -45,12 +45,23 @@ func tokens(s string) []string {
 }
 
 // embedText is a hashed bag-of-words vector, L2-normalised.
-func embedText(s string) []float32 {
+func embedText(s string) []float32 { return embedTokens(tokens(s)) }
+
+// fnv32a is the 32-bit FNV-1a hash of s (hash/fnv's New32a, without the
+// allocation of a hash.Hash per token).
+func fnv32a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+func embedTokens(toks []string) []float32 {
 	v := make([]float32, dim)
-	for _, t := range tokens(s) {
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(t))
-		v[h.Sum32()%dim]++
+	for _, t := range toks {
+		v[fnv32a(t)%dim]++
 	}
 	var n float64
 	for _, x := range v {
@@ -73,9 +84,11 @@ func dot(a, b []float32) float64 {
 	return s
 }
 
-func wordSet(s string) map[string]bool {
-	set := map[string]bool{}
-	for _, t := range tokens(s) {
+func wordSet(s string) map[string]bool { return tokenSet(tokens(s)) }
+
+func tokenSet(toks []string) map[string]bool {
+	set := make(map[string]bool, len(toks))
+	for _, t := range toks {
 		set[t] = true
 	}
 	return set
@@ -83,6 +96,42 @@ func wordSet(s string) map[string]bool {
 
 // overlap is the fraction of distinct query words found in text.
 func overlap(query, text string) float64 { return overlapSets(wordSet(query), wordSet(text)) }
+
+// distinct returns toks without repeats, in first-seen order.
+func distinct(toks []string) []string {
+	out := make([]string, 0, len(toks))
+	if len(toks) > 32 { // long query: a set instead of the quadratic scan
+		set := tokenSet(toks)
+		for _, t := range toks {
+			if set[t] {
+				out = append(out, t)
+				delete(set, t)
+			}
+		}
+		return out
+	}
+	for _, t := range toks {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// overlapWords is overlapSets for a query given as its distinct words
+// (scoring a query against every document without building its set).
+func overlapWords(q []string, d map[string]bool) float64 {
+	if len(q) == 0 {
+		return 0
+	}
+	n := 0
+	for _, t := range q {
+		if d[t] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(q))
+}
 
 func overlapSets(q, d map[string]bool) float64 {
 	if len(q) == 0 {
@@ -100,13 +149,23 @@ func overlapSets(q, d map[string]bool) float64 {
 type engine struct {
 	vecs  [][]float32
 	words []map[string]bool
+	// per-document hit parts that never change, built once and shared by
+	// every result (results are only read: encoded, or copied first when
+	// they need sanitising)
+	citations []*rcp.Citation
+	metas     []map[string]any
 }
+
+// trust is every hit's trust annotation.
+var trust = &rcp.Trust{Level: rcp.TrustCommunity}
 
 func newEngine() *engine {
 	e := &engine{}
 	for _, d := range corpus {
 		e.vecs = append(e.vecs, embedText(d.title+" "+d.text))
 		e.words = append(e.words, wordSet(d.title+" "+d.text))
+		e.citations = append(e.citations, &rcp.Citation{Source: d.id, URI: d.uri, Title: d.title})
+		e.metas = append(e.metas, map[string]any{"title": d.title})
 	}
 	return e
 }
@@ -141,6 +200,9 @@ func (e *engine) router() *rcp.Router {
 
 func (e *engine) embed(ctx context.Context, p *rcp.EmbedParams) (*rcp.EmbedResult, error) {
 	inputs := p.AllInputs()
+	if inputs == nil {
+		return nil, rcp.InvalidParams("inputs", "inputs is required")
+	}
 	if len(inputs) > 256 {
 		return nil, rcp.InvalidParams("inputs", "at most 256 inputs per call (embed.batchLimit)")
 	}
@@ -172,6 +234,9 @@ func (e *engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankRe
 	passages := p.Passages
 	if passages == nil {
 		passages = p.Documents
+	}
+	if passages == nil {
+		return nil, rcp.InvalidParams("passages", "passages is required")
 	}
 	if p.Query.IsZero() {
 		return nil, rcp.InvalidParams("query", "query is required")
@@ -228,6 +293,9 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 	if p.K < 1 {
 		return nil, rcp.InvalidParams("k", "k must be an integer >= 1")
 	}
+	if !p.Query.TextOnly() {
+		return nil, rcp.OptionUnsupported("modality", "this server retrieves with text queries only")
+	}
 	strict := p.IsStrict()
 	var notes []string
 	mode := cmp.Or(p.Mode, rcp.ModeHybrid)
@@ -256,7 +324,7 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 		}
 		notes = append(notes, "built-in rerank unsupported; skipped")
 	}
-	if p.Filter != nil && strict {
+	if p.HasFilter() && strict {
 		return nil, rcp.OptionUnsupported("filter", "filtering is not advertised")
 	}
 	if p.MMR != nil && strict {
@@ -285,46 +353,59 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 	q := p.Query.String()
 	rcp.Log(ctx, rcp.LogDebug, "retrieve started", map[string]any{"mode": mode, "k": k})
 
-	qv := embedText(q)
-	dense := make([]float64, len(corpus))
-	sparse := make([]float64, len(corpus))
-	qw := wordSet(q)
+	qt := tokens(q)
+	qv := embedTokens(qt)
+	qw := distinct(qt)
+	n := len(corpus)
+	// one backing array for the per-document score lists
+	scores := make([]float64, 3*n)
+	dense, sparse, final := scores[:n:n], scores[n:2*n:2*n], scores[2*n:]
 	for i := range corpus {
 		dense[i] = dot(qv, e.vecs[i])
-		sparse[i] = overlapSets(qw, e.words[i])
+		sparse[i] = overlapWords(qw, e.words[i])
 	}
-	_ = rcp.ReportProgress(ctx, rcp.ProgressParams{Progress: ptr(0.5), Stage: "recall", Message: "scored " + itoa(len(corpus)) + " documents"})
+	if rcp.ProgressAllowed(ctx) {
+		_ = rcp.ReportProgress(ctx, rcp.ProgressParams{Progress: ptr(0.5), Stage: "recall", Message: "scored " + strconv.Itoa(n) + " documents"})
+	}
 
-	final := make([]float64, len(corpus))
-	perStage := make([]map[string]float64, len(corpus))
-	for i := range perStage {
-		perStage[i] = map[string]float64{}
-	}
-	addRanks := func(name string, s []float64) {
+	// Per-stage scores (hit.scores) of the documents each stage ranked;
+	// the maps are built for the returned hits only.
+	inDense, inSparse := make([]bool, n), make([]bool, n)
+	addRanks := func(s []float64, in []bool) {
 		for r, sc := range ranked(s)[:min(candK, len(s))] {
-			perStage[sc.i][name] = sc.score
+			in[sc.i] = true
 			final[sc.i] += 1 / float64(60+r+1)
 		}
 	}
 	switch mode {
 	case rcp.ModeDense:
 		copy(final, dense)
-		for i := range perStage {
-			perStage[i][rcp.ModeDense] = dense[i]
+		for i := range inDense {
+			inDense[i] = true
 		}
 	case rcp.ModeSparse:
 		copy(final, sparse)
-		for i := range perStage {
-			perStage[i][rcp.ModeSparse] = sparse[i]
+		for i := range inSparse {
+			inSparse[i] = true
 		}
 	default:
-		addRanks(rcp.ModeDense, dense)
-		addRanks(rcp.ModeSparse, sparse)
+		addRanks(dense, inDense)
+		addRanks(sparse, inSparse)
+	}
+	stageScores := func(i int) map[string]float64 {
+		m := make(map[string]float64, 2)
+		if inDense[i] {
+			m[rcp.ModeDense] = dense[i]
+		}
+		if inSparse[i] {
+			m[rcp.ModeSparse] = sparse[i]
+		}
+		return m
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res := &rcp.RetrieveResult{IndexVersion: "memserver-1", Hits: []rcp.Hit{}}
+	res := &rcp.RetrieveResult{IndexVersion: "memserver-1", Hits: make([]rcp.Hit, 0, min(k, len(corpus)))}
 	for _, sc := range ranked(final) {
 		if len(res.Hits) == k {
 			break
@@ -334,24 +415,21 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 		}
 		d := corpus[sc.i]
 		h := rcp.Hit{ID: rcp.StringID(d.id), Score: sc.score, Unit: rcp.UnitChunk, Modality: rcp.ModalityText,
-			Scores:   perStage[sc.i],
-			Citation: &rcp.Citation{Source: d.id, URI: d.uri, Title: d.title},
-			Trust:    &rcp.Trust{Level: rcp.TrustCommunity},
-			Meta:     map[string]any{"title": d.title}}
+			Scores:   stageScores(sc.i),
+			Citation: e.citations[sc.i],
+			Trust:    trust,
+			Meta:     e.metas[sc.i]}
 		if p.IncludeText == nil || *p.IncludeText {
-			h.Text = ptr(d.text)
+			h.Text = &corpus[sc.i].text
 		}
 		if p.IncludeVectors != nil && *p.IncludeVectors {
 			h.Vector, _ = json.Marshal(e.vecs[sc.i])
 		}
 		res.Hits = append(res.Hits, h)
 	}
-	_ = rcp.ReportProgress(ctx, rcp.ProgressParams{Progress: ptr(1.0), Stage: "pack"})
+	if rcp.ProgressAllowed(ctx) {
+		_ = rcp.ReportProgress(ctx, rcp.ProgressParams{Progress: ptr(1.0), Stage: "pack"})
+	}
 	res.Usage = &rcp.Usage{Candidates: ptr(len(corpus)), Notes: notes}
 	return res, nil
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

@@ -35,7 +35,7 @@ func main() {
 
 func run() error {
 	httpAddr := flag.String("http", "", "serve HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
-	sessions := flag.String("sessions", "single", "HTTP session mode: single | stateful | stateless")
+	sessions := flag.String("sessions", "stateful", "HTTP session mode: stateful | stateless | single (one shared session, what the reference harness check.py expects)")
 	token := flag.String("token", "", "require this bearer token over HTTP")
 	query := flag.String("query", "", "run one retrieve in-process, print the hits as JSON and exit")
 	k := flag.Int("k", 3, "hits for -query")

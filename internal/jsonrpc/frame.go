@@ -74,14 +74,24 @@ func (r *Reader) Next() ([]byte, error) {
 }
 
 // FrameBuffered reports whether a complete frame is already buffered, so
-// the next call to Next will not block.
+// the next call to Next will not block. Blank lines do not count: Next skips
+// them and would block waiting for the frame after them.
 func (r *Reader) FrameBuffered() bool {
 	n := r.br.Buffered()
 	if n == 0 {
 		return false
 	}
 	b, _ := r.br.Peek(n)
-	return bytes.IndexByte(b, '\n') >= 0
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		if len(bytes.TrimSpace(b[:i])) > 0 {
+			return true
+		}
+		b = b[i+1:]
+	}
 }
 
 // readLine reads up to '\n', enforcing the cap. On overflow it discards the

@@ -86,6 +86,17 @@ func Decode(b []byte, opts Options) Frame {
 	if !utf8.Valid(b) {
 		return Frame{Code: CodeParseError, Reason: "frame is not valid UTF-8"}
 	}
+	if f, ok := decodeFast(b, maxDepth); ok {
+		return f
+	}
+	return decodeSlow(b, maxDepth)
+}
+
+// decodeSlow is the general decoder, built on encoding/json. decodeFast
+// hands it every frame it does not take on (invalid or too deep JSON,
+// surrounding non-ASCII space, keys with escapes or non-ASCII letters), so
+// those keep exactly the answers encoding/json gives them.
+func decodeSlow(b []byte, maxDepth int) Frame {
 	if d := depth(b); d > maxDepth {
 		return Frame{Code: CodeParseError, Reason: "JSON nesting exceeds " + strconv.Itoa(maxDepth) + " levels"}
 	}
@@ -171,7 +182,7 @@ func decodeEnvelope(env envelope) Message {
 
 func decodeRequestish(env envelope) Message {
 	var method string
-	if env.Method == nil || env.Method[0] != '"' || json.Unmarshal(env.Method, &method) != nil {
+	if env.Method == nil || env.Method[0] != '"' || !unquote(env.Method, &method) {
 		m := invalid(`"method" must be a string`)
 		if id, ok := validID(env.ID); ok {
 			m.ID = id // answerable with the caller's id
