@@ -1,0 +1,143 @@
+package conformance
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rcpgo/rcpgo/internal/shared"
+)
+
+// TestOurServersCertify is the CI gate of issue 4: the suite runs against
+// this repository's own servers — the example server and rcpd — over stdio
+// and HTTP, and each must certify at exactly the level it declares with no
+// MUST failing.
+func TestOurServersCertify(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs real servers; skipped with -short")
+	}
+	root := shared.Root(t)
+	bin := t.TempDir()
+	build := func(name, pkg string) string {
+		out := filepath.Join(bin, name)
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+		return out
+	}
+	memserver := build("memserver", "./examples/memserver")
+	rcpd := build("rcpd", "./cmd/rcpd")
+
+	servers := []struct {
+		name  string
+		stdio []string
+		http  func(addr string) []string
+	}{
+		{"memserver", []string{memserver}, func(addr string) []string { return []string{memserver, "-http", addr} }},
+		{"rcpd", []string{rcpd, "serve", "--stdio", "--demo", "--data", filepath.Join(bin, "stdio-data")},
+			func(addr string) []string {
+				return []string{rcpd, "serve", "--demo", "--http", addr, "--data", filepath.Join(bin, "http-data")}
+			}},
+	}
+	for _, s := range servers {
+		t.Run(s.name+"/stdio", func(t *testing.T) {
+			certify(t, Target{Command: s.stdio})
+		})
+		t.Run(s.name+"/http", func(t *testing.T) {
+			addr := freeAddr(t)
+			stop := startHTTP(t, s.http(addr), addr)
+			defer stop()
+			certify(t, Target{URL: "http://" + addr + "/rcp"})
+		})
+	}
+}
+
+func certify(t *testing.T, target Target) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, target, Options{CallTimeout: 20 * time.Second, StartTimeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Checks {
+		if c.Status == Fail && c.Requirement == Must {
+			t.Errorf("MUST failed: %s (%s): %s", c.ID, c.Section, c.Detail)
+		}
+	}
+	if rep.DeclaredLevel == nil || rep.CertifiedLevel == nil || *rep.DeclaredLevel != *rep.CertifiedLevel || !rep.DeclarationHonest {
+		t.Errorf("declared %v, certified %v, honest %v: %v", lvl(rep.DeclaredLevel), lvl(rep.CertifiedLevel), rep.DeclarationHonest, rep.LevelNotes)
+	}
+	t.Logf("%s: %d passed, %d failed, %d skipped; certified %s", target, rep.Passed, rep.Failed, rep.Skipped, lvl(rep.CertifiedLevel))
+}
+
+func lvl(l *Level) string {
+	if l == nil {
+		return "none"
+	}
+	return string(*l)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// startHTTP runs argv until it accepts connections on addr.
+func startHTTP(t *testing.T, argv []string, addr string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var tail strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if tail.Len() < 8<<10 {
+				fmt.Fprintln(&tail, sc.Text())
+			}
+		}
+	}()
+	stop = func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return stop
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop()
+	t.Fatalf("%s did not listen on %s:\n%s", argv[0], addr, tail.String())
+	return nil
+}
