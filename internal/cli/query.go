@@ -243,9 +243,6 @@ func snippet(text string, terms []string, width int) string {
 		}
 	}
 	start := offs[bestAt]
-	if bestAt > 0 && bestAt > 3 {
-		start = offs[bestAt-3]
-	}
 	end := min(len(text), start+width)
 	for end < len(text) && text[end] != ' ' {
 		end++

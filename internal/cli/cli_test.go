@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rcpgo/rcpgo/internal/shared"
+)
+
+func TestBuildFilter(t *testing.T) {
+	types := map[string]string{"year": "int", "score": "float", "ok": "bool", "lang": "keyword"}
+	tests := []struct {
+		exprs []string
+		want  string
+	}{
+		{[]string{"lang=en"}, `{"field":"lang","op":"eq","value":"en"}`},
+		{[]string{"year>=2020"}, `{"field":"year","op":"gte","value":2020}`},
+		{[]string{"year!=2020", "score<0.5"}, `{"and":[{"field":"year","op":"ne","value":2020},{"field":"score","op":"lt","value":0.5}]}`},
+		{[]string{"ok=true", "year>7"}, `{"and":[{"field":"ok","op":"eq","value":true},{"field":"year","op":"gt","value":7}]}`},
+		{[]string{"year=abc"}, `{"field":"year","op":"eq","value":"abc"}`}, // left for the server to reject with -32602
+	}
+	for _, tt := range tests {
+		got, err := buildFilter(tt.exprs, types)
+		if err != nil {
+			t.Fatalf("%v: %v", tt.exprs, err)
+		}
+		var a, b any
+		_ = json.Unmarshal(got, &a)
+		_ = json.Unmarshal([]byte(tt.want), &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%v = %s, want %s", tt.exprs, got, tt.want)
+		}
+	}
+	if _, err := buildFilter([]string{"novalue"}, types); err == nil {
+		t.Error("expression without operator: want an error")
+	}
+}
+
+func TestTargetArgsAndModes(t *testing.T) {
+	got := targetArgs([]string{"--dataset", "d", "--http", "http://h/rcp", "-k", "5"})
+	if want := []string{"--dataset", "d", "-target", "http://h/rcp", "-k", "5"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("http: %q", got)
+	}
+	got = targetArgs([]string{"--ingest", "--", "rcpd", "serve", "--stdio"})
+	if want := []string{"--ingest", "-target", "stdio:rcpd serve --stdio"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("stdio: %q", got)
+	}
+	got = targetArgs([]string{"--registry", "rcp.json", "--engine", "docs"})
+	if want := []string{"-target", "rcp.json#docs"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("registry: %q", got)
+	}
+	modes, err := expandModes([]string{"--modes", "sparse,hybrid-convex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"-mode", `sparse={"mode":"sparse"}`, "-mode", `hybrid-convex={"mode":"hybrid","fusion":{"method":"convex"}}`}; !reflect.DeepEqual(modes, want) {
+		t.Errorf("modes: %q", modes)
+	}
+	if _, err := expandModes([]string{"--modes", "bogus"}); err == nil {
+		t.Error("unknown mode: want an error")
+	}
+}
+
+func TestSnippetHighlight(t *testing.T) {
+	terms := queryTerms("Index compression!")
+	text := strings.Repeat("filler words here. ", 20) + "Posting lists of an inverted index are compressed with varint codes. " + strings.Repeat("more filler. ", 20)
+	s := snippet(text, terms, 80)
+	if !strings.Contains(s, "index") || len(s) > 120 {
+		t.Fatalf("snippet %q", s)
+	}
+	h := highlight("an inverted index is compressed", terms, "", "")
+	if h != "an inverted **index** is **compressed**" {
+		t.Fatalf("highlight %q", h)
+	}
+}
+
+// TestEvalAgainstRcpd runs `rcp eval --ingest` against a real rcpd over
+// stdio on a five-document fixture whose BM25 ranking is known, and checks
+// the metrics exactly (values worked out in the comments).
+func TestEvalAgainstRcpd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds rcpd; skipped with -short")
+	}
+	root := shared.Root(t)
+	dir := t.TempDir()
+	rcpd := filepath.Join(dir, "rcpd")
+	build := exec.Command("go", "build", "-o", rcpd, "./cmd/rcpd")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ds := filepath.Join(dir, "tiny")
+	write := func(name, body string) {
+		p := filepath.Join(ds, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("corpus.jsonl", `{"_id":"d1","title":"","text":"apple banana"}
+{"_id":"d2","title":"","text":"apple cherry"}
+{"_id":"d3","title":"","text":"grape melon"}
+{"_id":"d4","title":"","text":"kiwi lemon"}
+{"_id":"d5","title":"","text":"banana split"}
+`)
+	write("queries.jsonl", `{"_id":"q1","text":"grape"}
+{"_id":"q2","text":"kiwi"}
+{"_id":"q3","text":"lemon banana"}
+`)
+	write("qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td3\t1\nq2\td4\t2\nq2\td1\t1\nq3\td5\t1\n")
+	report := filepath.Join(dir, "report.json")
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"eval", "--dataset", ds, "--ingest", "--quiet", "--modes", "sparse",
+		"--metrics", "ndcg@10,recall@10,mrr@10", "--json", report, "--runs", filepath.Join(dir, "runs"),
+		"--", rcpd, "serve", "--stdio", "--data", filepath.Join(dir, "data"), "--log-level", "error"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	var rep struct {
+		Modes []struct {
+			Name   string
+			Scores struct{ Mean map[string]float64 }
+		}
+	}
+	b, _ := os.ReadFile(report)
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Modes) != 1 {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	// q1 "grape": d3 alone matches, rank 1 → nDCG 1, recall 1, RR 1.
+	// q2 "kiwi": d4 (gain 2) at rank 1, d1 (gain 1) never retrieved →
+	//   nDCG = 2 / (2 + 1/log2 3), recall 1/2, RR 1.
+	// q3 "lemon banana": d4 (rarer term) first, then d1 and d5 tie on
+	//   "banana" and the tie goes to the smaller id → d5 at rank 3:
+	//   nDCG = 1/log2 4 = 0.5, recall 1, RR 1/3.
+	want := map[string]float64{
+		"ndcg@10":   (1 + 2/(2+1/math.Log2(3)) + 0.5) / 3,
+		"recall@10": (1 + 0.5 + 1) / 3,
+		"mrr@10":    (1 + 1 + 1.0/3) / 3,
+	}
+	for m, w := range want {
+		if got := rep.Modes[0].Scores.Mean[m]; math.Abs(got-w) > 1e-9 {
+			t.Errorf("%s = %.6f, want %.6f", m, got, w)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs", "tiny.sparse.run")); err != nil {
+		t.Errorf("run file: %v", err)
+	}
+}
