@@ -19,7 +19,9 @@ func TestStdioAnswerNotHeldByTrailingBlankLine(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeStdio(context.Background(), inR, outW); outW.Close() }()
 
-	go func() { _, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":"blank-1","method":"ping","params":{}}`+"\n\n") }()
+	go func() {
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":"blank-1","method":"ping","params":{}}`+"\n\n")
+	}()
 	line := make(chan string, 1)
 	go func() {
 		s, _ := bufio.NewReader(outR).ReadString('\n')

@@ -4,6 +4,7 @@
 package shared
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,4 +52,22 @@ func Path(tb testing.TB, elem ...string) string {
 		tb.Fatalf("shared: %s is missing", p)
 	}
 	return p
+}
+
+// JSONLines returns the non-empty lines of a JSON Lines file inside the
+// shared directory (the test vectors, BEIR files); it fails the test when
+// the file is missing or unreadable.
+func JSONLines(tb testing.TB, elem ...string) [][]byte {
+	tb.Helper()
+	b, err := os.ReadFile(Path(tb, elem...))
+	if err != nil {
+		tb.Fatalf("shared: %v", err)
+	}
+	var lines [][]byte
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			lines = append(lines, l)
+		}
+	}
+	return lines
 }

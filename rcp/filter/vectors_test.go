@@ -1,11 +1,9 @@
 package filter
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"reflect"
 	"testing"
 
@@ -106,25 +104,15 @@ var divergences = map[string]divergence{
 }
 
 func loadFilterCases(t testing.TB) []filterCase {
-	f, err := os.Open(shared.Path(t, "rcp", "vectors", "filter.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []filterCase
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<22)
-	for sc.Scan() {
+	for _, line := range shared.JSONLines(t, "rcp", "vectors", "filter.jsonl") {
 		var c filterCase
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
 		if err := dec.Decode(&c); err != nil {
 			t.Fatalf("bad line: %v", err)
 		}
 		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -1,12 +1,10 @@
 package fusion
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
-	"os"
 	"reflect"
 	"testing"
 
@@ -88,23 +86,13 @@ func TestFusionChoicesCoverDisagreements(t *testing.T) {
 }
 
 func loadFusionCases(t testing.TB) []fusionCase {
-	f, err := os.Open(shared.Path(t, "rcp", "vectors", "fusion.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []fusionCase
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<23)
-	for sc.Scan() {
+	for _, line := range shared.JSONLines(t, "rcp", "vectors", "fusion.jsonl") {
 		var c fusionCase
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+		if err := json.Unmarshal(line, &c); err != nil {
 			t.Fatalf("bad line: %v", err)
 		}
 		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

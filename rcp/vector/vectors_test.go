@@ -1,14 +1,12 @@
 package vector
 
 import (
-	"bufio"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/internal/shared"
@@ -92,23 +90,13 @@ func TestVectorChoicesCoverDisagreements(t *testing.T) {
 }
 
 func loadVectorCases(t *testing.T) []vecCase {
-	f, err := os.Open(shared.Path(t, "rcp", "vectors", "vectors.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []vecCase
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
+	for _, line := range shared.JSONLines(t, "rcp", "vectors", "vectors.jsonl") {
 		var c vecCase
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+		if err := json.Unmarshal(line, &c); err != nil {
 			t.Fatalf("bad line: %v", err)
 		}
 		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
