@@ -40,7 +40,7 @@ func GatewayMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		httpAddr      = fs.String("http", "", "serve HTTP on this address, e.g. 127.0.0.1:8090 (base path /rcp)")
 		stdio         = fs.Bool("stdio", false, "serve NDJSON on stdin/stdout (the default when --http is not given)")
 		token         = fs.String("token", "", "require this bearer token on the HTTP listener (-32012 otherwise)")
-		sessions      = fs.String("sessions", "stateless", "HTTP session mode: stateless (any number of clients, no session token) | stateful | single")
+		sessions      = fs.String("sessions", "stateful", "HTTP session mode: stateful (a session per initializing client; tokenless requests served statelessly) | stateless | single")
 		identity      = fs.String("id", "", "federation identity used for loop detection (default: random per process)")
 		engineTimeout = fs.Duration("engine-timeout", 10*time.Second, "client-side deadline of one engine call")
 		depth         = fs.Int("depth", DefaultDepth, "hop budget of queries that arrive without _meta.federation")
@@ -89,17 +89,11 @@ func GatewayMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return fail("bad --log-level: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	httpOpts := &rcp.HTTPOptions{}
-	switch *sessions {
-	case "single":
-		httpOpts.Sessions = rcp.SessionSingle
-	case "stateful":
-		httpOpts.Sessions = rcp.SessionStateful
-	case "stateless":
-		httpOpts.Sessions = rcp.SessionStateless
-	default:
-		return fail("unknown --sessions %q", *sessions)
+	mode, err := rcp.ParseSessionMode(*sessions)
+	if err != nil {
+		return fail("--sessions: %v", err)
 	}
+	httpOpts := &rcp.HTTPOptions{Sessions: mode}
 	if *token != "" {
 		httpOpts.BearerTokens = []string{*token}
 	}

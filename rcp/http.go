@@ -42,6 +42,20 @@ const (
 	SessionSingle
 )
 
+// ParseSessionMode reads a session mode as written in flags and config:
+// "stateless", "stateful" or "single" (case-insensitive).
+func ParseSessionMode(s string) (SessionMode, error) {
+	switch strings.ToLower(s) {
+	case "stateless":
+		return SessionStateless, nil
+	case "stateful":
+		return SessionStateful, nil
+	case "single":
+		return SessionSingle, nil
+	}
+	return 0, fmt.Errorf("rcp: unknown HTTP session mode %q (want stateful, stateless or single)", s)
+}
+
 // HeaderSession carries the stateful HTTP session token.
 const HeaderSession = "RCP-Session"
 

@@ -74,17 +74,11 @@ func run() error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	case *httpAddr != "":
-		opts := &rcp.HTTPOptions{CORSOrigin: "*"}
-		switch *sessions {
-		case "single":
-			opts.Sessions = rcp.SessionSingle
-		case "stateful":
-			opts.Sessions = rcp.SessionStateful
-		case "stateless":
-			opts.Sessions = rcp.SessionStateless
-		default:
-			return fmt.Errorf("unknown -sessions %q", *sessions)
+		mode, err := rcp.ParseSessionMode(*sessions)
+		if err != nil {
+			return err
 		}
+		opts := &rcp.HTTPOptions{CORSOrigin: "*", Sessions: mode}
 		if *token != "" {
 			opts.BearerTokens = []string{*token}
 		}
