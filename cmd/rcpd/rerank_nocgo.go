@@ -3,13 +3,27 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 
 	"github.com/rcpgo/rcpgo/engine/embed"
 )
 
-// openReranker needs ONNX Runtime, which needs cgo.
-func openReranker(rerankConfig) (embed.Scorer, io.Closer, error) {
-	return nil, nil, errors.New("rerank: this rcpd was built without cgo, so ONNX rerankers are unavailable")
+type multiEmbedder = embed.MultiEmbedder
+
+var errNoCgo = errors.New("this rcpd was built without cgo, so ONNX models (ONNX Runtime) are unavailable")
+
+func openReranker(rerankConfig) (embed.Scorer, io.Closer, error) { return nil, nil, errNoCgo }
+
+func openONNXDense(context.Context, embedConfig, string) (embed.Provider, io.Closer, error) {
+	return nil, nil, errNoCgo
+}
+
+func openONNXMulti(onnxModelConfig, string) (embed.MultiEmbedder, io.Closer, error) {
+	return nil, nil, errNoCgo
+}
+
+func openONNXSparse(onnxModelConfig, string) (embed.SparseEmbedder, io.Closer, error) {
+	return nil, nil, errNoCgo
 }

@@ -6,23 +6,28 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
 
 // onnxRuntime finds libonnxruntime: $RCPGO_ONNXRUNTIME_LIB, else the cache
-// scripts/fetch-onnxruntime.sh fills.
+// scripts/fetch-onnxruntime.sh fills. It fails the test when neither has it
+// (tests that need something fail loudly; CI exports the variable).
 func onnxRuntime(t *testing.T) string {
+	t.Helper()
 	if p := os.Getenv("RCPGO_ONNXRUNTIME_LIB"); p != "" {
 		return p
 	}
 	home, _ := os.UserHomeDir()
 	m, _ := filepath.Glob(filepath.Join(home, ".cache", "rcpgo", "onnxruntime", "*", "libonnxruntime.so*"))
 	if len(m) == 0 {
-		t.Skip("ONNX Runtime not installed (scripts/fetch-onnxruntime.sh)")
+		t.Fatal(`ONNX Runtime not found: run export RCPGO_ONNXRUNTIME_LIB="$(bash scripts/fetch-onnxruntime.sh)"`)
 	}
 	return m[0]
 }
@@ -82,4 +87,69 @@ func TestServeWithONNXReranker(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+}
+
+// TestONNXProviders starts rcpd with every ONNX provider of the fixtures
+// (dense bi-encoder, SPLADE, ColBERT for embed/multi and rerank) and checks
+// the capability set and each method end to end.
+func TestONNXProviders(t *testing.T) {
+	lib := onnxRuntime(t)
+	fx := func(name string) string {
+		return filepath.Join("..", "..", "engine", "embed", "ortembed", "testdata", name)
+	}
+	tok := fx("tokenizer.json")
+	t.Run("dense+sparse+multi", func(t *testing.T) {
+		s := startRcpd(t, "--data", t.TempDir(), "--demo", "--onnx-library", lib,
+			"--dense", "onnx", "--embed-model-onnx", fx("encoder.onnx"), "--embed-tokenizer", tok, "--embed-pooling", "mean",
+			"--sparse-model", fx("splade.onnx"), "--sparse-tokenizer", tok,
+			"--multi-model", fx("colbert.onnx"), "--multi-tokenizer", tok)
+		caps := s.capabilities()
+		if got, want := capNames(caps), []string{"citations", "embed", "filter", "index", "log", "multiVector", "pagination", "retrieve", "sparseEmbed", "streaming"}; !slices.Equal(got, want) {
+			t.Fatalf("capabilities %v, want %v", got, want)
+		}
+		if id := caps["embed"].(map[string]any)["identity"].(string); !strings.HasPrefix(id, "onnx-") || !strings.Contains(id, "encoder") {
+			t.Errorf("embed.identity %q", id)
+		}
+		if id := caps["sparseEmbed"].(map[string]any)["identity"].(string); !strings.Contains(id, "splade") {
+			t.Errorf("sparseEmbed.identity %q", id)
+		}
+		mv := caps["multiVector"].(map[string]any)
+		if !strings.Contains(mv["identity"].(string), "colbert") || mv["dimension"].(float64) <= 0 {
+			t.Errorf("multiVector %v", mv)
+		}
+		r := s.call("retrieve", `{"query":"BM25 term frequency","k":3,"mode":"hybrid"}`)
+		if len(r["hits"].([]any)) != 3 {
+			t.Fatalf("hybrid retrieve %v", r)
+		}
+		sp := s.call("embed/sparse", `{"texts":["bm25 ranking","graphs"],"kind":"query"}`)["sparse"].([]any)
+		if len(sp) != 2 || len(sp[0].(map[string]any)["indices"].([]any)) == 0 {
+			t.Fatalf("embed/sparse %v", sp)
+		}
+		mm := s.call("embed/multi", `{"inputs":["bm25 ranking"],"kind":"query"}`)
+		if m := mm["matrices"].([]any); len(m) != 1 || len(m[0].([]any)) == 0 {
+			t.Fatalf("embed/multi %v", mm)
+		}
+		mb := s.call("embed/multi", `{"inputs":["bm25"],"encoding":"f32-base64"}`)
+		if mb["encoding"] != "f32-base64" {
+			t.Fatalf("embed/multi f32-base64 %v", mb)
+		}
+		if _, rerr := s.try("rerank", `{"query":"x","passages":["y"]}`); rerr == nil || rerr["code"].(float64) != -32003 {
+			t.Errorf("rerank without a reranker: %v", rerr)
+		}
+	})
+	t.Run("colbert rerank", func(t *testing.T) {
+		s := startRcpd(t, "--data", t.TempDir(), "--dense", "none", "--onnx-library", lib,
+			"--rerank", "onnx-colbert", "--rerank-model", fx("colbert.onnx"), "--rerank-tokenizer", tok)
+		caps := s.capabilities()
+		if got, want := capNames(caps), []string{"citations", "index", "log", "multiVector", "pagination", "rerank", "retrieve", "streaming"}; !slices.Equal(got, want) {
+			t.Fatalf("capabilities %v, want %v", got, want)
+		}
+		if m := fmt.Sprint(caps["rerank"].(map[string]any)["methods"]); m != "[colbert]" {
+			t.Errorf("rerank.methods %s", m)
+		}
+		rr := s.call("rerank", `{"query":"term weighting","passages":["bm25 weights terms","graphs of entities"]}`)
+		if len(rr["scores"].([]any)) != 2 {
+			t.Fatalf("rerank %v", rr)
+		}
+	})
 }

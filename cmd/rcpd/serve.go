@@ -44,14 +44,41 @@ type fileConfig struct {
 	RequestTimeout string            `json:"requestTimeout"`
 	LogLevel       string            `json:"logLevel"`
 	Rerank         rerankConfig      `json:"rerank"`
+	Embed          embedConfig       `json:"embed"`
+	LLM            llmConfig         `json:"llm"`
+	Multi          onnxModelConfig   `json:"multi"`
+	Sparse         onnxModelConfig   `json:"sparse"`
+	OnnxLibrary    string            `json:"onnxLibrary"`
+	Fusion         fusionConfig      `json:"fusion"`
+	FetchURIs      uriConfig         `json:"fetchURIs"`
 }
 
-// rerankConfig configures a local reranker model (empty Model: none).
+// uriConfig is the Content uri fetch policy (engine.URIPolicy).
+type uriConfig struct {
+	Disabled     bool     `json:"disabled"`
+	Schemes      []string `json:"schemes"`
+	Hosts        []string `json:"hosts"`
+	AllowPrivate bool     `json:"allowPrivate"`
+	MaxBytes     int64    `json:"maxBytes"`
+	Timeout      string   `json:"timeout"`
+}
+
+// fusionConfig overrides the measured hybrid fusion defaults.
+type fusionConfig struct {
+	Method       string  `json:"method"`
+	RRFK         float64 `json:"rrfK"`
+	Alpha        float64 `json:"alpha"`
+	SparseWeight float64 `json:"sparseWeight"`
+	DenseWeight  float64 `json:"denseWeight"`
+}
+
+// rerankConfig configures the reranker (config key "rerank").
 type rerankConfig struct {
+	Provider      string `json:"provider"`  // onnx-cross-encoder, onnx-colbert, llm or none
 	Model         string `json:"model"`     // .onnx file
 	Tokenizer     string `json:"tokenizer"` // tokenizer.json
-	Library       string `json:"library"`   // libonnxruntime.so (default $RCPGO_ONNXRUNTIME_LIB)
-	Method        string `json:"method"`    // cross-encoder (default) or colbert
+	Library       string `json:"library"`   // legacy spelling of onnxLibrary
+	Method        string `json:"method"`    // legacy: cross-encoder (default) or colbert, with model
 	Name          string `json:"name"`
 	MaxLength     int    `json:"maxLength"`
 	MaxCandidates int    `json:"maxCandidates"`
@@ -64,6 +91,13 @@ type serveFlags struct {
 	data, httpAddr, config, logLevel, sessions, dense, token string
 	onLocked, rerankModel, rerankTokenizer                   string
 	stdio, demo, readOnly                                    bool
+
+	embedURL, embedModel, embedKeyEnv, embedDimension        string
+	embedQueryPrefix, embedDocPrefix                         string
+	embedOnnx, embedTokenizer, embedPooling                  string
+	rerank, llmURL, llmModel, llmKeyEnv                      string
+	multiModel, multiTokenizer, sparseModel, sparseTokenizer string
+	onnxLibrary                                              string
 }
 
 func defaultDataDir() string {
@@ -88,9 +122,27 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&f.readOnly, "read-only", false, "refuse index/add and index/delete")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (env RCPD_LOG_LEVEL; default info)")
 	fs.StringVar(&f.sessions, "http-sessions", "", "HTTP session mode: single, stateful or stateless (env RCPD_HTTP_SESSIONS; default stateful: a session per client that initializes, stateless for clients that send no RCP-Session; single: one shared session, what the reference harness check.py expects)")
-	fs.StringVar(&f.dense, "dense", "", "dense encoder: lsa or none (env RCPD_DENSE; default lsa)")
+	fs.StringVar(&f.dense, "dense", "", "dense encoder: lsa, openai, onnx or none (env RCPD_DENSE; default lsa)")
+	fs.StringVar(&f.embedURL, "embed-url", "", "--dense openai: API root of an OpenAI-compatible /embeddings endpoint, e.g. http://localhost:11434/v1 (env RCPD_EMBED_URL)")
+	fs.StringVar(&f.embedModel, "embed-model", "", "--dense openai: model name (env RCPD_EMBED_MODEL)")
+	fs.StringVar(&f.embedKeyEnv, "embed-api-key-env", "", "--dense openai: environment variable holding the API key (env RCPD_EMBED_API_KEY_ENV; default OPENAI_API_KEY)")
+	fs.StringVar(&f.embedDimension, "embed-dimension", "", "--dense openai: vector dimension (env RCPD_EMBED_DIMENSION; default: probed at start)")
+	fs.StringVar(&f.embedQueryPrefix, "embed-query-prefix", "", "prefix prepended to queries before embedding, e.g. 'query: ' (env RCPD_EMBED_QUERY_PREFIX)")
+	fs.StringVar(&f.embedDocPrefix, "embed-document-prefix", "", "prefix prepended to documents before embedding, e.g. 'passage: ' (env RCPD_EMBED_DOCUMENT_PREFIX)")
+	fs.StringVar(&f.embedOnnx, "embed-model-onnx", "", "--dense onnx: bi-encoder .onnx file (env RCPD_EMBED_MODEL_ONNX)")
+	fs.StringVar(&f.embedTokenizer, "embed-tokenizer", "", "--dense onnx: tokenizer.json (env RCPD_EMBED_TOKENIZER)")
+	fs.StringVar(&f.embedPooling, "embed-pooling", "", "--dense onnx: mean, cls or none (env RCPD_EMBED_POOLING; default mean)")
+	fs.StringVar(&f.rerank, "rerank", "", "reranker: onnx-cross-encoder, onnx-colbert, llm or none (env RCPD_RERANK; default none, or onnx-cross-encoder when --rerank-model is given)")
+	fs.StringVar(&f.llmURL, "llm-url", "", "--rerank llm: API root of an OpenAI-compatible /chat/completions endpoint (env RCPD_LLM_URL)")
+	fs.StringVar(&f.llmModel, "llm-model", "", "--rerank llm: chat model (env RCPD_LLM_MODEL)")
+	fs.StringVar(&f.llmKeyEnv, "llm-api-key-env", "", "--rerank llm: environment variable holding the API key (env RCPD_LLM_API_KEY_ENV; default OPENAI_API_KEY)")
+	fs.StringVar(&f.multiModel, "multi-model", "", "ONNX late-interaction (ColBERT) model served by embed/multi (env RCPD_MULTI_MODEL)")
+	fs.StringVar(&f.multiTokenizer, "multi-tokenizer", "", "tokenizer.json of --multi-model (env RCPD_MULTI_TOKENIZER)")
+	fs.StringVar(&f.sparseModel, "sparse-model", "", "ONNX SPLADE model served by embed/sparse (env RCPD_SPARSE_MODEL)")
+	fs.StringVar(&f.sparseTokenizer, "sparse-tokenizer", "", "tokenizer.json of --sparse-model (env RCPD_SPARSE_TOKENIZER)")
+	fs.StringVar(&f.onnxLibrary, "onnx-library", "", "libonnxruntime.so for ONNX models (default $RCPGO_ONNXRUNTIME_LIB; see scripts/fetch-onnxruntime.sh)")
 	fs.StringVar(&f.onLocked, "on-locked", "", "when another rcpd holds the data directory: snapshot (serve a read-only copy) or fail (env RCPD_ON_LOCKED; default snapshot)")
-	fs.StringVar(&f.rerankModel, "rerank-model", "", "ONNX cross-encoder model for rerank (env RCPD_RERANK_MODEL; needs --rerank-tokenizer and ONNX Runtime)")
+	fs.StringVar(&f.rerankModel, "rerank-model", "", "--rerank onnx-*: ONNX cross-encoder or ColBERT model (env RCPD_RERANK_MODEL; needs --rerank-tokenizer and ONNX Runtime)")
 	fs.StringVar(&f.rerankTokenizer, "rerank-tokenizer", "", "tokenizer.json of the rerank model (env RCPD_RERANK_TOKENIZER)")
 	fs.StringVar(&f.token, "token", "", "require this bearer token on HTTP (env RCPD_TOKEN)")
 	if err := fs.Parse(args); err != nil {
@@ -146,7 +198,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		ReadOnly: f.readOnly || fc.ReadOnly || os.Getenv("RCPD_READ_ONLY") == "1",
 		MaxK:     fc.MaxK, MaxCandidates: fc.MaxCandidates,
 		Fields:     map[string]string{},
-		Dense:      pick(f.dense, os.Getenv("RCPD_DENSE"), fc.Dense),
+		Dense:      pick(f.dense, os.Getenv("RCPD_DENSE"), fc.Dense, engine.DenseLSA),
 		MinFitDocs: fc.MinFitDocs, LSADimension: fc.LSADimension,
 		Chunk:          fc.Chunk,
 		TrustedSources: map[string]string{},
@@ -179,21 +231,22 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	for k, v := range fc.Fields {
 		cfg.Fields[k] = v
 	}
-	rc := fc.Rerank
-	rc.Model = pick(f.rerankModel, os.Getenv("RCPD_RERANK_MODEL"), rc.Model)
-	rc.Tokenizer = pick(f.rerankTokenizer, os.Getenv("RCPD_RERANK_TOKENIZER"), rc.Tokenizer)
-	if rc.Model != "" {
-		if rc.Tokenizer == "" {
-			return errors.New("rerank: a tokenizer (--rerank-tokenizer) is required with --rerank-model")
-		}
-		scorer, closer, err := openReranker(rc)
+	cfg.Fusion = engine.FusionDefaults{Method: fc.Fusion.Method, RRFK: fc.Fusion.RRFK, Alpha: fc.Fusion.Alpha,
+		SparseWeight: fc.Fusion.SparseWeight, DenseWeight: fc.Fusion.DenseWeight}
+	cfg.URIPolicy = engine.URIPolicy{Disabled: fc.FetchURIs.Disabled, Schemes: fc.FetchURIs.Schemes, Hosts: fc.FetchURIs.Hosts,
+		AllowPrivate: fc.FetchURIs.AllowPrivate, MaxBytes: fc.FetchURIs.MaxBytes}
+	if s := fc.FetchURIs.Timeout; s != "" {
+		d, err := time.ParseDuration(s)
 		if err != nil {
-			return err
+			return fmt.Errorf("fetchURIs.timeout: %w", err)
 		}
-		defer closer.Close()
-		cfg.Reranker, cfg.RerankMethod, cfg.RerankMaxCandidates = scorer, rc.Method, rc.MaxCandidates
-		log.Info("rcpd: reranker loaded", "identity", scorer.Identity())
+		cfg.URIPolicy.Timeout = d
 	}
+	prov, err := configureProviders(ctx, f, &fc, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer prov.Close()
 	eng, err := engine.Open(ctx, cfg)
 	if err != nil {
 		return err

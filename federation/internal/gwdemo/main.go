@@ -4,7 +4,7 @@
 // conformance suite and foreign clients against the gateway:
 //
 //	go run ./federation/internal/gwdemo --http 127.0.0.1:8090   # then: rcp conformance --http http://127.0.0.1:8090/rcp
-//	go run ./cmd/rcp-conformance -- ./gwdemo --stdio              # stdio (build it first)
+//	go run ./cmd/rcp conformance -- ./gwdemo --stdio              # stdio (build it first)
 //
 // Every flag after the known ones is passed to GatewayMain unchanged.
 package main
