@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -48,10 +49,17 @@ const (
 	DefaultMaxAddDocs    = 10000
 )
 
-// Dense providers.
+// Dense providers (Config.Dense).
 const (
-	DenseLSA  = "lsa"
+	// DenseLSA is the offline LSA encoder fitted on the corpus at Open.
+	DenseLSA = "lsa"
+	// DenseNone disables dense retrieval and embed.
 	DenseNone = "none"
+	// DenseOpenAI is an OpenAI-compatible /v1/embeddings endpoint
+	// (Config.DenseProvider).
+	DenseOpenAI = "openai"
+	// DenseONNX is a local ONNX bi-encoder (Config.DenseProvider).
+	DenseONNX = "onnx"
 )
 
 // WireSource is the Source.Name of documents written with index/add.
@@ -73,8 +81,23 @@ type Config struct {
 	// (keyword, text, int, float, bool, date). The filter capability is
 	// advertised only when at least one field is declared.
 	Fields map[string]string
-	// Dense selects the dense provider: "lsa" (default) or "none".
-	Dense string
+	// Dense selects the dense provider: "lsa" (default), "none", or an
+	// external encoder, "openai" or "onnx", given in DenseProvider. Vectors
+	// of an external encoder are stored in engine.db with its identity; a
+	// changed identity drops them and re-embeds the corpus at Open.
+	Dense         string
+	DenseProvider embed.Provider
+	// MultiEncoder, when set, backs embed/multi (capability multiVector):
+	// a late-interaction (ColBERT) model.
+	MultiEncoder embed.MultiEmbedder
+	// SparseEncoder, when set, backs embed/sparse (capability
+	// sparseEmbed): a learned-sparse (SPLADE) model.
+	SparseEncoder embed.SparseEmbedder
+	// URIPolicy restricts which Content uris are fetched (§15.5).
+	URIPolicy URIPolicy
+	// Fusion holds the server defaults of hybrid fusion for requests that
+	// leave them unset (see DefaultFusion).
+	Fusion FusionDefaults
 	// MinFitDocs is the corpus size (indexed units) from which the LSA
 	// encoder is fitted at Open (default 20).
 	MinFitDocs int
@@ -137,6 +160,8 @@ type Engine struct {
 	rmu   sync.RWMutex
 	dense *denseIndex // nil when dense retrieval is unavailable
 
+	uriClient *http.Client // fetches Content uris under cfg.URIPolicy
+
 	release func() // the data directory lock
 	tmpDir  string // the snapshot copy served when Dir was locked
 
@@ -170,9 +195,23 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Dense == "" {
 		cfg.Dense = DenseLSA
 	}
-	if cfg.Dense != DenseLSA && cfg.Dense != DenseNone {
-		return nil, fmt.Errorf("engine: unknown dense provider %q (want lsa or none)", cfg.Dense)
+	switch cfg.Dense {
+	case DenseLSA, DenseNone:
+		if cfg.DenseProvider != nil {
+			return nil, fmt.Errorf("engine: Config.DenseProvider is set but Dense is %q (want openai or onnx)", cfg.Dense)
+		}
+	case DenseOpenAI, DenseONNX:
+		if cfg.DenseProvider == nil {
+			return nil, fmt.Errorf("engine: dense provider %q needs Config.DenseProvider", cfg.Dense)
+		}
+		if cfg.DenseProvider.Dimension() <= 0 {
+			return nil, fmt.Errorf("engine: dense provider %s has no dimension", cfg.DenseProvider.Identity())
+		}
+	default:
+		return nil, fmt.Errorf("engine: unknown dense provider %q (want lsa, openai, onnx or none)", cfg.Dense)
 	}
+	cfg.Fusion = cfg.Fusion.withDefaults()
+	cfg.URIPolicy = cfg.URIPolicy.withDefaults()
 	if cfg.Name == "" {
 		cfg.Name = "rcpd"
 	}
@@ -218,7 +257,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, cfg.Dir)
 	}
-	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp}
+	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
+		uriClient: cfg.URIPolicy.client()}
 	iopts := cfg.IndexOpts
 	iopts.Analyzer = e.an
 	iopts.Logger = log
@@ -256,7 +296,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
-	if cfg.Dense == DenseLSA {
+	if cfg.Dense != DenseNone {
 		if e.dense, err = openDense(ctx, e); err != nil {
 			e.Close()
 			return nil, err
@@ -288,6 +328,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.Reranker != nil {
 		rcp.Handle(e.router, rcp.MethodRerank, e.rerank)
+	}
+	if cfg.MultiEncoder != nil {
+		rcp.Handle(e.router, rcp.MethodEmbedMulti, e.embedMulti)
+	}
+	if cfg.SparseEncoder != nil {
+		rcp.Handle(e.router, rcp.MethodEmbedSparse, e.embedSparse)
 	}
 	rcp.Handle(e.router, rcp.MethodRCPGoGet, e.getDocuments)
 	rcp.Handle(e.router, rcp.MethodRCPGoList, e.listDocuments)
@@ -395,6 +441,14 @@ func (e *Engine) describe() rcp.Description {
 		if caps.Filter != nil {
 			level = rcp.LevelL2 // L1 profile + streaming, pagination, log, snapshots
 		}
+	}
+	if m := e.cfg.MultiEncoder; m != nil {
+		caps.MultiVector = &rcp.MultiVectorCap{Dimension: m.MultiDimension(), Identity: m.Identity(),
+			Similarity: string(m.Similarity()), Modalities: []string{rcp.ModalityText},
+			Encodings: []string{rcp.EncodingJSON, rcp.EncodingF32Base64}}
+	}
+	if s := e.cfg.SparseEncoder; s != nil {
+		caps.SparseEmbed = &rcp.SparseEmbedCap{Identity: s.Identity(), Vocabulary: s.Vocabulary()}
 	}
 	if e.cfg.Reranker != nil {
 		caps.Rerank = &rcp.RerankCap{Methods: []string{e.cfg.RerankMethod}, MaxCandidates: e.cfg.RerankMaxCandidates,

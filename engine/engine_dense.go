@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,27 +26,41 @@ import (
 	"github.com/rcpgo/rcpgo/rcp/vector"
 )
 
-// denseIndex is the dense half of the engine: the LSA encoder and an HNSW
+// denseIndex is the dense half of the engine: the dense encoder and an HNSW
 // index over the embeddings of every indexed unit (documents and chunks).
 //
-// Fit policy: the encoder is fitted at Open, never while serving, so one
+// LSA fit policy: the encoder is fitted at Open, never while serving, so one
 // process advertises exactly one embed.identity (§13.2). Open fits when no
 // usable model exists and the corpus holds at least MinFitDocs units, or
 // refits when the corpus has grown to twice the size the model was fitted
 // on. A refit changes the identity ("lsa-<k>:fit=<hash>"), and every vector
-// is re-embedded with the new basis: the vector index is rebuilt from the
-// dense text log at every Open, so vectors of different bases never meet.
-// Units added while serving are folded into the current basis.
+// is re-embedded with the new basis: the LSA vector index is rebuilt from
+// the dense text log at every Open, so vectors of different bases never
+// meet. Units added while serving are folded into the current basis.
+//
+// External encoders (openai, onnx): embedding the corpus is expensive, so
+// their vectors are stored in engine.db (bucket "vectors") beside the
+// identity that produced them (bucket "vectormeta"). At Open a stored
+// identity different from the configured encoder's drops every stored
+// vector and re-embeds the corpus from the dense text log; otherwise only
+// units without a stored vector (a crash, a failed embedding) are embedded.
 type denseIndex struct {
-	e     *Engine
-	model *lsa.Model
-	ann   *ann.Index
+	e       *Engine
+	model   embed.Provider
+	persist bool // vectors are stored in bucketVectors (external encoders)
+	ann     *ann.Index
 	// Guarded by e.rmu (written under Lock, read under RLock).
 	keys map[string]uint64
 	ids  map[uint64]string
 	kids map[string][]string // parent → chunk ids
 	next uint64
 }
+
+var (
+	bucketVectors    = []byte("vectors")
+	bucketVectorMeta = []byte("vectormeta")
+	keyIdentity      = []byte("identity")
+)
 
 func openDense(ctx context.Context, e *Engine) (*denseIndex, error) {
 	var ids, texts, parents []string
@@ -58,6 +76,65 @@ func openDense(ctx context.Context, e *Engine) (*denseIndex, error) {
 	}); err != nil {
 		return nil, err
 	}
+	var model embed.Provider
+	persist := false
+	if e.cfg.Dense == DenseLSA {
+		m, err := openLSA(ctx, e, texts)
+		if m == nil || err != nil {
+			return nil, err
+		}
+		model = m
+	} else {
+		model, persist = e.cfg.DenseProvider, true
+	}
+	ax, err := ann.New(ann.Config{Dim: model.Dimension(), Metric: ann.Cosine, Workers: 1})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	d := &denseIndex{e: e, model: model, persist: persist, ann: ax, keys: map[string]uint64{}, ids: map[uint64]string{}, kids: map[string][]string{}}
+	docs := make([]index.Document, len(ids))
+	for i := range ids {
+		docs[i] = index.Document{ID: ids[i], Text: texts[i]}
+		if parents[i] != "" {
+			docs[i].Chunk = &index.ChunkRef{DocID: parents[i]}
+		}
+	}
+	if !persist {
+		if err := d.addTexts(ctx, docs, texts); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+	stored, err := d.loadVectors(ids, texts)
+	if err != nil {
+		return nil, err
+	}
+	var missDocs []index.Document
+	var missTexts []string
+	var haveDocs []index.Document
+	var haveVecs [][]float32
+	for i := range docs {
+		if v, ok := stored[ids[i]]; ok {
+			haveDocs, haveVecs = append(haveDocs, docs[i]), append(haveVecs, v)
+		} else {
+			missDocs, missTexts = append(missDocs, docs[i]), append(missTexts, texts[i])
+		}
+	}
+	if err := d.insert(haveDocs, haveVecs); err != nil {
+		return nil, err
+	}
+	if len(missDocs) > 0 {
+		e.log.Info("engine: embedding units without stored vectors", "units", len(missDocs), "identity", model.Identity())
+		if err := d.addTexts(ctx, missDocs, missTexts); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// openLSA loads, fits or refits the LSA model (see denseIndex); nil when
+// the corpus is too small to fit one.
+func openLSA(ctx context.Context, e *Engine, texts []string) (*lsa.Model, error) {
 	path := filepath.Join(e.cfg.Dir, "lsa.model")
 	fp := e.an.Fingerprint()
 	m, err := lsa.Load(path, e.an.Terms)
@@ -92,24 +169,127 @@ func openDense(ctx context.Context, e *Engine) (*denseIndex, error) {
 	if m == nil {
 		e.log.Info("engine: dense retrieval unavailable until the corpus reaches MinFitDocs and rcpd restarts",
 			"docs", n, "minFitDocs", e.cfg.MinFitDocs)
-		return nil, nil
 	}
-	ax, err := ann.New(ann.Config{Dim: m.Dimension(), Metric: ann.Cosine, Workers: 1})
-	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+	return m, nil
+}
+
+// textSum fingerprints the text a stored vector was embedded from.
+func textSum(text string) []byte {
+	h := sha256.Sum256([]byte(text))
+	return h[:8]
+}
+
+// loadVectors returns the stored vectors of ids when they were produced
+// under the encoder's identity from the same text. A different stored
+// identity drops every stored vector (they are re-embedded); vectors of
+// units no longer in the dense text log, or embedded from another text,
+// are deleted.
+func (d *denseIndex) loadVectors(ids, texts []string) (map[string][]float32, error) {
+	id := d.model.Identity()
+	dim := d.model.Dimension()
+	live := make(map[string][]byte, len(ids))
+	for i, x := range ids {
+		live[x] = textSum(texts[i])
 	}
-	d := &denseIndex{e: e, model: m, ann: ax, keys: map[string]uint64{}, ids: map[uint64]string{}, kids: map[string][]string{}}
-	docs := make([]index.Document, n)
-	for i := range ids {
-		docs[i] = index.Document{ID: ids[i], Text: texts[i]}
-		if parents[i] != "" {
-			docs[i].Chunk = &index.ChunkRef{DocID: parents[i]}
+	out := map[string][]float32{}
+	err := d.e.db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketVectorMeta)
+		if err != nil {
+			return err
 		}
+		if old := string(meta.Get(keyIdentity)); old != id {
+			if tx.Bucket(bucketVectors) != nil {
+				if err := tx.DeleteBucket(bucketVectors); err != nil {
+					return err
+				}
+			}
+			if old != "" {
+				d.e.log.Warn("engine: dense encoder identity changed; dropping stored vectors and re-embedding the corpus",
+					"stored", old, "identity", id)
+			}
+			if err := meta.Put(keyIdentity, []byte(id)); err != nil {
+				return err
+			}
+		}
+		b, err := tx.CreateBucketIfNotExists(bucketVectors)
+		if err != nil {
+			return err
+		}
+		var dead [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			sum, ok := live[string(k)]
+			if !ok || len(v) != 8+4*dim || !bytes.Equal(v[:8], sum) {
+				dead = append(dead, bytes.Clone(k))
+				return nil
+			}
+			vec := make([]float32, dim)
+			for i := range vec {
+				vec[i] = math.Float32frombits(binary.LittleEndian.Uint32(v[8+4*i:]))
+			}
+			out[string(k)] = vec
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range dead {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: stored vectors: %w", err)
 	}
-	if err := d.addTexts(ctx, docs, texts); err != nil {
-		return nil, err
+	return out, nil
+}
+
+// storedVectors returns the stored vectors of docs embedded from the same
+// texts.
+func (d *denseIndex) storedVectors(docs []index.Document, texts []string) (map[string][]float32, error) {
+	dim := d.model.Dimension()
+	out := map[string][]float32{}
+	err := d.e.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketVectors)
+		for i := range docs {
+			v := b.Get([]byte(docs[i].ID))
+			if len(v) != 8+4*dim || !bytes.Equal(v[:8], textSum(texts[i])) {
+				continue
+			}
+			vec := make([]float32, dim)
+			for j := range vec {
+				vec[j] = math.Float32frombits(binary.LittleEndian.Uint32(v[8+4*j:]))
+			}
+			out[docs[i].ID] = vec
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: stored vectors: %w", err)
 	}
-	return d, nil
+	return out, nil
+}
+
+// storeVectors writes vectors of an external encoder (see loadVectors).
+func (d *denseIndex) storeVectors(docs []index.Document, texts []string, vecs [][]float32) error {
+	if err := d.e.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketVectors)
+		for i := range docs {
+			// bolt keeps the value until the commit: one buffer per unit.
+			buf := make([]byte, 0, 8+4*len(vecs[i]))
+			buf = append(buf, textSum(texts[i])...)
+			for _, x := range vecs[i] {
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+			}
+			if err := b.Put([]byte(docs[i].ID), buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("engine: storing vectors: %w", err)
+	}
+	return nil
 }
 
 // add embeds and indexes docs (caller holds e.rmu).
@@ -125,9 +305,56 @@ func (d *denseIndex) addTexts(ctx context.Context, docs []index.Document, texts 
 	if len(docs) == 0 {
 		return nil
 	}
+	if d.persist {
+		// Units re-added with an unchanged text keep their stored vector:
+		// an external encoder is not called again for them.
+		stored, err := d.storedVectors(docs, texts)
+		if err != nil {
+			return err
+		}
+		if len(stored) > 0 {
+			var hd, md []index.Document
+			var hv [][]float32
+			var mt []string
+			for i := range docs {
+				if v, ok := stored[docs[i].ID]; ok {
+					hd, hv = append(hd, docs[i]), append(hv, v)
+				} else {
+					md, mt = append(md, docs[i]), append(mt, texts[i])
+				}
+			}
+			if err := d.insert(hd, hv); err != nil {
+				return err
+			}
+			if docs, texts = md, mt; len(docs) == 0 {
+				return nil
+			}
+		}
+	}
 	vecs, err := embed.EmbedAll(ctx, d.model, texts, embed.KindDocument)
 	if err != nil {
 		return fmt.Errorf("engine: embedding: %w", err)
+	}
+	if len(vecs) != len(docs) {
+		return fmt.Errorf("engine: embedding: %d vectors for %d texts", len(vecs), len(docs))
+	}
+	for i, v := range vecs {
+		if len(v) != d.model.Dimension() {
+			return fmt.Errorf("engine: embedding: vector %d has dimension %d, want %d (%s)", i, len(v), d.model.Dimension(), d.model.Identity())
+		}
+	}
+	if d.persist {
+		if err := d.storeVectors(docs, texts, vecs); err != nil {
+			return err
+		}
+	}
+	return d.insert(docs, vecs)
+}
+
+// insert adds embedded units to the vector index.
+func (d *denseIndex) insert(docs []index.Document, vecs [][]float32) error {
+	if len(docs) == 0 {
+		return nil
 	}
 	keys := make([]uint64, 0, len(docs))
 	keep := make([][]float32, 0, len(docs))
@@ -211,20 +438,32 @@ func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func
 		return nil, nil
 	}
 	docs := map[uint64]*index.Document{}
-	admit := func(key uint64) bool {
+	resolve := func(key uint64) *index.Document {
 		doc, ok := docs[key]
 		if !ok {
 			doc, _ = b.ix.Get(ctx, b.d.ids[key])
 			docs[key] = doc
 		}
-		return doc != nil && keep(doc)
+		return doc
 	}
-	// ann evaluates the filter inside its walk; the Get cache above is
-	// single-goroutine because Search runs the filter on the caller's
-	// goroutine.
-	res, err := b.d.ann.Search(qv[0], k, ann.SearchOptions{Filter: admit})
+	var opts ann.SearchOptions
+	if keep != nil {
+		// ann evaluates the filter inside its walk; the Get cache above is
+		// single-goroutine because Search runs the filter on the caller's
+		// goroutine.
+		opts.Filter = func(key uint64) bool {
+			doc := resolve(key)
+			return doc != nil && keep(doc)
+		}
+	}
+	// Without a filter only the results are resolved against the index (a
+	// unit the index lacks after a crash is dropped).
+	res, err := b.d.ann.Search(qv[0], k, opts)
 	if err != nil {
 		return nil, fmt.Errorf("engine: dense search: %w", err)
+	}
+	for _, r := range res {
+		resolve(r.ID)
 	}
 	out := make([]*pipeline.Candidate, 0, len(res))
 	for _, r := range res {
@@ -278,6 +517,11 @@ func (e *Engine) embed(ctx context.Context, p *rcp.EmbedParams) (*rcp.EmbedResul
 		if !in.IsText() {
 			return nil, rcp.OptionUnsupported(in.Type, "inputs[%d]: modality %q is not supported (text only)", i, in.Type)
 		}
+	}
+	if err := e.resolveBlocks(ctx, inputs, "inputs"); err != nil {
+		return nil, err
+	}
+	for i, in := range inputs {
 		texts[i] = in.Text
 	}
 	kind, err := embed.ParseKind(p.Kind)

@@ -283,7 +283,7 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 				return err
 			}
 		}
-		if e.cfg.Dense != DenseLSA {
+		if e.cfg.Dense == DenseNone {
 			return nil
 		}
 
@@ -440,7 +440,7 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 					return err
 				}
 			}
-			if e.cfg.Dense != DenseLSA {
+			if e.cfg.Dense == DenseNone {
 				return nil
 			}
 			b := tx.Bucket(bucketDense)
@@ -455,7 +455,7 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 			return nil, fmt.Errorf("engine: dense log and catalog: %w", err)
 		}
 	}
-	if e.cfg.Dense == DenseLSA && n > 0 {
+	if e.cfg.Dense != DenseNone && n > 0 {
 		if e.dense != nil {
 			for _, id := range *p.IDs {
 				e.dense.remove(id, false)

@@ -14,10 +14,8 @@ func (e *Engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankRe
 	if p.Query.IsZero() {
 		return nil, rcp.InvalidParams("query", "query is required")
 	}
-	for _, b := range p.Query.Blocks {
-		if !b.IsText() {
-			return nil, rcp.OptionUnsupported(b.Type, "query content of type %q is not supported", b.Type)
-		}
+	if err := e.resolveBlocks(ctx, p.Query.Blocks, "query"); err != nil {
+		return nil, err
 	}
 	passages, field := p.Passages, "passages"
 	if passages == nil {
@@ -38,6 +36,11 @@ func (e *Engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankRe
 		if !c.IsText() {
 			return nil, rcp.OptionUnsupported(c.Type, "%s[%d]: content of type %q is not supported", field, i, c.Type)
 		}
+	}
+	if err := e.resolveBlocks(ctx, passages, field); err != nil {
+		return nil, err
+	}
+	for i, c := range passages {
 		texts[i] = c.Text
 	}
 	if p.Method != "" && p.Method != e.cfg.RerankMethod {

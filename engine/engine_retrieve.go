@@ -164,41 +164,55 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		notes[len(notes)-1] = fmt.Sprintf("mode %q is not advertised; served %q instead (strict:false)", mode, caps.Retrieve.DefaultMode)
 		mode = caps.Retrieve.DefaultMode
 	}
+	if err := e.resolveBlocks(ctx, p.Query.Blocks, "query"); err != nil {
+		return nil, err
+	}
 	req := &pipeline.Request{Query: p.Query.String(), K: k, CandidateK: candK, Mode: mode,
 		Confidence: true, IncludeText: p.IncludeText == nil || *p.IncludeText, MinScore: p.MinScore,
 		TokenBudget: p.TokenBudget}
+	// Fusion: the request's options over the server defaults (Config.Fusion).
+	fd := e.cfg.Fusion
+	method, rrfK, alpha := fd.Method, fd.RRFK, fd.Alpha
+	weights := map[string]float64{"sparse": fd.SparseWeight, "dense": fd.DenseWeight}
 	if p.Fusion != nil {
 		f := p.Fusion
-		method := f.Method
-		if method == "" {
-			method = rcp.FusionRRF
+		if f.Method != "" {
+			method = f.Method
 		}
 		if !rcp.Contains(caps.Retrieve.Fusion, method) {
 			if err := unsupported(method, "fusion method %q is not advertised", method); err != nil {
 				return nil, err
 			}
-			method = rcp.FusionRRF
+			method = fd.Method
 		}
 		for name, w := range f.Weights {
 			if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
 				return nil, rcp.InvalidParams("fusion.weights."+name, "weights must be finite and non-negative")
 			}
+			weights[name] = w
 		}
-		if f.Alpha != nil && !(*f.Alpha >= 0 && *f.Alpha <= 1) {
-			return nil, rcp.InvalidParams("fusion.alpha", "alpha must be in [0,1]")
+		if f.Alpha != nil {
+			if !(*f.Alpha >= 0 && *f.Alpha <= 1) {
+				return nil, rcp.InvalidParams("fusion.alpha", "alpha must be in [0,1]")
+			}
+			alpha = *f.Alpha
 		}
-		if f.RRFK != nil && !(*f.RRFK > 0) {
-			return nil, rcp.InvalidParams("fusion.rrfK", "rrfK must be positive")
+		if f.RRFK != nil {
+			if !(*f.RRFK > 0) {
+				return nil, rcp.InvalidParams("fusion.rrfK", "rrfK must be positive")
+			}
+			rrfK = *f.RRFK
 		}
 		if mode != rcp.ModeHybrid {
 			notes = append(notes, "fusion applies to mode \"hybrid\" only; ignored")
-		} else if method != "" {
-			req.Fusion = fusion.Options{Method: method, RRFK: f.RRFK, Alpha: f.Alpha}
-			if method == rcp.FusionRRF {
-				req.Fusion.Method = ""
-			}
-			req.Weights = f.Weights
 		}
+	}
+	if mode == rcp.ModeHybrid {
+		req.Fusion = fusion.Options{Method: method, RRFK: &rrfK, Alpha: &alpha}
+		if method == rcp.FusionRRF {
+			req.Fusion.Method = ""
+		}
+		req.Weights = weights
 	}
 	if p.Rerank != nil && !p.Rerank.Disabled {
 		m := p.Rerank.Method
@@ -326,7 +340,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		req.Version, req.Offset, fromCursor = c.Version, c.Offset, true
 	}
 
-	deps := &pipeline.Deps{Sparse: e.ix, Reranker: e.cfg.Reranker, Compile: e.compileFilter, Screen: !e.cfg.NoScreen, WireName: WireSource,
+	deps := &pipeline.Deps{Sparse: e.ix, Reranker: e.cfg.Reranker, Compile: e.ix.CompileFilter, Screen: !e.cfg.NoScreen, WireName: WireSource,
 		Trust: trust.Policy{Sources: e.cfg.TrustedSources}}
 	deps.Observe = func(stage string, progress float64, msg string, partial []rcp.Hit) {
 		pp := rcp.ProgressParams{Progress: &progress, Stage: stage, Message: msg}

@@ -46,7 +46,8 @@ type Sparse interface {
 type Dense interface {
 	// Recall returns up to k documents of the current snapshot most similar
 	// to query, best first (ties by id), with strictly positive similarity,
-	// restricted to documents for which keep returns true.
+	// restricted to documents for which keep returns true (keep nil: no
+	// restriction).
 	Recall(ctx context.Context, query string, k int, keep func(*index.Document) bool) ([]*Candidate, error)
 	// Vectors returns the stored embeddings of ids (nil for unknown ids).
 	Vectors(ctx context.Context, ids []string) ([][]float32, error)
@@ -225,7 +226,10 @@ func recall(ctx context.Context, s *State) error {
 		if s.Deps.Dense == nil {
 			return fmt.Errorf("pipeline: dense recall requested without a dense backend")
 		}
-		keep := func(d *index.Document) bool { return r.Filter.Match(d.Meta) }
+		var keep func(*index.Document) bool // nil: no filter, every unit is admitted
+		if r.Filter != nil {
+			keep = func(d *index.Document) bool { return r.Filter.Match(d.Meta) }
+		}
 		var err error
 		if dense, err = s.Deps.Dense.Recall(ctx, r.Query, r.CandidateK, keep); err != nil {
 			return err
