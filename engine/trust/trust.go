@@ -33,21 +33,26 @@ type rule struct {
 	name   string
 	weight float64
 	re     *regexp.Regexp
+	// triggers are substrings of which every match of re contains at least
+	// one: when none occurs in the text the regexp cannot match and is not
+	// run. Go's regexp has no literal prefilter for these alternations, and
+	// running all of them cost ≈ 2 ms per passage.
+	triggers []string
 }
 
 // The patterns are matched against lower-cased text with runs of white space
 // collapsed to one space.
 var rules = []rule{
-	{"override-instructions", 0.9, regexp.MustCompile(`\b(ignore|disregard|forget|override|bypass|skip)\b[^.!?\n]{0,40}\b(previous|prior|above|earlier|preceding|all|any|your|the system|original)\b[^.!?\n]{0,30}\b(instructions?|prompts?|rules|directions|guidelines|context|messages?)\b`)},
-	{"new-instructions", 0.7, regexp.MustCompile(`\b(new|updated|real|actual|true) (instructions?|system prompt|directives?)\b\s*(:|are|follow)`)},
-	{"role-redefinition", 0.6, regexp.MustCompile(`\byou are (now|no longer|actually|henceforth) (an?|the|my|in|bound|free|dan|unrestricted)\b|\bfrom now on,? you\b|\bact as (an? )?(unrestricted|jailbroken|different|evil|dan)\b|\bpretend (that )?you are\b`)},
-	{"address-the-model", 0.6, regexp.MustCompile(`\b(attention|note|message|instructions?) (to|for) (the )?(ai|assistant|language model|llm|chatbot|model|gpt|claude|agent)\b|\b(dear|hey|hi) (ai|assistant|chatgpt|claude|llm|language model)\b|\bif you are an? (ai|language model|llm|assistant)\b|\bas an ai (language )?model,? you (must|should|will)\b`)},
-	{"prompt-exfiltration", 0.8, regexp.MustCompile(`\b(reveal|print|repeat|output|show|leak|disclose)\b[^.!?\n]{0,30}\b(system prompt|your (instructions|prompt|rules)|hidden prompt|initial prompt)\b`)},
-	{"role-markers", 0.8, regexp.MustCompile(`<\|?(im_start|im_end|system|endoftext)\|?>|\[/?inst\]|<<sys>>|^\s*(system|assistant)\s*:|\n\s*(system|assistant)\s*:|###\s*(system|instruction)s?\s*:?`)},
-	{"covert-action", 0.6, regexp.MustCompile(`\b(do not|don't|never) (tell|inform|mention|reveal)[^.!?\n]{0,20}\b(the )?(user|human)\b|\bwithout (telling|informing|the user knowing)\b`)},
-	{"tool-abuse", 0.6, regexp.MustCompile(`\b(send|email|post|upload|forward|transmit)\b[^.!?\n]{0,40}\b(password|credentials|api key|secret|token|conversation|chat history)s?\b[^.!?\n]{0,40}\b(to|at)\b`)},
-	{"jailbreak", 0.7, regexp.MustCompile(`\b(jailbreak|developer mode|dan mode|do anything now)\b`)},
-	{"must-respond", 0.4, regexp.MustCompile(`\b(you must|you will|always) (respond|reply|answer|say|output)\b`)},
+	{"override-instructions", 0.9, regexp.MustCompile(`\b(ignore|disregard|forget|override|bypass|skip)\b[^.!?\n]{0,40}\b(previous|prior|above|earlier|preceding|all|any|your|the system|original)\b[^.!?\n]{0,30}\b(instructions?|prompts?|rules|directions|guidelines|context|messages?)\b`), []string{"ignore", "disregard", "forget", "override", "bypass", "skip"}},
+	{"new-instructions", 0.7, regexp.MustCompile(`\b(new|updated|real|actual|true) (instructions?|system prompt|directives?)\b\s*(:|are|follow)`), []string{"instruction", "system prompt", "directive"}},
+	{"role-redefinition", 0.6, regexp.MustCompile(`\byou are (now|no longer|actually|henceforth) (an?|the|my|in|bound|free|dan|unrestricted)\b|\bfrom now on,? you\b|\bact as (an? )?(unrestricted|jailbroken|different|evil|dan)\b|\bpretend (that )?you are\b`), []string{"you are", "from now on", "act as", "pretend"}},
+	{"address-the-model", 0.6, regexp.MustCompile(`\b(attention|note|message|instructions?) (to|for) (the )?(ai|assistant|language model|llm|chatbot|model|gpt|claude|agent)\b|\b(dear|hey|hi) (ai|assistant|chatgpt|claude|llm|language model)\b|\bif you are an? (ai|language model|llm|assistant)\b|\bas an ai (language )?model,? you (must|should|will)\b`), []string{"ai", "assistant", "model", "llm", "chatbot", "gpt", "claude", "agent"}},
+	{"prompt-exfiltration", 0.8, regexp.MustCompile(`\b(reveal|print|repeat|output|show|leak|disclose)\b[^.!?\n]{0,30}\b(system prompt|your (instructions|prompt|rules)|hidden prompt|initial prompt)\b`), []string{"prompt", "your instructions", "your rules"}},
+	{"role-markers", 0.8, regexp.MustCompile(`<\|?(im_start|im_end|system|endoftext)\|?>|\[/?inst\]|<<sys>>|^\s*(system|assistant)\s*:|\n\s*(system|assistant)\s*:|###\s*(system|instruction)s?\s*:?`), []string{"im_start", "im_end", "system", "endoftext", "inst]", "<<sys>>", "assistant", "###"}},
+	{"covert-action", 0.6, regexp.MustCompile(`\b(do not|don't|never) (tell|inform|mention|reveal)[^.!?\n]{0,20}\b(the )?(user|human)\b|\bwithout (telling|informing|the user knowing)\b`), []string{"do not", "don't", "never", "without"}},
+	{"tool-abuse", 0.6, regexp.MustCompile(`\b(send|email|post|upload|forward|transmit)\b[^.!?\n]{0,40}\b(password|credentials|api key|secret|token|conversation|chat history)s?\b[^.!?\n]{0,40}\b(to|at)\b`), []string{"send", "email", "post", "upload", "forward", "transmit"}},
+	{"jailbreak", 0.7, regexp.MustCompile(`\b(jailbreak|developer mode|dan mode|do anything now)\b`), []string{"jailbreak", "developer mode", "dan mode", "do anything now"}},
+	{"must-respond", 0.4, regexp.MustCompile(`\b(you must|you will|always) (respond|reply|answer|say|output)\b`), []string{"you must", "you will", "always"}},
 }
 
 // Result is the outcome of Screen.
@@ -57,21 +62,51 @@ type Result struct {
 	Rules     []string // names of the rules that fired
 }
 
-var space = regexp.MustCompile(`[ \t\r\f\v]+`)
-
 // Screen scores text for indirect prompt injection.
 func Screen(text string) Result {
-	t := space.ReplaceAllString(strings.ToLower(text), " ")
+	t := normalize(text)
 	keep := 1.0
 	var fired []string
 	for _, r := range rules {
-		if r.re.MatchString(t) {
+		if r.mayMatch(t) && r.re.MatchString(t) {
 			keep *= 1 - r.weight
 			fired = append(fired, r.name)
 		}
 	}
 	score := 1 - keep
 	return Result{Suspected: score >= Threshold, Score: score, Rules: fired}
+}
+
+func (r *rule) mayMatch(t string) bool {
+	for _, s := range r.triggers {
+		if strings.Contains(t, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// normalize lower-cases text and collapses runs of spaces, tabs, carriage
+// returns, form and vertical feeds to one space (newlines are kept: the
+// role-marker rule anchors on them).
+func normalize(text string) string {
+	lower := strings.ToLower(text)
+	var b strings.Builder
+	b.Grow(len(lower))
+	inSpace := false
+	for i := 0; i < len(lower); i++ {
+		switch c := lower[i]; c {
+		case ' ', '\t', '\r', '\f', '\v':
+			if !inSpace {
+				b.WriteByte(' ')
+			}
+			inSpace = true
+		default:
+			b.WriteByte(c)
+			inSpace = false
+		}
+	}
+	return b.String()
 }
 
 // Trust levels of RCP §7.7.
