@@ -501,32 +501,13 @@ func (b denseBackend) Vectors(ctx context.Context, ids []string) ([][]float32, e
 }
 
 func (e *Engine) embed(ctx context.Context, p *rcp.EmbedParams) (*rcp.EmbedResult, error) {
-	inputs := p.AllInputs()
-	if inputs == nil {
-		return nil, rcp.InvalidParams("inputs", "inputs is required")
+	limit := maxEmbedInputs
+	if lim := e.dense.model.BatchLimit(); lim > 0 {
+		limit = lim
 	}
-	if lim := e.dense.model.BatchLimit(); lim > 0 && len(inputs) > lim {
-		return nil, &rcp.Error{Code: rcp.CodePayloadTooLarge, Message: fmt.Sprintf("at most %d inputs per embed call (embed.batchLimit)", lim),
-			Data: &rcp.ErrorData{Field: "inputs", Detail: fmt.Sprintf("%d inputs > batchLimit %d", len(inputs), lim)}}
-	}
-	texts := make([]string, len(inputs))
-	for i, in := range inputs {
-		if err := in.Validate(); err != nil {
-			return nil, rcp.InvalidParams(fmt.Sprintf("inputs[%d]", i), "%v", err)
-		}
-		if !in.IsText() {
-			return nil, rcp.OptionUnsupported(in.Type, "inputs[%d]: modality %q is not supported (text only)", i, in.Type)
-		}
-	}
-	if err := e.resolveBlocks(ctx, inputs, "inputs"); err != nil {
-		return nil, err
-	}
-	for i, in := range inputs {
-		texts[i] = in.Text
-	}
-	kind, err := embed.ParseKind(p.Kind)
+	texts, kind, err := e.embedInputs(ctx, p, limit)
 	if err != nil {
-		return nil, rcp.InvalidParams("kind", "kind must be \"query\" or \"document\"")
+		return nil, err
 	}
 	enc := p.Encoding
 	switch enc {

@@ -60,38 +60,50 @@ func (f FusionDefaults) withDefaults() FusionDefaults {
 // maxEmbedInputs bounds embed/multi and embed/sparse calls.
 const maxEmbedInputs = 256
 
-func tooManyInputs(field string, n int) error {
-	return &rcp.Error{Code: rcp.CodePayloadTooLarge, Message: fmt.Sprintf("at most %d inputs per call", maxEmbedInputs),
-		Data: &rcp.ErrorData{Field: field, Detail: fmt.Sprintf("%d inputs > %d", n, maxEmbedInputs)}}
+func tooManyInputs(field string, n, limit int) error {
+	return &rcp.Error{Code: rcp.CodePayloadTooLarge, Message: fmt.Sprintf("at most %d inputs per call", limit),
+		Data: &rcp.ErrorData{Field: field, Detail: fmt.Sprintf("%d inputs > %d", n, limit)}}
 }
 
-// embedMulti serves §7.5 with the configured late-interaction model.
-func (e *Engine) embedMulti(ctx context.Context, p *rcp.EmbedParams) (*rcp.MultiEmbedResult, error) {
+// embedInputs validates the inputs and kind of an embed or embed/multi call
+// (§7.3, §7.5) and returns their texts: inputs (or legacy texts) required, at
+// most limit of them, text blocks only (others -32005 naming the block type),
+// uri blocks resolved under the fetch policy.
+func (e *Engine) embedInputs(ctx context.Context, p *rcp.EmbedParams, limit int) ([]string, embed.Kind, error) {
 	inputs := p.AllInputs()
 	if inputs == nil {
-		return nil, rcp.InvalidParams("inputs", "inputs is required")
+		return nil, "", rcp.InvalidParams("inputs", "inputs is required")
 	}
-	if len(inputs) > maxEmbedInputs {
-		return nil, tooManyInputs("inputs", len(inputs))
+	if len(inputs) > limit {
+		return nil, "", tooManyInputs("inputs", len(inputs), limit)
 	}
-	texts := make([]string, len(inputs))
 	for i, in := range inputs {
 		if err := in.Validate(); err != nil {
-			return nil, rcp.InvalidParams(fmt.Sprintf("inputs[%d]", i), "%v", err)
+			return nil, "", rcp.InvalidParams(fmt.Sprintf("inputs[%d]", i), "%v", err)
 		}
 		if !in.IsText() {
-			return nil, rcp.OptionUnsupported(in.Type, "inputs[%d]: modality %q is not supported (multiVector.modalities: text)", i, in.Type)
+			return nil, "", rcp.OptionUnsupported(in.Type, "inputs[%d]: modality %q is not supported (text only)", i, in.Type)
 		}
 	}
 	if err := e.resolveBlocks(ctx, inputs, "inputs"); err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	texts := make([]string, len(inputs))
 	for i, in := range inputs {
 		texts[i] = in.Text
 	}
 	kind, err := embed.ParseKind(p.Kind)
 	if err != nil {
-		return nil, rcp.InvalidParams("kind", "kind must be \"query\" or \"document\"")
+		return nil, "", rcp.InvalidParams("kind", "kind must be \"query\" or \"document\"")
+	}
+	return texts, kind, nil
+}
+
+// embedMulti serves §7.5 with the configured late-interaction model.
+func (e *Engine) embedMulti(ctx context.Context, p *rcp.EmbedParams) (*rcp.MultiEmbedResult, error) {
+	texts, kind, err := e.embedInputs(ctx, p, maxEmbedInputs)
+	if err != nil {
+		return nil, err
 	}
 	enc, err := embedEncoding(p.Encoding, p.Strict)
 	if err != nil {
@@ -141,7 +153,7 @@ func (e *Engine) embedSparse(ctx context.Context, p *rcp.SparseEmbedParams) (*rc
 		return nil, rcp.InvalidParams("texts", "texts is required")
 	}
 	if len(p.Texts) > maxEmbedInputs {
-		return nil, tooManyInputs("texts", len(p.Texts))
+		return nil, tooManyInputs("texts", len(p.Texts), maxEmbedInputs)
 	}
 	kind, err := embed.ParseKind(p.Kind)
 	if err != nil {
