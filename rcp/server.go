@@ -820,7 +820,9 @@ var frameBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // envelope and the result are written into one pooled buffer and copied out
 // once (json.Marshal would copy the result out, then the envelope copy it
 // again). A result holding a non-finite float, which encoding/json refuses,
-// takes the sanitising path of marshalResult.
+// takes the sanitising path of marshalResult. A result with a hand-written
+// encoder (resultAppender: the retrieve result) skips encoding/json unless
+// that encoder refuses the value.
 func encodeResultFrame(id json.RawMessage, res any) ([]byte, error) {
 	if _, raw := res.(json.RawMessage); raw || res == nil {
 		b, err := marshalResult(res)
@@ -829,6 +831,17 @@ func encodeResultFrame(id json.RawMessage, res any) ([]byte, error) {
 		}
 		return jsonrpc.Response(id, b), nil
 	}
+	if ra, ok := res.(resultAppender); ok && !isNilPointer(ra) {
+		if b, ok := appendResultFrame(id, ra); ok {
+			return b, nil
+		}
+		// encoding/json reports or sanitises what ra refused
+	}
+	return encodeResultFrameJSON(id, res)
+}
+
+// encodeResultFrameJSON is encodeResultFrame through encoding/json.
+func encodeResultFrameJSON(id json.RawMessage, res any) ([]byte, error) {
 	buf := frameBufs.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 1<<20 { // do not pin the buffer of a huge result
@@ -863,6 +876,39 @@ func encodeResultFrame(id json.RawMessage, res any) ([]byte, error) {
 	}
 	buf.WriteByte('}')
 	return bytes.Clone(buf.Bytes()), nil
+}
+
+// appendBufs holds scratch buffers for appendResultFrame.
+var appendBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// appendResultFrame is encodeResultFrame for a result with a hand-written
+// encoder; ok is false when the encoder refused the value.
+func appendResultFrame(id json.RawMessage, ra resultAppender) (frame []byte, ok bool) {
+	bp := appendBufs.Get().(*[]byte)
+	b := append((*bp)[:0], `{"jsonrpc":"2.0","id":`...)
+	if id == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, id...)
+	}
+	b = append(b, `,"result":`...)
+	b, err := ra.appendJSON(b)
+	if err == nil {
+		b = append(b, '}')
+		frame = bytes.Clone(b)
+	}
+	if cap(b) <= 1<<20 { // do not pin the buffer of a huge result
+		*bp = b
+		appendBufs.Put(bp)
+	}
+	return frame, err == nil
+}
+
+// isNilPointer reports whether ra is a nil *RetrieveResult, which
+// encoding/json writes as null (and the frame as {}).
+func isNilPointer(ra resultAppender) bool {
+	r, ok := ra.(*RetrieveResult)
+	return ok && r == nil
 }
 
 func marshalResult(res any) ([]byte, error) {

@@ -1,0 +1,530 @@
+package rcp
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A hand-written encoder for the retrieve result, the largest and most
+// frequent result on the hot path. It writes exactly the bytes
+// encoding/json would (field order, omitempty, sorted map keys, float
+// format, HTML-safe string escaping) without reflection. Whatever it cannot
+// write byte-identically on its own it hands to encoding/json piecewise
+// (nested _meta values, raw vectors); a value encoding/json would refuse
+// (a non-finite float, invalid raw JSON) makes it give up with
+// errAppendFallback, and the caller encodes the whole result the ordinary
+// way, which keeps the error and sanitising behaviour exactly as before.
+// FuzzRetrieveResultEncoding checks the equivalence.
+
+// resultAppender is implemented by results with a hand-written encoder.
+type resultAppender interface {
+	appendJSON(dst []byte) ([]byte, error)
+}
+
+var errAppendFallback = errors.New("rcp: value needs encoding/json")
+
+func (r *RetrieveResult) appendJSON(dst []byte) ([]byte, error) {
+	var err error
+	dst = append(dst, `{"hits":`...)
+	if r.Hits == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range r.Hits {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = r.Hits[i].appendJSON(dst); err != nil {
+				return dst, err
+			}
+		}
+		dst = append(dst, ']')
+	}
+	if r.NextCursor != "" {
+		dst = append(dst, `,"nextCursor":`...)
+		dst = appendJSONString(dst, r.NextCursor)
+	}
+	if r.IndexVersion != "" {
+		dst = append(dst, `,"indexVersion":`...)
+		dst = appendJSONString(dst, r.IndexVersion)
+	}
+	if r.Usage != nil {
+		dst = append(dst, `,"usage":`...)
+		if dst, err = r.Usage.appendJSON(dst); err != nil {
+			return dst, err
+		}
+	}
+	if r.RewrittenQuery != "" {
+		dst = append(dst, `,"rewrittenQuery":`...)
+		dst = appendJSONString(dst, r.RewrittenQuery)
+	}
+	if len(r.Meta) > 0 {
+		dst = append(dst, `,"_meta":`...)
+		if dst, err = appendMarshal(dst, r.Meta); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+func (h *Hit) appendJSON(dst []byte) ([]byte, error) {
+	var err error
+	dst = append(dst, `{"id":`...)
+	if dst, err = h.ID.appendJSON(dst); err != nil {
+		return dst, err
+	}
+	dst = append(dst, `,"score":`...)
+	if dst, err = appendJSONFloat(dst, h.Score); err != nil {
+		return dst, err
+	}
+	if h.Confidence != nil {
+		dst = append(dst, `,"confidence":`...)
+		if dst, err = appendJSONFloat(dst, *h.Confidence); err != nil {
+			return dst, err
+		}
+	}
+	if h.Text != nil {
+		dst = append(dst, `,"text":`...)
+		dst = appendJSONString(dst, *h.Text)
+	}
+	if len(h.Content) > 0 {
+		dst = append(dst, `,"content":[`...)
+		for i := range h.Content {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = h.Content[i].appendJSON(dst)
+		}
+		dst = append(dst, ']')
+	}
+	if h.Modality != "" {
+		dst = append(dst, `,"modality":`...)
+		dst = appendJSONString(dst, h.Modality)
+	}
+	if h.Unit != "" {
+		dst = append(dst, `,"unit":`...)
+		dst = appendJSONString(dst, h.Unit)
+	}
+	if h.Level != nil {
+		dst = append(dst, `,"level":`...)
+		dst = strconv.AppendInt(dst, int64(*h.Level), 10)
+	}
+	if len(h.Meta) > 0 {
+		dst = append(dst, `,"meta":`...)
+		if dst, err = appendAnyMap(dst, h.Meta); err != nil {
+			return dst, err
+		}
+	}
+	if len(h.Vector) > 0 {
+		dst = append(dst, `,"vector":`...)
+		// RawMessage is compacted, validated and HTML-escaped by encoding/json.
+		if dst, err = appendMarshal(dst, h.Vector); err != nil {
+			return dst, err
+		}
+	}
+	if len(h.Scores) > 0 {
+		dst = append(dst, `,"scores":`...)
+		if dst, err = appendFloatMap(dst, h.Scores); err != nil {
+			return dst, err
+		}
+	}
+	if h.Citation != nil {
+		dst = append(dst, `,"citation":`...)
+		dst = h.Citation.appendJSON(dst)
+	}
+	if h.Provenance != nil {
+		dst = append(dst, `,"provenance":`...)
+		if dst, err = h.Provenance.appendJSON(dst); err != nil {
+			return dst, err
+		}
+	}
+	if h.Trust != nil {
+		dst = append(dst, `,"trust":`...)
+		if dst, err = h.Trust.appendJSON(dst); err != nil {
+			return dst, err
+		}
+	}
+	if h.Chunk != nil {
+		dst = append(dst, `,"chunk":`...)
+		dst = h.Chunk.appendJSON(dst)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendJSON writes what ID.MarshalJSON returns as encoding/json would
+// (it compacts and HTML-escapes a Marshaler's output). Every constructor
+// leaves raw compact, valid and already escaped; anything that is not
+// plainly so goes through encoding/json.
+func (id ID) appendJSON(dst []byte) ([]byte, error) {
+	if id.raw == "" {
+		return append(dst, "null"...), nil
+	}
+	for i := 0; i < len(id.raw); i++ {
+		switch c := id.raw[i]; {
+		case c <= ' ', c == '<', c == '>', c == '&', c == 0xE2: // 0xE2: U+2028/2029
+			return appendMarshal(dst, id)
+		}
+	}
+	return append(dst, id.raw...), nil
+}
+
+// appendJSON writes what Content.MarshalJSON returns.
+func (c *Content) appendJSON(dst []byte) []byte {
+	if c.Bare && c.Type == ContentText {
+		return appendJSONString(dst, c.Text)
+	}
+	dst = append(dst, `{"type":`...)
+	dst = appendJSONString(dst, c.Type)
+	if c.Text != "" {
+		dst = append(dst, `,"text":`...)
+		dst = appendJSONString(dst, c.Text)
+	}
+	if c.MimeType != "" {
+		dst = append(dst, `,"mimeType":`...)
+		dst = appendJSONString(dst, c.MimeType)
+	}
+	if c.Data != "" {
+		dst = append(dst, `,"data":`...)
+		dst = appendJSONString(dst, c.Data)
+	}
+	if c.URI != "" {
+		dst = append(dst, `,"uri":`...)
+		dst = appendJSONString(dst, c.URI)
+	}
+	return append(dst, '}')
+}
+
+func (u *Usage) appendJSON(dst []byte) ([]byte, error) {
+	var err error
+	dst = append(dst, '{')
+	comma := false
+	field := func(name string) {
+		if comma {
+			dst = append(dst, ',')
+		}
+		comma = true
+		dst = append(dst, name...)
+	}
+	if u.Candidates != nil {
+		field(`"candidates":`)
+		dst = strconv.AppendInt(dst, int64(*u.Candidates), 10)
+	}
+	if u.Reranked != nil {
+		field(`"reranked":`)
+		dst = strconv.AppendInt(dst, int64(*u.Reranked), 10)
+	}
+	if u.LatencyMs != nil {
+		field(`"latencyMs":`)
+		if dst, err = appendJSONFloat(dst, *u.LatencyMs); err != nil {
+			return dst, err
+		}
+	}
+	if u.Tokens != nil {
+		field(`"tokens":`)
+		dst = strconv.AppendInt(dst, int64(*u.Tokens), 10)
+	}
+	if len(u.Notes) > 0 {
+		field(`"notes":`)
+		dst = appendStrings(dst, u.Notes)
+	}
+	return append(dst, '}'), nil
+}
+
+func (c *Citation) appendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	comma := false
+	field := func(name string) {
+		if comma {
+			dst = append(dst, ',')
+		}
+		comma = true
+		dst = append(dst, name...)
+	}
+	if c.Source != "" {
+		field(`"source":`)
+		dst = appendJSONString(dst, c.Source)
+	}
+	if c.URI != "" {
+		field(`"uri":`)
+		dst = appendJSONString(dst, c.URI)
+	}
+	if c.Title != "" {
+		field(`"title":`)
+		dst = appendJSONString(dst, c.Title)
+	}
+	if c.Start != nil {
+		field(`"start":`)
+		dst = strconv.AppendInt(dst, int64(*c.Start), 10)
+	}
+	if c.End != nil {
+		field(`"end":`)
+		dst = strconv.AppendInt(dst, int64(*c.End), 10)
+	}
+	if c.Page != nil {
+		field(`"page":`)
+		dst = strconv.AppendInt(dst, int64(*c.Page), 10)
+	}
+	return append(dst, '}')
+}
+
+func (p *Provenance) appendJSON(dst []byte) ([]byte, error) {
+	var err error
+	dst = append(dst, '{')
+	comma := false
+	field := func(name string) {
+		if comma {
+			dst = append(dst, ',')
+		}
+		comma = true
+		dst = append(dst, name...)
+	}
+	if len(p.Path) > 0 {
+		field(`"path":`)
+		dst = appendStrings(dst, p.Path)
+	}
+	if len(p.Nodes) > 0 {
+		field(`"nodes":`)
+		dst = appendStrings(dst, p.Nodes)
+	}
+	if len(p.Edges) > 0 {
+		field(`"edges":`)
+		dst = append(dst, '[')
+		for i := range p.Edges {
+			e := &p.Edges[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"src":`...)
+			dst = appendJSONString(dst, e.Src)
+			dst = append(dst, `,"dst":`...)
+			dst = appendJSONString(dst, e.Dst)
+			if e.Weight != nil {
+				dst = append(dst, `,"weight":`...)
+				if dst, err = appendJSONFloat(dst, *e.Weight); err != nil {
+					return dst, err
+				}
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if len(p.Leaves) > 0 {
+		field(`"leaves":`)
+		dst = appendStrings(dst, p.Leaves)
+	}
+	return append(dst, '}'), nil
+}
+
+func (t *Trust) appendJSON(dst []byte) ([]byte, error) {
+	var err error
+	dst = append(dst, `{"level":`...)
+	dst = appendJSONString(dst, t.Level)
+	if t.Score != nil {
+		dst = append(dst, `,"score":`...)
+		if dst, err = appendJSONFloat(dst, *t.Score); err != nil {
+			return dst, err
+		}
+	}
+	if t.InjectionSuspected != nil {
+		dst = append(dst, `,"injectionSuspected":`...)
+		dst = strconv.AppendBool(dst, *t.InjectionSuspected)
+	}
+	if t.Sanitized != nil {
+		dst = append(dst, `,"sanitized":`...)
+		dst = strconv.AppendBool(dst, *t.Sanitized)
+	}
+	return append(dst, '}'), nil
+}
+
+func (c *ChunkRef) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"docId":`...)
+	dst = appendJSONString(dst, c.DocID)
+	dst = append(dst, `,"index":`...)
+	dst = strconv.AppendInt(dst, int64(c.Index), 10)
+	if c.Context != "" {
+		dst = append(dst, `,"context":`...)
+		dst = appendJSONString(dst, c.Context)
+	}
+	return append(dst, '}')
+}
+
+// appendStrings writes a non-nil []string.
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// appendMarshal writes v as encoding/json does.
+func appendMarshal(dst []byte, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, errAppendFallback
+	}
+	return append(dst, b...), nil
+}
+
+// sortedMapKeys returns m's keys in byte order (encoding/json sorts map keys
+// with strings.Compare), in buf when it is large enough.
+func sortedMapKeys[V any](m map[string]V, buf []string) []string {
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// appendFloatMap writes a non-nil map[string]float64.
+func appendFloatMap(dst []byte, m map[string]float64) ([]byte, error) {
+	var buf [8]string
+	var err error
+	dst = append(dst, '{')
+	for i, k := range sortedMapKeys(m, buf[:]) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		if dst, err = appendJSONFloat(dst, m[k]); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendAnyMap writes a non-nil map[string]any; values other than the
+// common scalars go through encoding/json.
+func appendAnyMap(dst []byte, m map[string]any) ([]byte, error) {
+	var buf [8]string
+	var err error
+	dst = append(dst, '{')
+	for i, k := range sortedMapKeys(m, buf[:]) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		switch v := m[k].(type) {
+		case nil:
+			dst = append(dst, "null"...)
+		case string:
+			dst = appendJSONString(dst, v)
+		case float64:
+			dst, err = appendJSONFloat(dst, v)
+		case bool:
+			dst = strconv.AppendBool(dst, v)
+		case int:
+			dst = strconv.AppendInt(dst, int64(v), 10)
+		case int64:
+			dst = strconv.AppendInt(dst, v, 10)
+		default:
+			dst, err = appendMarshal(dst, v)
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendJSONFloat formats f as encoding/json does for a float64 (ES6
+// number formatting); a non-finite f is refused.
+func appendJSONFloat(dst []byte, f float64) ([]byte, error) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return dst, errAppendFallback
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// htmlSafe[b] is true for the ASCII bytes encoding/json copies unescaped
+// when it escapes HTML (its htmlSafeSet).
+var htmlSafe = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		switch b {
+		case '"', '\\', '<', '>', '&':
+		default:
+			t[b] = true
+		}
+	}
+	return t
+}()
+
+// appendJSONString is encoding/json's appendString with escapeHTML set:
+// control characters, quote, backslash, <, > and & escaped, invalid UTF-8
+// replaced by \ufffd, U+2028 and U+2029 escaped.
+func appendJSONString(dst []byte, src string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(src); {
+		if b := src[i]; b < utf8.RuneSelf {
+			if htmlSafe[b] {
+				i++
+				continue
+			}
+			dst = append(dst, src[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(src[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, src[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, src[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, src[start:]...)
+	return append(dst, '"')
+}
