@@ -14,23 +14,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rcpgo/rcpgo/internal/onnxtest"
 )
 
-// onnxRuntime finds libonnxruntime: $RCPGO_ONNXRUNTIME_LIB, else the cache
-// scripts/fetch-onnxruntime.sh fills. It fails the test when neither has it
-// (tests that need something fail loudly; CI exports the variable).
-func onnxRuntime(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("RCPGO_ONNXRUNTIME_LIB"); p != "" {
-		return p
-	}
-	home, _ := os.UserHomeDir()
-	m, _ := filepath.Glob(filepath.Join(home, ".cache", "rcpgo", "onnxruntime", "*", "libonnxruntime.so*"))
-	if len(m) == 0 {
-		t.Fatal(`ONNX Runtime not found: run export RCPGO_ONNXRUNTIME_LIB="$(bash scripts/fetch-onnxruntime.sh)"`)
-	}
-	return m[0]
-}
+// onnxRuntime returns the ONNX Runtime library or stops the test (see
+// internal/onnxtest).
+func onnxRuntime(t *testing.T) string { return onnxtest.Library(t) }
 
 // TestServeWithONNXReranker serves the demo corpus with the tiny fixture
 // cross-encoder of engine/embed/ortembed (a real ONNX forward pass; its

@@ -14,25 +14,14 @@ import (
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/embed/tokenizer"
+	"github.com/rcpgo/rcpgo/internal/onnxtest"
 )
 
-// requireRuntime fails (never skips) when ONNX Runtime is unavailable: CI
-// must run scripts/fetch-onnxruntime.sh and export RCPGO_ONNXRUNTIME_LIB.
+// requireRuntime loads ONNX Runtime or stops the test (see internal/onnxtest).
 func requireRuntime(t *testing.T) {
 	t.Helper()
-	lib := os.Getenv(LibraryEnv)
-	if lib == "" {
-		// Where scripts/fetch-onnxruntime.sh puts it by default.
-		if home, err := os.UserHomeDir(); err == nil {
-			p := filepath.Join(home, ".cache", "rcpgo", "onnxruntime", "1.24.1", "libonnxruntime.so.1.24.1")
-			if _, err := os.Stat(p); err == nil {
-				lib = p
-			}
-		}
-	}
-	if err := InitRuntime(lib); err != nil {
-		t.Fatalf("ONNX Runtime is required for these tests: %v\n"+
-			"fix: export %s=\"$(bash scripts/fetch-onnxruntime.sh)\"", err, LibraryEnv)
+	if err := InitRuntime(onnxtest.Library(t)); err != nil {
+		t.Fatalf("ONNX Runtime: %v", err)
 	}
 }
 
