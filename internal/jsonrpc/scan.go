@@ -244,54 +244,12 @@ func (s *scanner) enter() bool {
 	return s.depth <= s.max
 }
 
-func (s *scanner) array() bool {
-	if !s.enter() {
-		return false
-	}
-	s.i++
-	s.skipSpace()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-		s.depth--
-		return true
-	}
-	for {
-		s.skipSpace()
-		if !s.value() {
-			return false
-		}
-		s.skipSpace()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			s.depth--
-			return true
-		default:
-			return false
-		}
-	}
-}
+func (s *scanner) array() bool { return s.elements(s.value) }
 
 // batch scans the top-level array of a batch, recording each member object's
 // envelope.
 func (s *scanner) batch(members *[]envelope) bool {
-	if !s.enter() {
-		return false
-	}
-	s.i++
-	s.skipSpace()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-		s.depth--
-		return true
-	}
-	for {
-		s.skipSpace()
+	return s.elements(func() bool {
 		if s.i < len(s.b) && s.b[s.i] == '{' {
 			*members = append(*members, envelope{})
 			if !s.object(&(*members)[len(*members)-1]) {
@@ -305,6 +263,28 @@ func (s *scanner) batch(members *[]envelope) bool {
 			s.objects = append(s.objects, false)
 		}
 		s.count++
+		return true
+	})
+}
+
+// elements scans an array whose opening bracket is at s.i, calling elem with
+// s.i at each element (white space skipped).
+func (s *scanner) elements(elem func() bool) bool {
+	if !s.enter() {
+		return false
+	}
+	s.i++
+	s.skipSpace()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		s.depth--
+		return true
+	}
+	for {
+		s.skipSpace()
+		if !elem() {
+			return false
+		}
 		s.skipSpace()
 		if s.i >= len(s.b) {
 			return false
