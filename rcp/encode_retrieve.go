@@ -202,33 +202,26 @@ func (u *Usage) appendJSON(dst []byte) ([]byte, error) {
 	var err error
 	dst = append(dst, '{')
 	comma := false
-	field := func(name string) {
-		if comma {
-			dst = append(dst, ',')
-		}
-		comma = true
-		dst = append(dst, name...)
-	}
 	if u.Candidates != nil {
-		field(`"candidates":`)
+		dst = appendKey(dst, &comma, `"candidates":`)
 		dst = strconv.AppendInt(dst, int64(*u.Candidates), 10)
 	}
 	if u.Reranked != nil {
-		field(`"reranked":`)
+		dst = appendKey(dst, &comma, `"reranked":`)
 		dst = strconv.AppendInt(dst, int64(*u.Reranked), 10)
 	}
 	if u.LatencyMs != nil {
-		field(`"latencyMs":`)
+		dst = appendKey(dst, &comma, `"latencyMs":`)
 		if dst, err = appendJSONFloat(dst, *u.LatencyMs); err != nil {
 			return dst, err
 		}
 	}
 	if u.Tokens != nil {
-		field(`"tokens":`)
+		dst = appendKey(dst, &comma, `"tokens":`)
 		dst = strconv.AppendInt(dst, int64(*u.Tokens), 10)
 	}
 	if len(u.Notes) > 0 {
-		field(`"notes":`)
+		dst = appendKey(dst, &comma, `"notes":`)
 		dst = appendStrings(dst, u.Notes)
 	}
 	return append(dst, '}'), nil
@@ -237,35 +230,28 @@ func (u *Usage) appendJSON(dst []byte) ([]byte, error) {
 func (c *Citation) appendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	comma := false
-	field := func(name string) {
-		if comma {
-			dst = append(dst, ',')
-		}
-		comma = true
-		dst = append(dst, name...)
-	}
 	if c.Source != "" {
-		field(`"source":`)
+		dst = appendKey(dst, &comma, `"source":`)
 		dst = appendJSONString(dst, c.Source)
 	}
 	if c.URI != "" {
-		field(`"uri":`)
+		dst = appendKey(dst, &comma, `"uri":`)
 		dst = appendJSONString(dst, c.URI)
 	}
 	if c.Title != "" {
-		field(`"title":`)
+		dst = appendKey(dst, &comma, `"title":`)
 		dst = appendJSONString(dst, c.Title)
 	}
 	if c.Start != nil {
-		field(`"start":`)
+		dst = appendKey(dst, &comma, `"start":`)
 		dst = strconv.AppendInt(dst, int64(*c.Start), 10)
 	}
 	if c.End != nil {
-		field(`"end":`)
+		dst = appendKey(dst, &comma, `"end":`)
 		dst = strconv.AppendInt(dst, int64(*c.End), 10)
 	}
 	if c.Page != nil {
-		field(`"page":`)
+		dst = appendKey(dst, &comma, `"page":`)
 		dst = strconv.AppendInt(dst, int64(*c.Page), 10)
 	}
 	return append(dst, '}')
@@ -275,23 +261,16 @@ func (p *Provenance) appendJSON(dst []byte) ([]byte, error) {
 	var err error
 	dst = append(dst, '{')
 	comma := false
-	field := func(name string) {
-		if comma {
-			dst = append(dst, ',')
-		}
-		comma = true
-		dst = append(dst, name...)
-	}
 	if len(p.Path) > 0 {
-		field(`"path":`)
+		dst = appendKey(dst, &comma, `"path":`)
 		dst = appendStrings(dst, p.Path)
 	}
 	if len(p.Nodes) > 0 {
-		field(`"nodes":`)
+		dst = appendKey(dst, &comma, `"nodes":`)
 		dst = appendStrings(dst, p.Nodes)
 	}
 	if len(p.Edges) > 0 {
-		field(`"edges":`)
+		dst = appendKey(dst, &comma, `"edges":`)
 		dst = append(dst, '[')
 		for i := range p.Edges {
 			e := &p.Edges[i]
@@ -313,7 +292,7 @@ func (p *Provenance) appendJSON(dst []byte) ([]byte, error) {
 		dst = append(dst, ']')
 	}
 	if len(p.Leaves) > 0 {
-		field(`"leaves":`)
+		dst = appendKey(dst, &comma, `"leaves":`)
 		dst = appendStrings(dst, p.Leaves)
 	}
 	return append(dst, '}'), nil
@@ -353,6 +332,16 @@ func (c *ChunkRef) appendJSON(dst []byte) []byte {
 }
 
 // appendStrings writes a non-nil []string.
+// appendKey writes an object member's `"name":` prefix, preceded by a comma
+// unless it is the object's first member.
+func appendKey(dst []byte, comma *bool, name string) []byte {
+	if *comma {
+		dst = append(dst, ',')
+	}
+	*comma = true
+	return append(dst, name...)
+}
+
 func appendStrings(dst []byte, ss []string) []byte {
 	dst = append(dst, '[')
 	for i, s := range ss {
