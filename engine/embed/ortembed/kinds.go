@@ -84,11 +84,7 @@ func (e *Encoder) Embed(ctx context.Context, texts []string, kind embed.Kind) ([
 	texts = e.prefixed(texts, kind)
 	out := make([][]float32, 0, len(texts))
 	err := e.batches(len(texts), func(lo, hi int) error {
-		encs := make([]tokenizer.Encoding, hi-lo)
-		for i, t := range texts[lo:hi] {
-			encs[i] = e.tok.Encode(t)
-		}
-		res, err := e.run(ctx, encs)
+		res, err := e.runTexts(ctx, texts[lo:hi])
 		if err != nil {
 			return err
 		}
@@ -274,11 +270,7 @@ func (e *MultiEncoder) EmbedMulti(ctx context.Context, texts []string, kind embe
 	texts = e.prefixed(texts, kind)
 	out := make([][][]float32, 0, len(texts))
 	err := e.batches(len(texts), func(lo, hi int) error {
-		encs := make([]tokenizer.Encoding, hi-lo)
-		for i, t := range texts[lo:hi] {
-			encs[i] = e.tok.Encode(t)
-		}
-		res, err := e.run(ctx, encs)
+		res, err := e.runTexts(ctx, texts[lo:hi])
 		if err != nil {
 			return err
 		}
@@ -371,11 +363,7 @@ func (e *SparseEncoder) EmbedSparse(ctx context.Context, texts []string, kind em
 	texts = e.prefixed(texts, kind)
 	out := make([]embed.SparseVector, 0, len(texts))
 	err := e.batches(len(texts), func(lo, hi int) error {
-		encs := make([]tokenizer.Encoding, hi-lo)
-		for i, t := range texts[lo:hi] {
-			encs[i] = e.tok.Encode(t)
-		}
-		res, err := e.run(ctx, encs)
+		res, err := e.runTexts(ctx, texts[lo:hi])
 		if err != nil {
 			return err
 		}

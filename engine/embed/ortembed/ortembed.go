@@ -261,6 +261,15 @@ type batchOut struct {
 }
 
 // run pads encodings into a batch and runs the model.
+// runTexts tokenizes texts and runs them as one batch.
+func (m *model) runTexts(ctx context.Context, texts []string) (*batchOut, error) {
+	encs := make([]tokenizer.Encoding, len(texts))
+	for i, t := range texts {
+		encs[i] = m.tok.Encode(t)
+	}
+	return m.run(ctx, encs)
+}
+
 func (m *model) run(ctx context.Context, encs []tokenizer.Encoding) (*batchOut, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("ortembed: %w", err)
