@@ -44,24 +44,15 @@ func (r *RetrieveResult) appendJSON(dst []byte) ([]byte, error) {
 		}
 		dst = append(dst, ']')
 	}
-	if r.NextCursor != "" {
-		dst = append(dst, `,"nextCursor":`...)
-		dst = appendJSONString(dst, r.NextCursor)
-	}
-	if r.IndexVersion != "" {
-		dst = append(dst, `,"indexVersion":`...)
-		dst = appendJSONString(dst, r.IndexVersion)
-	}
+	dst = appendOptString(dst, `,"nextCursor":`, r.NextCursor)
+	dst = appendOptString(dst, `,"indexVersion":`, r.IndexVersion)
 	if r.Usage != nil {
 		dst = append(dst, `,"usage":`...)
 		if dst, err = r.Usage.appendJSON(dst); err != nil {
 			return dst, err
 		}
 	}
-	if r.RewrittenQuery != "" {
-		dst = append(dst, `,"rewrittenQuery":`...)
-		dst = appendJSONString(dst, r.RewrittenQuery)
-	}
+	dst = appendOptString(dst, `,"rewrittenQuery":`, r.RewrittenQuery)
 	if len(r.Meta) > 0 {
 		dst = append(dst, `,"_meta":`...)
 		if dst, err = appendMarshal(dst, r.Meta); err != nil {
@@ -101,14 +92,8 @@ func (h *Hit) appendJSON(dst []byte) ([]byte, error) {
 		}
 		dst = append(dst, ']')
 	}
-	if h.Modality != "" {
-		dst = append(dst, `,"modality":`...)
-		dst = appendJSONString(dst, h.Modality)
-	}
-	if h.Unit != "" {
-		dst = append(dst, `,"unit":`...)
-		dst = appendJSONString(dst, h.Unit)
-	}
+	dst = appendOptString(dst, `,"modality":`, h.Modality)
+	dst = appendOptString(dst, `,"unit":`, h.Unit)
 	if h.Level != nil {
 		dst = append(dst, `,"level":`...)
 		dst = strconv.AppendInt(dst, int64(*h.Level), 10)
@@ -179,22 +164,10 @@ func (c *Content) appendJSON(dst []byte) []byte {
 	}
 	dst = append(dst, `{"type":`...)
 	dst = appendJSONString(dst, c.Type)
-	if c.Text != "" {
-		dst = append(dst, `,"text":`...)
-		dst = appendJSONString(dst, c.Text)
-	}
-	if c.MimeType != "" {
-		dst = append(dst, `,"mimeType":`...)
-		dst = appendJSONString(dst, c.MimeType)
-	}
-	if c.Data != "" {
-		dst = append(dst, `,"data":`...)
-		dst = appendJSONString(dst, c.Data)
-	}
-	if c.URI != "" {
-		dst = append(dst, `,"uri":`...)
-		dst = appendJSONString(dst, c.URI)
-	}
+	dst = appendOptString(dst, `,"text":`, c.Text)
+	dst = appendOptString(dst, `,"mimeType":`, c.MimeType)
+	dst = appendOptString(dst, `,"data":`, c.Data)
+	dst = appendOptString(dst, `,"uri":`, c.URI)
 	return append(dst, '}')
 }
 
@@ -324,14 +297,20 @@ func (c *ChunkRef) appendJSON(dst []byte) []byte {
 	dst = appendJSONString(dst, c.DocID)
 	dst = append(dst, `,"index":`...)
 	dst = strconv.AppendInt(dst, int64(c.Index), 10)
-	if c.Context != "" {
-		dst = append(dst, `,"context":`...)
-		dst = appendJSONString(dst, c.Context)
-	}
+	dst = appendOptString(dst, `,"context":`, c.Context)
 	return append(dst, '}')
 }
 
 // appendStrings writes a non-nil []string.
+// appendOptString writes prefix and the JSON string v, or nothing when v is
+// empty (omitempty).
+func appendOptString(dst []byte, prefix, v string) []byte {
+	if v == "" {
+		return dst
+	}
+	return appendJSONString(append(dst, prefix...), v)
+}
+
 // appendKey writes an object member's `"name":` prefix, preceded by a comma
 // unless it is the object's first member.
 func appendKey(dst []byte, comma *bool, name string) []byte {
