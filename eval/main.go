@@ -72,19 +72,8 @@ func ScoreMain(args []string, stdout, stderr io.Writer) int {
 	rep := ScoreRuns(*dataset, qrels, names, loaded, ms)
 	md := rep.Markdown()
 	fmt.Fprint(stdout, md)
-	write := func(path string, fn func(io.Writer) error) error {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		if err := fn(f); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
 	if *jsonOut != "" {
-		if err := write(*jsonOut, rep.WriteJSON); err != nil {
+		if err := writeFileWith(*jsonOut, rep.WriteJSON); err != nil {
 			fmt.Fprintln(stderr, "score:", err)
 			return 1
 		}

@@ -33,10 +33,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/rcpgo/rcpgo/rcp"
@@ -243,7 +245,7 @@ func (s *EngineSpec) Connect(ctx context.Context, opts *rcp.ClientOptions) (*rcp
 		return c, nil
 	default:
 		o.Env = append([]string(nil), o.Env...)
-		for _, k := range sortedKeys(s.Env) {
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 			ev, err := expandEnv(s.Env[k])
 			if err != nil {
 				return nil, fmt.Errorf("engine %s: env %s: %w", s.ID, k, err)
@@ -259,17 +261,4 @@ func (s *EngineSpec) Connect(ctx context.Context, opts *rcp.ClientOptions) (*rcp
 		}
 		return c, nil
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
 }

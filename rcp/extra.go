@@ -3,7 +3,9 @@ package rcp
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -47,7 +49,7 @@ func marshalWithExtra(v any, extra map[string]json.RawMessage) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Write(b[:len(b)-1]) // drop the closing brace
 	first := len(b) == 2
-	for _, k := range sortedKeys(extra) {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		if known[k] {
 			continue
 		}
@@ -86,18 +88,4 @@ func unmarshalWithExtra(b []byte, ptr any) (map[string]json.RawMessage, error) {
 		extra[k] = v
 	}
 	return extra, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	// insertion sort is fine: these maps hold a handful of keys
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
 }
