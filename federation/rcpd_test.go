@@ -3,7 +3,6 @@ package federation_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,17 +14,17 @@ import (
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-// buildRcpd builds cmd/rcpd into a temporary directory; the test is skipped
-// when it does not build (it belongs to another package).
+// buildRcpd builds cmd/rcpd into a temporary directory (skipped with -short:
+// the build is the slow part).
 func buildRcpd(t *testing.T) string {
 	t.Helper()
-	if os.Getenv("RCPGO_TEST_RCPD") == "" {
-		t.Skip("set RCPGO_TEST_RCPD=1 to build cmd/rcpd and federate it (slow build)")
+	if testing.Short() {
+		t.Skip("builds cmd/rcpd; skipped with -short")
 	}
 	bin := filepath.Join(t.TempDir(), "rcpd")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/rcpgo/rcpgo/cmd/rcpd").CombinedOutput()
 	if err != nil {
-		t.Skipf("cmd/rcpd does not build right now: %v\n%s", err, out)
+		t.Fatalf("go build cmd/rcpd: %v\n%s", err, out)
 	}
 	return bin
 }
