@@ -279,7 +279,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			return nil, err
 		}
 	}
-	if len(p.Filter) > 0 && string(p.Filter) != "null" {
+	if p.HasFilter() {
 		if caps.Filter == nil {
 			return nil, rcp.OptionUnsupported("filter", "no filter fields are advertised")
 		}

@@ -490,8 +490,8 @@ func (g *Gateway) checkRetrieve(ctx context.Context, p *rcp.RetrieveParams) ([]s
 			return nil, rcp.OptionUnsupported("modality", "query block %d is %q; no federated engine advertises that modality", i, b.Type)
 		}
 	}
-	if p.Filter != nil && string(p.Filter) == "null" {
-		p.Filter = nil
+	if !p.HasFilter() {
+		p.Filter = nil // an explicit null is absent (§4.6)
 	}
 	if p.Filter != nil && caps.Filter == nil {
 		if err := problem("filter", "the gateway does not advertise filter", func() { p.Filter = nil }); err != nil {
