@@ -43,6 +43,9 @@ var levels = []Level{L0, L1, L2}
 
 func levelIndex(l Level) int { return slices.Index(levels, l) }
 
+// Exceeds reports whether l is a higher level than m.
+func (l Level) Exceeds(m Level) bool { return levelIndex(l) > levelIndex(m) }
+
 // ParseLevel parses "L0", "L1" or "L2" (case-insensitive).
 func ParseLevel(s string) (Level, error) {
 	l := Level(strings.ToUpper(strings.TrimSpace(s)))
@@ -191,6 +194,11 @@ type Peer struct {
 
 // OK reports whether the run should exit zero: no failed MUST and no overclaim.
 func (r *Report) OK() bool { return r.FailedMust == 0 && r.DeclarationHonest }
+
+// Certifies reports whether the run certified the server at level l or above.
+func (r *Report) Certifies(l Level) bool {
+	return r.CertifiedLevel != nil && !l.Exceeds(*r.CertifiedLevel)
+}
 
 // Check is one conformance check.
 type Check struct {

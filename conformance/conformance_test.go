@@ -1,9 +1,7 @@
 package conformance
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"maps"
 	"net/http/httptest"
 	"strings"
@@ -259,49 +257,4 @@ func TestCatalogue(t *testing.T) {
 		t.Errorf("%d checks, want at least 80", len(seen))
 	}
 	t.Logf("%d checks: %v", len(seen), perLevel)
-}
-
-func TestMainJSONAndExitCodes(t *testing.T) {
-	srv := newTServer(tsConfig{token: testToken})
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	var out, errb bytes.Buffer
-	code := Main([]string{"--json", "--quiet", "60ms", "--call-timeout", "1s", "--http", ts.URL + "/rcp", "--token", testToken}, &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d, stderr %s", code, errb.String())
-	}
-	var rep struct {
-		CertifiedLevel    *string `json:"certifiedLevel"`
-		DeclaredLevel     *string `json:"declaredLevel"`
-		DeclarationHonest bool    `json:"declarationHonest"`
-		Checks            []struct {
-			ID, Status, Section, Detail string
-		} `json:"checks"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("--json output: %v\n%s", err, out.String())
-	}
-	if rep.CertifiedLevel == nil || *rep.CertifiedLevel != "L2" || rep.DeclaredLevel == nil || !rep.DeclarationHonest || len(rep.Checks) == 0 {
-		t.Errorf("report %+v", rep)
-	}
-
-	bad := newTServer(tsConfig{bad: map[string]bool{"http.path-mismatch": true}})
-	tb := httptest.NewServer(bad)
-	defer tb.Close()
-	out.Reset()
-	if code := Main([]string{"--quiet", "60ms", "--call-timeout", "1s", "--http", tb.URL + "/rcp"}, &out, &errb); code != 1 {
-		t.Errorf("exit %d for a failed MUST, want 1", code)
-	}
-	if s := out.String(); !strings.Contains(s, "FAIL") || !strings.Contains(s, "CERTIFIED LEVEL") || strings.Contains(s, "\x1b[") {
-		t.Errorf("text report (no colour off a TTY) wrong:\n%s", s)
-	}
-	for _, args := range [][]string{{}, {"--level", "L9", "--", "x"}, {"--http", "http://x", "--", "cmd"}, {"--token", "t", "--", "cmd"}} {
-		if code := Main(args, &out, &errb); code != 2 {
-			t.Errorf("Main(%q) = %d, want 2", args, code)
-		}
-	}
-	out.Reset()
-	if code := Main([]string{"--list"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "checks:") {
-		t.Errorf("--list: %d %s", code, out.String())
-	}
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
-	"github.com/rcpgo/rcpgo/federation/internal/fedtest"
+	"github.com/rcpgo/rcpgo/internal/fedtest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -24,16 +24,16 @@ import (
 const (
 	envEngine  = "FEDTEST_ENGINE"
 	envPIDFile = "FEDTEST_PIDFILE"
-	// envGatewayArgs runs GatewayMain with these args (separated by \x1f).
-	envGatewayArgs = "FEDTEST_GATEWAY_ARGS"
+	// envGatewayRegistry serves a stdio gateway over this registry.
+	envGatewayRegistry = "FEDTEST_GATEWAY_REGISTRY"
 )
 
 func TestMain(m *testing.M) {
 	if name := os.Getenv(envEngine); name != "" {
 		os.Exit(serveStdioEngine(name))
 	}
-	if args := os.Getenv(envGatewayArgs); args != "" {
-		os.Exit(federation.GatewayMain(context.Background(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	if reg := os.Getenv(envGatewayRegistry); reg != "" {
+		os.Exit(serveStdioGateway(reg))
 	}
 	code := m.Run()
 	if code == 0 {
@@ -56,6 +56,33 @@ func serveStdioEngine(name string) int {
 	e := fedtest.New(name, features(name))
 	srv := rcp.NewServer(e.Router(), &rcp.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := srv.ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// serveStdioGateway serves a gateway over the registry at path on
+// stdin/stdout, with the spawn budget a parent gateway handed down.
+func serveStdioGateway(path string) int {
+	reg, err := federation.LoadRegistry(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	budget, err := federation.SpawnBudget(federation.DefaultDepth)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	gw := federation.NewGateway(reg, &federation.GatewayOptions{Federation: federation.Options{
+		Client: &rcp.ClientOptions{Logger: quiet, Stderr: io.Discard, Env: []string{federation.SpawnEnv(budget)}},
+		Logger: quiet,
+	}})
+	defer gw.Close()
+	err = gw.Serve(context.Background(), federation.ServeOptions{Stdin: os.Stdin, Stdout: os.Stdout,
+		Server: &rcp.ServerOptions{Logger: quiet}, EngineTimeout: 10 * time.Second, NoDial: budget <= 0})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return 0

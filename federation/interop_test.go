@@ -37,7 +37,7 @@ func TestPythonReferenceClientInterop(t *testing.T) {
 	tr := trio(t)
 	_, gwHTTP := gatewayOver(t, tr.reg, nil)
 	exe, _ := os.Executable()
-	args := strings.Join([]string{"--registry", writeRegistry(t, tr.reg), "--stdio", "--log-level", "error"}, "\x1f")
+	regPath := writeRegistry(t, tr.reg)
 	for _, tc := range []struct {
 		name string
 		argv []string
@@ -47,7 +47,7 @@ func TestPythonReferenceClientInterop(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.CommandContext(ctxT(t, 30*time.Second), "python3", tc.argv...)
-			cmd.Env = append(os.Environ(), "PYTHONPATH="+sdk, envGatewayArgs+"="+args)
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+sdk, envGatewayRegistry+"="+regPath)
 			out, err := cmd.CombinedOutput()
 			t.Logf("python3 %s:\n%s", strings.Join(tc.argv[1:], " "), out)
 			if err != nil {

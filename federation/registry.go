@@ -23,8 +23,8 @@
 // citation.uri / content hash) and tagged with meta.engine, engineRank and
 // engineScore. _meta.engines reports each engine's status.
 //
-// Gateway is an rcp.Handler over a Federation; GatewayMain is the
-// "rcpd gateway" command around it.
+// Gateway is an rcp.Handler over a Federation; Gateway.Serve exposes it over
+// HTTP or stdio (the "rcpd gateway" command lives in cmd/rcpd).
 package federation
 
 import (

@@ -5,11 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -195,25 +192,6 @@ func TestWriteCorpusCancel(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
-
-func TestMain_(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	var out, errb bytes.Buffer
-	code := Main([]string{"-seed", "9", "-docs", "1000", "-queries", "20", "-out", dir}, &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	var st map[string]any
-	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st["docs"] != 1000.0 {
-		t.Fatalf("stdout %q: %v", out.String(), err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "qrels", "test.tsv")); err != nil {
-		t.Fatal(err)
-	}
-	if Main([]string{"-docs", "x"}, &out, &errb) != 2 {
-		t.Fatal("bad flag accepted")
-	}
-}
 
 func BenchmarkGenerate(b *testing.B) {
 	g, err := New(Config{Seed: 1, Docs: 20_000})

@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/rcpgo/rcpgo/internal/cli"
+	"github.com/rcpgo/rcpgo/cmd/rcp/internal/cli"
 )
 
 func main() {

@@ -1,4 +1,4 @@
-package bench
+package benchcmd
 
 import (
 	"bytes"
@@ -10,17 +10,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rcpgo/rcpgo/bench"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-func TestMain_(t *testing.T) {
+func TestBench(t *testing.T) {
 	dialed := map[string]bool{}
-	dial := func(ctx context.Context, addr string) (Caller, func() error, error) {
+	dial := func(ctx context.Context, addr string) (bench.Caller, func() error, error) {
 		if addr == "bad" {
 			return nil, nil, errors.New("refused")
 		}
 		dialed[addr] = true
-		return CallerFunc(func(ctx context.Context, method string, params any) (json.RawMessage, error) {
+		return bench.CallerFunc(func(ctx context.Context, method string, params any) (json.RawMessage, error) {
 			return json.RawMessage(`{}`), nil
 		}), func() error { return nil }, nil
 	}
@@ -35,7 +36,7 @@ func TestMain_(t *testing.T) {
 		t.Fatalf("stdout:\n%s", out.String())
 	}
 	b, err := os.ReadFile(jsonPath)
-	var res Result
+	var res bench.Result
 	if err != nil || json.Unmarshal(b, &res) != nil || res.Operations != 200 || len(res.Targets) != 2 {
 		t.Fatalf("json %s: %v", b, err)
 	}
@@ -59,8 +60,8 @@ func TestMain_(t *testing.T) {
 
 func TestMainBatchSweep(t *testing.T) {
 	sizes := map[int]int{}
-	dial := func(ctx context.Context, addr string) (Caller, func() error, error) {
-		return CallerFunc(func(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	dial := func(ctx context.Context, addr string) (bench.Caller, func() error, error) {
+		return bench.CallerFunc(func(ctx context.Context, method string, params any) (json.RawMessage, error) {
 			if p, ok := params.(rcp.IndexAddParams); ok {
 				sizes[len(p.Documents)]++
 			}
@@ -71,7 +72,7 @@ func TestMainBatchSweep(t *testing.T) {
 	if code := Main([]string{"-target", ":1", "-workload", "index", "-batch", "4,16", "-n", "10", "-c", "1", "-gen-docs", "100", "-json", "-", "-quiet"}, &out, &errb, dial); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	var results []Result
+	var results []bench.Result
 	if err := json.Unmarshal(out.Bytes(), &results); err != nil || len(results) != 2 || results[1].Workload != "index(batch=16)" {
 		t.Fatalf("%s: %v", out.String(), err)
 	}
@@ -80,5 +81,24 @@ func TestMainBatchSweep(t *testing.T) {
 	}
 	if code := Main([]string{"-target", ":1", "-workload", "ping", "-batch", "4,16"}, &out, &errb, dial); code != 2 {
 		t.Fatalf("sweep without index: exit %d", code)
+	}
+}
+
+func TestGen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	var out, errb bytes.Buffer
+	code := Gen([]string{"-seed", "9", "-docs", "1000", "-queries", "20", "-out", dir}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var st map[string]any
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st["docs"] != 1000.0 {
+		t.Fatalf("stdout %q: %v", out.String(), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "qrels", "test.tsv")); err != nil {
+		t.Fatal(err)
+	}
+	if Gen([]string{"-docs", "x"}, &out, &errb) != 2 {
+		t.Fatal("bad flag accepted")
 	}
 }

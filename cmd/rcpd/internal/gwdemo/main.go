@@ -1,12 +1,12 @@
 // Command gwdemo serves three toy engines with distinct corpora (alpha,
 // beta, gamma: fedtest) on loopback HTTP and puts the real "rcpd gateway"
-// code (federation.GatewayMain) in front of them. It exists to run the
+// code (the gatewaycmd package) in front of them. It exists to run the
 // conformance suite and foreign clients against the gateway:
 //
-//	go run ./federation/internal/gwdemo --http 127.0.0.1:8090   # then: rcp conformance --http http://127.0.0.1:8090/rcp
+//	go run ./cmd/rcpd/internal/gwdemo --http 127.0.0.1:8090   # then: rcp conformance --http http://127.0.0.1:8090/rcp
 //	go run ./cmd/rcp conformance -- ./gwdemo --stdio              # stdio (build it first)
 //
-// Every flag after the known ones is passed to GatewayMain unchanged.
+// Every flag is passed to the gateway command unchanged.
 package main
 
 import (
@@ -20,8 +20,9 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/rcpgo/rcpgo/cmd/rcpd/internal/gatewaycmd"
 	"github.com/rcpgo/rcpgo/federation"
-	"github.com/rcpgo/rcpgo/federation/internal/fedtest"
+	"github.com/rcpgo/rcpgo/internal/fedtest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -60,5 +61,5 @@ func run() int {
 		return 1
 	}
 	args := append([]string{"--registry", path}, os.Args[1:]...)
-	return federation.GatewayMain(ctx, args, os.Stdout, os.Stderr)
+	return gatewaycmd.Main(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 }

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/rcpgo/rcpgo/bench"
-	"github.com/rcpgo/rcpgo/bench/gen"
+	"github.com/rcpgo/rcpgo/cmd/rcp/internal/benchcmd"
+	"github.com/rcpgo/rcpgo/cmd/rcp/internal/evalcmd"
 	"github.com/rcpgo/rcpgo/eval"
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -138,19 +139,19 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	dial := func(ctx context.Context, target string) (eval.Caller, func() error, error) {
 		return dialCaller(ctx, target)
 	}
-	return exitStatus(eval.Main(args, env.Stdout, env.Stderr, dial))
+	return exitStatus(evalcmd.Main(args, env.Stdout, env.Stderr, dial))
 }
 
 func runScore(_ context.Context, env *Env, args []string) error {
-	return exitStatus(eval.ScoreMain(args, env.Stdout, env.Stderr))
+	return exitStatus(evalcmd.Score(args, env.Stdout, env.Stderr))
 }
 
 func runBench(_ context.Context, env *Env, args []string) error {
-	return exitStatus(bench.Main(targetArgs(args), env.Stdout, env.Stderr, dialCaller))
+	return exitStatus(benchcmd.Main(targetArgs(args), env.Stdout, env.Stderr, dialCaller))
 }
 
 func runGen(_ context.Context, env *Env, args []string) error {
-	return exitStatus(gen.Main(args, env.Stdout, env.Stderr))
+	return exitStatus(benchcmd.Gen(args, env.Stdout, env.Stderr))
 }
 
 // exitStatus maps an entry point's status to the CLI's error convention:

@@ -1,4 +1,6 @@
-package bench
+// Package benchcmd holds the `rcp bench` and `rcp gen` commands: flag
+// parsing over packages bench and bench/gen.
+package benchcmd
 
 import (
 	"context"
@@ -13,13 +15,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rcpgo/rcpgo/bench"
 	"github.com/rcpgo/rcpgo/bench/gen"
 	"github.com/rcpgo/rcpgo/internal/progress"
 )
 
 // Dialer connects to a target as written on the command line (an address,
-// or whatever the CLI accepts) and returns its Caller and a close function.
-type Dialer func(ctx context.Context, target string) (Caller, func() error, error)
+// or whatever the CLI accepts) and returns its bench.Caller and a close function.
+type Dialer func(ctx context.Context, target string) (bench.Caller, func() error, error)
 
 // targetList is a repeatable -target flag: "[name=]address".
 type targetList []struct{ name, addr string }
@@ -41,7 +44,7 @@ func (t *targetList) Set(v string) error {
 	return nil
 }
 
-// Main is a command-line entry point for load tests. dial connects to each
+// Main is the `rcp bench` command. dial connects to each
 // -target; two or more targets make an A/B run. It prints the table (or the
 // JSON with -json -) on stdout, progress on stderr, and returns the exit
 // status: 0 ok, 1 failure, 2 usage. Examples:
@@ -102,30 +105,30 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 			return usage("-opts: %v", err)
 		}
 	}
-	makeRetrieve := func() (Workload, error) {
-		qs := GeneratedQueries(g, 1000)
+	makeRetrieve := func() (bench.Workload, error) {
+		qs := bench.GeneratedQueries(g, 1000)
 		if *queries != "" {
 			var err error
-			if qs, err = QueriesFromFile(*queries); err != nil {
+			if qs, err = bench.QueriesFromFile(*queries); err != nil {
 				return nil, err
 			}
 		}
-		return &Retrieve{Queries: qs, K: *k, Options: retrieveOpts}, nil
+		return &bench.Retrieve{Queries: qs, K: *k, Options: retrieveOpts}, nil
 	}
-	simple := func(name string) (Workload, error) {
+	simple := func(name string) (bench.Workload, error) {
 		switch name {
 		case "ping":
-			return Ping{}, nil
+			return bench.Ping{}, nil
 		case "retrieve":
 			return makeRetrieve()
 		case "index":
-			return &Index{Gen: g, Batch: *batch}, nil
+			return &bench.Index{Gen: g, Batch: *batch}, nil
 		}
 		return nil, fmt.Errorf("unknown workload %q (want ping, retrieve, index or mixed)", name)
 	}
-	var wl Workload
+	var wl bench.Workload
 	if *workload == "mixed" {
-		var parts []Weighted
+		var parts []bench.Weighted
 		for _, part := range strings.Split(*mix, ",") {
 			name, w, _ := strings.Cut(strings.TrimSpace(part), ":")
 			weight, err := strconv.Atoi(w)
@@ -136,9 +139,9 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 			if err != nil {
 				return usage("-mix: %v", err)
 			}
-			parts = append(parts, Weighted{sub, weight})
+			parts = append(parts, bench.Weighted{Workload: sub, Weight: weight})
 		}
-		if wl, err = NewMixed(parts...); err != nil {
+		if wl, err = bench.NewMixed(parts...); err != nil {
 			return usage("%v", err)
 		}
 	} else if wl, err = simple(*workload); err != nil {
@@ -147,7 +150,7 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cfg := Config{Workload: wl, Concurrency: *conc, Requests: *n, Duration: *dur, Warmup: *warmup, Timeout: *timeout, Seed: *seed}
+	cfg := bench.Config{Workload: wl, Concurrency: *conc, Requests: *n, Duration: *dur, Warmup: *warmup, Timeout: *timeout, Seed: *seed}
 	for _, t := range targets {
 		c, closeFn, err := dial(ctx, t.addr)
 		if err != nil {
@@ -157,12 +160,12 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 		if closeFn != nil {
 			defer closeFn()
 		}
-		cfg.Targets = append(cfg.Targets, Target{Name: t.name, Caller: c})
+		cfg.Targets = append(cfg.Targets, bench.Target{Name: t.name, Caller: c})
 	}
-	var results []*Result
+	var results []*bench.Result
 	for _, size := range batches {
 		if *workload == "index" {
-			cfg.Workload = &Index{Gen: g, Batch: size}
+			cfg.Workload = &bench.Index{Gen: g, Batch: size}
 		}
 		res, code := runOnce(ctx, cfg, *quiet, stderr)
 		if code != 0 {
@@ -220,16 +223,16 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // runOnce runs cfg with a progress bar on stderr unless quiet.
-func runOnce(ctx context.Context, cfg Config, quiet bool, stderr io.Writer) (*Result, int) {
+func runOnce(ctx context.Context, cfg bench.Config, quiet bool, stderr io.Writer) (*bench.Result, int) {
 	var bar *progress.Bar
 	if !quiet {
 		if cfg.Requests == 0 && cfg.Duration == 0 {
-			cfg.Duration = DefaultDuration
+			cfg.Duration = bench.DefaultDuration
 		}
 		bar = progress.New(stderr, "bench "+cfg.Workload.Name(), cfg.Requests, progress.WithUnit("ops"))
-		cfg.Progress = func(p Progress) { bar.Set(p.Done) }
+		cfg.Progress = func(p bench.Progress) { bar.Set(p.Done) }
 	}
-	res, err := Run(ctx, cfg)
+	res, err := bench.Run(ctx, cfg)
 	if bar != nil {
 		bar.Finish()
 	}

@@ -1,4 +1,6 @@
-package eval
+// Package evalcmd holds the `rcp eval` and `rcp score` commands: flag
+// parsing over package eval.
+package evalcmd
 
 import (
 	"context"
@@ -12,23 +14,25 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
+	"github.com/rcpgo/rcpgo/eval"
 	"github.com/rcpgo/rcpgo/internal/progress"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // Dialer connects to the server named on the command line and returns its
-// Caller and a close function.
-type Dialer func(ctx context.Context, target string) (Caller, func() error, error)
+// eval.Caller and a close function.
+type Dialer func(ctx context.Context, target string) (eval.Caller, func() error, error)
 
 // modeList is a repeatable -mode flag: name or name=JSON options.
-type modeList []Mode
+type modeList []eval.Mode
 
 func (m *modeList) String() string { return fmt.Sprint(*m) }
 
 func (m *modeList) Set(v string) error {
 	name, js, ok := strings.Cut(v, "=")
-	mode := Mode{Name: strings.TrimSpace(name)}
+	mode := eval.Mode{Name: strings.TrimSpace(name)}
 	if mode.Name == "" {
 		return errors.New("empty mode name")
 	}
@@ -41,7 +45,7 @@ func (m *modeList) Set(v string) error {
 	return nil
 }
 
-// Main is a command-line entry point for `rcp eval`: it optionally ingests
+// Main is the `rcp eval` command: it optionally ingests
 // a BEIR dataset into the server, runs its queries under each -mode with a
 // fixed seed and a pinned index snapshot, and writes the report. The
 // Markdown table goes to stdout, progress to stderr. It returns 0 ok,
@@ -90,7 +94,7 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 		if err != nil {
 			return usage("%v", err)
 		}
-		var fromFile []Mode
+		var fromFile []eval.Mode
 		if err := json.Unmarshal(b, &fromFile); err != nil {
 			return usage("-modes %s: %v", *modesFile, err)
 		}
@@ -99,14 +103,14 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	if len(modes) == 0 {
 		modes = modeList{{Name: "default"}}
 	}
-	ms := DefaultMetrics
+	ms := eval.DefaultMetrics
 	if *metrics != "" {
 		var err error
-		if ms, err = ParseMetrics(*metrics); err != nil {
+		if ms, err = eval.ParseMetrics(*metrics); err != nil {
 			return usage("%v", err)
 		}
 	}
-	ds, err := LoadBEIR(*dataset, *split)
+	ds, err := eval.LoadBEIR(*dataset, *split)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -135,12 +139,12 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 
 	if *ingest {
 		bar := newBar("ingest "+ds.Name, "docs", 0)
-		opt := IngestOptions{BatchSize: *batch, Concurrency: *ingestConc, Limit: *limit, Retries: 3,
+		opt := eval.IngestOptions{BatchSize: *batch, Concurrency: *ingestConc, Limit: *limit, Retries: 3,
 			Retryable: func(err error) bool { return rcp.CodeOf(err).Retryable() }}
 		if bar != nil {
-			opt.Progress = func(p Progress) { bar.SetTotal(p.Total); bar.Set(p.Done) }
+			opt.Progress = func(p eval.Progress) { bar.SetTotal(p.Total); bar.Set(p.Done) }
 		}
-		_, err := IngestFile(ctx, ds.CorpusPath, opt, RCPIngest(c, nil))
+		_, err := eval.IngestFile(ctx, ds.CorpusPath, opt, eval.RCPIngest(c, nil))
 		if bar != nil {
 			bar.Finish()
 		}
@@ -158,16 +162,16 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 		}
 	}
 
-	rr := &RCPRetriever{Caller: c, Seed: seed, IndexVersion: *indexVersion}
-	runner := &Runner{Retrieve: rr.Retrieve, K: *k, Metrics: ms, Concurrency: *conc, MaxErrors: *maxErrors, KeepPerQuery: *perQuery}
-	rep := &Report{Dataset: ds.Name, Split: ds.Split, Queries: len(ds.Queries), Started: startTime()}
+	rr := &eval.RCPRetriever{Caller: c, Seed: seed, IndexVersion: *indexVersion}
+	runner := &eval.Runner{Retrieve: rr.Retrieve, K: *k, Metrics: ms, Concurrency: *conc, MaxErrors: *maxErrors, KeepPerQuery: *perQuery}
+	rep := &eval.Report{Dataset: ds.Name, Split: ds.Split, Queries: len(ds.Queries), Started: time.Now().UTC().Truncate(time.Second)}
 	for _, m := range ms {
 		rep.Metrics = append(rep.Metrics, m.String())
 	}
 	for _, mode := range modes {
 		bar := newBar(mode.Name, "queries", int64(len(ds.Queries)))
 		if bar != nil {
-			runner.Progress = func(p Progress) { bar.Set(p.Done) }
+			runner.Progress = func(p eval.Progress) { bar.Set(p.Done) }
 		}
 		res, err := runner.RunMode(ctx, ds.Queries, ds.Qrels, mode)
 		if bar != nil {
@@ -206,12 +210,12 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-func writeRunFile(dir, dataset, mode string, run Run) error {
+func writeRunFile(dir, dataset, mode string, run eval.Run) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	tag := unsafeName.ReplaceAllString(mode, "_")
-	return writeFileWith(filepath.Join(dir, dataset+"."+tag+".run"), func(w io.Writer) error { return WriteRun(w, run, tag) })
+	return writeFileWith(filepath.Join(dir, dataset+"."+tag+".run"), func(w io.Writer) error { return eval.WriteRun(w, run, tag) })
 }
 
 func writeFileWith(path string, fn func(io.Writer) error) error {

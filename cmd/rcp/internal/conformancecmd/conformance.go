@@ -1,4 +1,6 @@
-package conformance
+// Package conformancecmd holds the `rcp conformance` command: flag
+// parsing and the text report over package conformance.
+package conformancecmd
 
 import (
 	"context"
@@ -12,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rcpgo/rcpgo/conformance"
 )
 
 const usage = `usage:
@@ -22,7 +26,7 @@ const usage = `usage:
 flags:
 `
 
-// Main is the "rcp conformance" command. It returns the process exit code:
+// Main is the `rcp conformance` command. It returns the process exit code:
 // 0 when no MUST failed and the declared level is honest, 1 otherwise, 2 on
 // usage or setup errors.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -56,12 +60,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		listChecks(stdout)
 		return 0
 	}
-	lvl, err := ParseLevel(*level)
+	lvl, err := conformance.ParseLevel(*level)
 	if err != nil {
 		fmt.Fprintln(stderr, "rcp conformance:", err)
 		return 2
 	}
-	target := Target{URL: *httpURL, Token: *token, SkipAuthProbe: *noAuthProbe, Command: fs.Args()}
+	target := conformance.Target{URL: *httpURL, Token: *token, SkipAuthProbe: *noAuthProbe, Command: fs.Args()}
 	switch {
 	case target.URL != "" && len(target.Command) > 0:
 		fmt.Fprintln(stderr, "rcp conformance: give either --http URL or a command after --, not both")
@@ -73,19 +77,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rcp conformance: --token needs --http")
 		return 2
 	}
-	opts := Options{MaxLevel: lvl, Timeout: *timeout, CallTimeout: *callTimeout, QuietWait: *quiet, SchemaPath: *schemaPath}
+	opts := conformance.Options{MaxLevel: lvl, Timeout: *timeout, CallTimeout: *callTimeout, QuietWait: *quiet, SchemaPath: *schemaPath}
 	if *only != "" {
 		opts.Only = strings.Split(*only, ",")
 	}
 	color := !*noColor && isTerminal(stdout)
 	if !*asJSON {
 		fmt.Fprintf(stdout, "RCP/1 conformance — %s\n\n", target)
-		opts.Progress = func(r Result) { printResult(stdout, r, color) }
+		opts.Progress = func(r conformance.Result) { printResult(stdout, r, color) }
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rep, err := Run(ctx, target, opts)
+	rep, err := conformance.Run(ctx, target, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "rcp conformance:", err)
 		return 2
@@ -103,7 +107,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if !rep.OK() {
 		return 1
 	}
-	if rep.CertifiedLevel == nil || levelIndex(*rep.CertifiedLevel) < levelIndex(lvl) {
+	if !rep.Certifies(lvl) {
 		if *level != "L2" || flagSet(fs, "level") {
 			return 1
 		}
@@ -140,28 +144,28 @@ func paint(on bool, code, s string) string {
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
-func printResult(w io.Writer, r Result, color bool) {
+func printResult(w io.Writer, r conformance.Result, color bool) {
 	var mark string
 	switch r.Status {
-	case Pass:
+	case conformance.Pass:
 		mark = paint(color, "32", "PASS")
-	case Skip:
+	case conformance.Skip:
 		mark = paint(color, "90", "SKIP")
 	default:
-		if r.Requirement == Must {
+		if r.Requirement == conformance.Must {
 			mark = paint(color, "31", "FAIL")
 		} else {
 			mark = paint(color, "33", "WARN")
 		}
 	}
 	line := fmt.Sprintf("  [%s] %s  %-6s %-14s %s", r.Level, mark, r.Requirement, r.Section, r.Name)
-	if r.Detail != "" && r.Status != Pass {
+	if r.Detail != "" && r.Status != conformance.Pass {
 		line += "  " + paint(color, "90", "("+r.Detail+")")
 	}
 	fmt.Fprintln(w, line)
 }
 
-func printSummary(w io.Writer, rep *Report, color bool) {
+func printSummary(w io.Writer, rep *conformance.Report, color bool) {
 	fmt.Fprintf(w, "\n%d passed, %d failed, %d skipped  (%d MUST, %d SHOULD failures; %.1fs)\n",
 		rep.Passed, rep.Failed, rep.Skipped, rep.FailedMust, rep.FailedShould, float64(rep.DurationMs)/1000)
 	if rep.Server != nil {
@@ -178,7 +182,7 @@ func printSummary(w io.Writer, rep *Report, color bool) {
 	switch {
 	case rep.DeclaredLevel == nil:
 		fmt.Fprintln(w, "declared _meta.conformance: none")
-	case levelIndex(*rep.DeclaredLevel) > levelIndex(rep.MaxLevel) && rep.DeclarationHonest:
+	case rep.DeclaredLevel.Exceeds(rep.MaxLevel) && rep.DeclarationHonest:
 		fmt.Fprintf(w, "declared _meta.conformance=%q — not verified (run limited to %s)\n", *rep.DeclaredLevel, rep.MaxLevel)
 	case rep.DeclarationHonest:
 		fmt.Fprintf(w, "declared _meta.conformance=%q — consistent\n", *rep.DeclaredLevel)
@@ -188,8 +192,8 @@ func printSummary(w io.Writer, rep *Report, color bool) {
 }
 
 func listChecks(w io.Writer) {
-	checks := Checks()
-	byLevel := map[Level]int{}
+	checks := conformance.Checks()
+	byLevel := map[conformance.Level]int{}
 	for _, c := range checks {
 		byLevel[c.Level]++
 		needs := strings.Join(c.Needs, ",")
@@ -209,7 +213,7 @@ func listChecks(w io.Writer) {
 	sort.Strings(keys)
 	fmt.Fprintf(w, "\n%d checks:", len(checks))
 	for _, k := range keys {
-		fmt.Fprintf(w, " %s=%d", k, byLevel[Level(k)])
+		fmt.Fprintf(w, " %s=%d", k, byLevel[conformance.Level(k)])
 	}
 	fmt.Fprintln(w)
 }

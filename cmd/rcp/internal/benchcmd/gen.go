@@ -1,4 +1,4 @@
-package gen
+package benchcmd
 
 import (
 	"context"
@@ -9,18 +9,19 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/rcpgo/rcpgo/bench/gen"
 	"github.com/rcpgo/rcpgo/internal/progress"
 )
 
-// Main is a command-line entry point: it writes a synthetic BEIR dataset
-// into -out and prints its Stats as JSON on stdout; progress goes to stderr.
+// Gen is the `rcp gen` command: it writes a synthetic BEIR dataset
+// into -out and prints its statistics as JSON on stdout; progress goes to stderr.
 // It returns the exit status (0 ok, 1 failure, 2 usage).
 //
 //	gen -seed 1 -docs 1000000 -queries 10000 -out /tmp/synth
-func Main(args []string, stdout, stderr io.Writer) int {
+func Gen(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var c Config
+	var c gen.Config
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: the same seed gives the same bytes")
 	fs.IntVar(&c.Docs, "docs", 10_000, "number of passages")
 	fs.IntVar(&c.Queries, "queries", 1_000, "number of queries (each with one known relevant passage)")
@@ -37,7 +38,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gen: -out is required")
 		return 2
 	}
-	g, err := New(c)
+	g, err := gen.New(c)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -47,7 +48,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var bar *progress.Bar
 	var report func(int)
 	if !*quiet {
-		bar = progress.New(stderr, "generating", int64(g.cfg.Docs), progress.WithUnit("docs"))
+		bar = progress.New(stderr, "generating", int64(g.Config().Docs), progress.WithUnit("docs"))
 		report = func(done int) { bar.Set(int64(done)) }
 	}
 	st, err := g.WriteDir(ctx, *out, *workers, report)
@@ -61,11 +62,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(struct {
-		Stats
-		Config  Config  `json:"config"`
-		Seconds float64 `json:"seconds"`
-		DocsPS  float64 `json:"docsPerSecond"`
-	}{st, g.cfg, st.Elapsed.Seconds(), float64(st.Docs) / st.Elapsed.Seconds()}); err != nil {
+		gen.Stats
+		Config  gen.Config `json:"config"`
+		Seconds float64    `json:"seconds"`
+		DocsPS  float64    `json:"docsPerSecond"`
+	}{st, g.Config(), st.Elapsed.Seconds(), float64(st.Docs) / st.Elapsed.Seconds()}); err != nil {
 		return 1
 	}
 	return 0

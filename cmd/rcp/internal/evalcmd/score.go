@@ -1,4 +1,4 @@
-package eval
+package evalcmd
 
 import (
 	"flag"
@@ -7,15 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/rcpgo/rcpgo/eval"
 )
 
-// ScoreMain is a command-line entry point that scores TREC run files
+// Score is the `rcp score` command: it scores TREC run files
 // against qrels, like trec_eval, and writes the report. It returns the exit
 // status (0 ok, 1 failure, 2 usage). Example:
 //
 //	score -qrels qrels/test.tsv -run bm25=bm25.run,hybrid=hybrid.run \
 //	      -metrics ndcg@10,recall@100 -json report.json -md report.md -chart report.png
-func ScoreMain(args []string, stdout, stderr io.Writer) int {
+func Score(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("score", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	qrelsPath := fs.String("qrels", "", "qrels file (BEIR tsv or TREC) `path`")
@@ -34,28 +36,28 @@ func ScoreMain(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	ms := DefaultMetrics
+	ms := eval.DefaultMetrics
 	if *metrics != "" {
 		var err error
-		if ms, err = ParseMetrics(*metrics); err != nil {
+		if ms, err = eval.ParseMetrics(*metrics); err != nil {
 			fmt.Fprintln(stderr, "score:", err)
 			return 2
 		}
 	}
-	qrels, err := ReadQrelsFile(*qrelsPath)
+	qrels, err := eval.ReadQrelsFile(*qrelsPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "score:", err)
 		return 1
 	}
 	var names []string
-	var loaded []Run
+	var loaded []eval.Run
 	for _, spec := range strings.Split(*runs, ",") {
 		name, path, ok := strings.Cut(spec, "=")
 		if !ok {
 			path = name
 			name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		}
-		run, _, err := ReadRunFile(path)
+		run, _, err := eval.ReadRunFile(path)
 		if err != nil {
 			fmt.Fprintln(stderr, "score:", err)
 			return 1
@@ -69,7 +71,7 @@ func ScoreMain(args []string, stdout, stderr io.Writer) int {
 	if *dataset == "" {
 		*dataset = filepath.Base(filepath.Dir(filepath.Dir(*qrelsPath)))
 	}
-	rep := ScoreRuns(*dataset, qrels, names, loaded, ms)
+	rep := eval.ScoreRuns(*dataset, qrels, names, loaded, ms)
 	md := rep.Markdown()
 	fmt.Fprint(stdout, md)
 	if *jsonOut != "" {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rcpgo/rcpgo/conformance"
+	"github.com/rcpgo/rcpgo/cmd/rcp/internal/conformancecmd"
 )
 
 func runInfo(ctx context.Context, env *Env, args []string) error {
@@ -55,7 +55,7 @@ func runPing(ctx context.Context, env *Env, args []string) error {
 }
 
 func runConformance(_ context.Context, env *Env, args []string) error {
-	if code := conformance.Main(args, env.Stdout, env.Stderr); code != 0 {
+	if code := conformancecmd.Main(args, env.Stdout, env.Stderr); code != 0 {
 		return exitCode(code)
 	}
 	return nil

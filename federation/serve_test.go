@@ -1,0 +1,100 @@
+package federation_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+func writeRegistry(t *testing.T, reg *federation.Registry) string {
+	t.Helper()
+	b, err := json.Marshal(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "rcp.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A stdio gateway whose registry lists itself: the spawn chain is bounded
+// and a query terminates.
+func TestServeStdioSelfListing(t *testing.T) {
+	_, beta := httpEngine(t, "beta", nil)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	regPath := filepath.Join(t.TempDir(), "rcp.json")
+	reg := &federation.Registry{Engines: []federation.EngineSpec{
+		{ID: "beta", URL: beta.URL},
+		{ID: "myself", Command: []string{exe}, Env: map[string]string{envGatewayRegistry: regPath}},
+	}}
+	b, _ := json.Marshal(reg)
+	if err := os.WriteFile(regPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 30*time.Second)
+	c, err := rcp.ConnectStdio(ctx, []string{exe}, &rcp.ClientOptions{Logger: quiet, Env: []string{envGatewayRegistry + "=" + regPath}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("dense retrieval vector"), K: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stdio self-listing gateway: %d hits, notes %q", len(res.Hits), res.Usage.Notes)
+	if len(res.Hits) == 0 || res.Hits[0].ID.String() != "b-dense" {
+		t.Errorf("hits = %+v", res.Hits)
+	}
+	if !notesContain(res, "hop budget exhausted") {
+		t.Errorf("notes = %q", res.Usage.Notes)
+	}
+}
+
+// An HTTP gateway whose registry lists its own address starts at once (it
+// does not dial itself before serving) and notes the cycle at query time.
+func TestServeHTTPSelfListing(t *testing.T) {
+	_, beta := httpEngine(t, "beta", nil)
+	ln := listen(t)
+	reg := &federation.Registry{Engines: []federation.EngineSpec{
+		{ID: "beta", URL: beta.URL},
+		{ID: "me", URL: "http://" + ln.Addr().String() + "/rcp"},
+	}}
+	gw := federation.NewGateway(reg, &federation.GatewayOptions{Federation: federation.Options{Client: clientOpts(), Logger: quiet}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- gw.Serve(ctx, federation.ServeOptions{Listener: ln, HTTP: &rcp.HTTPOptions{Sessions: rcp.SessionStateful},
+			Server: &rcp.ServerOptions{Logger: quiet}})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		_ = gw.Close()
+	})
+	c := dial(t, "http://"+ln.Addr().String()+"/rcp", nil)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("start took %v", took)
+	}
+	res, err := retrieve(t, c, "dense retrieval", 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("self-listing gateway: %d hits, notes %q", len(res.Hits), res.Usage.Notes)
+	if len(res.Hits) == 0 || !notesContain(res, "federation cycle") {
+		t.Errorf("hits %d, notes %q", len(res.Hits), res.Usage.Notes)
+	}
+}
