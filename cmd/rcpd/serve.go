@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rcpgo/rcpgo/console"
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/internal/demo"
@@ -51,6 +52,8 @@ type fileConfig struct {
 	OnnxLibrary    string            `json:"onnxLibrary"`
 	Fusion         fusionConfig      `json:"fusion"`
 	FetchURIs      uriConfig         `json:"fetchURIs"`
+	NoUI           bool              `json:"noUI"`
+	UIDatasets     string            `json:"uiDatasets"`
 }
 
 // uriConfig is the Content uri fetch policy (engine.URIPolicy).
@@ -98,6 +101,8 @@ type serveFlags struct {
 	rerank, llmURL, llmModel, llmKeyEnv                      string
 	multiModel, multiTokenizer, sparseModel, sparseTokenizer string
 	onnxLibrary                                              string
+	noUI                                                     bool
+	uiDatasets                                               string
 }
 
 func defaultDataDir() string {
@@ -145,6 +150,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&f.rerankModel, "rerank-model", "", "--rerank onnx-*: ONNX cross-encoder or ColBERT model (env RCPD_RERANK_MODEL; needs --rerank-tokenizer and ONNX Runtime)")
 	fs.StringVar(&f.rerankTokenizer, "rerank-tokenizer", "", "tokenizer.json of the rerank model (env RCPD_RERANK_TOKENIZER)")
 	fs.StringVar(&f.token, "token", "", "require this bearer token on HTTP (env RCPD_TOKEN)")
+	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web console at / on the HTTP listener (env RCPD_NO_UI=1)")
+	fs.StringVar(&f.uiDatasets, "ui-datasets", "", "directory of BEIR datasets the console's Evaluate tab may run (env RCPD_UI_DATASETS; default: running evaluations is off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -292,11 +299,19 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 			fmt.Fprintf(w, `{"status":"ok","docs":%d,"indexVersion":%q}`+"\n", st.Docs, st.Version)
 		})
 		mux.Handle("/metrics", m.handler())
+		uiOff := f.noUI || fc.NoUI || os.Getenv("RCPD_NO_UI") == "1"
+		if !uiOff {
+			mux.Handle("/", console.New(console.Options{
+				Server: srv, Authorize: console.BearerAuth(opts.BearerTokens), Version: version, Logger: log,
+				Datasets: pick(f.uiDatasets, os.Getenv("RCPD_UI_DATASETS"), fc.UIDatasets),
+			}))
+		}
 		ln, err := net.Listen("tcp", httpAddr)
 		if err != nil {
 			return err
 		}
-		log.Info("rcpd: serving HTTP", "addr", ln.Addr().String(), "rcp", "http://"+ln.Addr().String()+"/rcp")
+		log.Info("rcpd: serving HTTP", "addr", ln.Addr().String(), "rcp", "http://"+ln.Addr().String()+"/rcp",
+			"console", consoleURL(ln.Addr().String(), uiOff))
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		running++
 		go func() {
@@ -338,6 +353,14 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		log.Info("rcpd: shutting down")
 		return nil
 	}
+}
+
+// consoleURL is the console's address for the start-up log ("off" with --no-ui).
+func consoleURL(addr string, off bool) string {
+	if off {
+		return "off"
+	}
+	return "http://" + addr + "/"
 }
 
 func sessionMode(s string) (rcp.SessionMode, error) {

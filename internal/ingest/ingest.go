@@ -101,7 +101,44 @@ func ReadFile(ctx context.Context, path string) ([]rcp.Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	var title, text string
+	title, text, err := extract(format, path, b)
+	if err != nil || text == "" {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(path)
+	return []rcp.Document{{
+		ID:   ContentID(text),
+		Text: text,
+		Meta: map[string]any{"path": abs, "title": title, "format": format, "source": "file://" + filepath.ToSlash(abs)},
+	}}, nil
+}
+
+// ReadUpload extracts the documents of a file received by name rather than
+// read from disk (an upload): its format comes from name's extension, and
+// meta carries "filename", "title" and "format" instead of a path.
+func ReadUpload(ctx context.Context, name string, b []byte) ([]rcp.Document, error) {
+	format, ok := formats[strings.ToLower(filepath.Ext(name))]
+	if !ok {
+		return nil, fmt.Errorf("ingest: %s: unsupported file type (want txt, md, html, pdf or jsonl)", name)
+	}
+	if format == "jsonl" {
+		return ReadJSONL(ctx, bytes.NewReader(b), name)
+	}
+	title, text, err := extract(format, name, b)
+	if err != nil || text == "" {
+		return nil, err
+	}
+	return []rcp.Document{{
+		ID:   ContentID(text),
+		Text: text,
+		Meta: map[string]any{"filename": filepath.Base(name), "title": title, "format": format},
+	}}, nil
+}
+
+// extract returns the title and the trimmed, valid UTF-8 text of one
+// non-JSONL file; an empty text means the file holds nothing to index. The
+// title falls back to the file name without its extension.
+func extract(format, name string, b []byte) (title, text string, err error) {
 	switch format {
 	case "text":
 		text = string(b)
@@ -112,27 +149,19 @@ func ReadFile(ctx context.Context, path string) ([]rcp.Document, error) {
 	case "pdf":
 		title, text, err = pdfText(b)
 	default:
-		return nil, fmt.Errorf("ingest: %s: unsupported file type", path)
+		return "", "", fmt.Errorf("ingest: %s: unsupported file type", name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ingest: %s: %w", path, err)
+		return "", "", fmt.Errorf("ingest: %s: %w", name, err)
 	}
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
 	text = strings.TrimSpace(text)
-	if text == "" {
-		return nil, nil
-	}
 	if title == "" {
-		title = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		title = strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
 	}
-	abs, _ := filepath.Abs(path)
-	return []rcp.Document{{
-		ID:   ContentID(text),
-		Text: text,
-		Meta: map[string]any{"path": abs, "title": title, "format": format, "source": "file://" + filepath.ToSlash(abs)},
-	}}, nil
+	return title, text, nil
 }
 
 // beirDoc is one corpus.jsonl line.

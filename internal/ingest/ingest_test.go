@@ -154,3 +154,49 @@ func FuzzPDFText(f *testing.F) {
 		_, _, _ = pdfText(b) // must not panic
 	})
 }
+
+func TestReadUpload(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		body      []byte
+		wantTitle string
+		wantText  string
+		wantDocs  int
+		wantErr   string
+	}{
+		{name: "notes.txt", body: []byte("  plain words \n"), wantTitle: "notes", wantText: "plain words", wantDocs: 1},
+		{name: "Guide.MD", body: []byte("# BM25 guide\n\nk1"), wantTitle: "BM25 guide", wantText: "# BM25 guide\n\nk1", wantDocs: 1},
+		{name: "p.html", body: []byte(`<title>Fusion</title><p>RRF <b>fuses</b></p>`), wantTitle: "Fusion", wantText: "RRF fuses", wantDocs: 1},
+		{name: "paper.pdf", body: minimalPDF("Dense", "Bi-encoders map text"), wantTitle: "Dense", wantText: "Bi-encoders map text", wantDocs: 1},
+		{name: "c.jsonl", body: []byte(`{"_id":"a","text":"x"}` + "\n" + `{"_id":"b","text":"y"}`), wantDocs: 2},
+		{name: "blank.txt", body: []byte(" \n\t"), wantDocs: 0},
+		{name: "image.png", body: []byte("x"), wantErr: "unsupported file type"},
+		{name: "bad.pdf", body: []byte("%PDF-1.4 broken"), wantErr: "bad.pdf"},
+		{name: "bad.jsonl", body: []byte("{not json"), wantErr: "bad.jsonl:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			docs, err := ReadUpload(ctx, tt.name, tt.body)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(docs) != tt.wantDocs {
+				t.Fatalf("%d docs, %v", len(docs), err)
+			}
+			if tt.wantDocs != 1 {
+				return
+			}
+			d := docs[0]
+			if d.Meta["title"] != tt.wantTitle || !strings.Contains(d.Text, tt.wantText) || d.ID != ContentID(d.Text) || d.Meta["filename"] != tt.name {
+				t.Fatalf("%+v", d)
+			}
+			if _, ok := d.Meta["path"]; ok {
+				t.Fatal("an upload has no server path")
+			}
+		})
+	}
+}

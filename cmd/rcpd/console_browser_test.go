@@ -1,0 +1,406 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// The console's end-to-end test: rcpd serve --demo in-process, driven by
+// headless Chromium through chromedp. Screenshots go to $RCPGO_SCREENSHOTS
+// (default: a temporary directory); CI keeps them as artifacts, and
+// docs/img/console.png in the README is the search screenshot.
+
+// chromiumPath finds a Chromium; under CI=true a missing browser fails the
+// test, elsewhere it skips with a hint.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("RCPGO_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium not found: the console browser test needs it in CI (apt-get install -y chromium; .ci/run does this)")
+	}
+	t.Skip("chromium not found: apt-get install -y chromium (or set RCPGO_CHROMIUM) to run the console browser test")
+	return ""
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's log writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var consoleAddr = regexp.MustCompile(`console=http://(\S+)/`)
+
+// startDemo runs rcpd serve --demo on a loopback port and returns the
+// console's base URL.
+func startDemo(t *testing.T, extra ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan int, 1)
+	// the listening address is logged at info level
+	args := append([]string{"--demo", "--data", t.TempDir(), "--http", "127.0.0.1:0", "--log-level", "info"}, extra...)
+	go func() { done <- runServe(ctx, args, strings.NewReader(""), &bytes.Buffer{}, logs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("rcpd did not stop")
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := consoleAddr.FindStringSubmatch(logs.String()); m != nil {
+			return "http://" + m[1]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("rcpd exited with %d:\n%s", code, logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("rcpd did not report its console address:\n%s", logs.String())
+	return ""
+}
+
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("RCPGO_SCREENSHOTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// browser starts headless Chromium at 1280×800.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox, // CI containers run as root
+		chromedp.WindowSize(1280, 800),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("lang", "en-US"),
+	)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, tcancel := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { tcancel(); cancel(); acancel() })
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return ctx
+}
+
+func shot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// do runs steps and fails the test with the step's name and any error the
+// page shows.
+func do(t *testing.T, ctx context.Context, step string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll(".error:not([hidden]), .alert:not([hidden])")).map(e => e.textContent).join(" | ")`))
+		t.Fatalf("%s: %v (errors on the page: %q)", step, err, shown)
+	}
+}
+
+// discard turns an action with a value into a step of do.
+func discard[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := a(ctx, t)
+		return err
+	})
+}
+
+// js evaluates expr in the page.
+func js[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %.60q: %v", expr, err)
+	}
+	return v
+}
+
+func TestConsoleBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	start := time.Now()
+	ctx := browser(t)
+	base := startDemo(t)
+	dir := screenshotDir(t)
+	t.Logf("screenshots in %s", dir)
+
+	t.Run("search", func(t *testing.T) { consoleSearch(t, ctx, base, dir) })
+	t.Run("compare", func(t *testing.T) { consoleCompare(t, ctx, base, dir) })
+	t.Run("upload", func(t *testing.T) { consoleUpload(t, ctx, base, dir) })
+	t.Run("unsupported", func(t *testing.T) { consoleUnsupported(t, ctx, base, dir) })
+	t.Run("accessibility", func(t *testing.T) { consoleAccessibility(t, ctx, base) })
+	t.Run("mobile", func(t *testing.T) { consoleMobile(t, ctx, base, dir) })
+	t.Logf("console browser test: %s", time.Since(start).Round(time.Millisecond))
+}
+
+// searchLink is a deep link: hybrid mode and a filter year >= 2020.
+func searchLink(base string) string {
+	q := url.Values{}
+	q.Set("q", "vector search")
+	q.Set("mode", "hybrid")
+	q.Set("k", "5")
+	q.Set("filter", `{"field":"year","op":"gte","value":2020}`)
+	return base + "/?" + q.Encode()
+}
+
+// hitView is what the search test reads of one rendered hit.
+type hitView struct {
+	ID    string   `json:"id"`
+	Bars  []string `json:"bars"`
+	Cite  string   `json:"cite"`
+	Meta  string   `json:"meta"`
+	Trust string   `json:"trust"`
+	Marks int      `json:"marks"`
+}
+
+const readHits = `Array.from(document.querySelectorAll("#hits li.hit")).map(li => ({
+	id: li.dataset.id,
+	bars: Array.from(li.querySelectorAll(".bar")).map(b => b.className.replace("bar ", "")),
+	cite: (li.querySelector(".cite-line")||{}).textContent || "",
+	meta: (li.querySelector(".meta")||{}).textContent || "",
+	trust: (li.querySelector(".badge.trusted")||{}).textContent || "",
+	marks: li.querySelectorAll(".hit-text mark").length }))`
+
+func consoleSearch(t *testing.T, ctx context.Context, base, dir string) {
+	do(t, ctx, "open the deep link", chromedp.Navigate(searchLink(base)), chromedp.WaitVisible(`#hits li.hit`))
+	if mode := js[string](t, ctx, `document.getElementById("opt-mode").value`); mode != "hybrid" {
+		t.Errorf("mode control = %q, want hybrid from the link", mode)
+	}
+	hits := js[[]hitView](t, ctx, readHits)
+	if len(hits) == 0 || len(hits) > 5 {
+		t.Fatalf("%d hits, want 1..5", len(hits))
+	}
+	year := regexp.MustCompile(`year: (\d+)`)
+	both := 0
+	for _, h := range hits {
+		bars := strings.Join(h.Bars, ",")
+		// a hybrid hit has a fused score and a confidence, and a score
+		// from at least one of the two recall stages that found it
+		if !strings.Contains(bars, "fused") || !strings.Contains(bars, "confidence") ||
+			!strings.Contains(bars, "dense") && !strings.Contains(bars, "sparse") {
+			t.Errorf("hit %s: stage bars %s", h.ID, bars)
+		}
+		if strings.Contains(bars, "dense") && strings.Contains(bars, "sparse") {
+			both++
+		}
+		if !strings.Contains(h.Cite, "Cited from demo") || !strings.Contains(h.Cite, "chars ") {
+			t.Errorf("hit %s: citation %q", h.ID, h.Cite)
+		}
+		if m := year.FindStringSubmatch(h.Meta); m == nil || m[1] < "2020" {
+			t.Errorf("hit %s breaks the filter year >= 2020: meta %q", h.ID, h.Meta)
+		}
+		if h.Trust != "trust: trusted" {
+			t.Errorf("hit %s: trust badge %q", h.ID, h.Trust)
+		}
+	}
+	if both == 0 {
+		t.Errorf("no hit shows both dense and sparse scores")
+	}
+	if hits[0].Marks == 0 {
+		t.Errorf("no query term highlighted in the first hit")
+	}
+	// Progress came over SSE, stage by stage, and the bar ended full.
+	stages := js[[]string](t, ctx, `Array.from(document.querySelectorAll("#search-stages li")).map(li => li.dataset.stage)`)
+	progress := js[float64](t, ctx, `document.getElementById("search-progress-bar").value`)
+	if strings.Join(stages, ",") != "recall,fuse,rerank,pack" || progress != 1 {
+		t.Errorf("progress stages %v, bar %v; want recall,fuse,rerank,pack and 1", stages, progress)
+	}
+	raw := js[string](t, ctx, `document.querySelector("#raw-log li pre").textContent`)
+	if !strings.Contains(raw, `"progressToken"`) || !strings.Contains(raw, `"op": "gte"`) {
+		t.Errorf("raw request lacks the progress token or the filter:\n%s", raw)
+	}
+	shot(t, ctx, dir, "console-search.png")
+
+	// The cited span opens highlighted in the whole document.
+	do(t, ctx, "show the cited span", chromedp.Click(`#hits li.hit .cite-line button`), chromedp.WaitVisible(`#doc-body mark.cite`))
+	if cited := js[string](t, ctx, `document.querySelector("#doc-body mark.cite").textContent`); len(cited) < 20 {
+		t.Errorf("cited span %q", cited)
+	}
+	do(t, ctx, "close the document", chromedp.Click(`#doc-close`), chromedp.WaitNotVisible(`#doc-dialog`))
+}
+
+func consoleCompare(t *testing.T, ctx context.Context, base, dir string) {
+	q := url.Values{"tab": {"compare"}, "q": {"ranking passages with bm25"}, "a.mode": {"sparse"}, "b.mode": {"hybrid"}}
+	do(t, ctx, "compare sparse and hybrid", chromedp.Navigate(base+"/?"+q.Encode()), chromedp.WaitVisible(`#cmp-b-hits li.hit`))
+	titleA := js[string](t, ctx, `document.getElementById("cmp-a-title").textContent`)
+	titleB := js[string](t, ctx, `document.getElementById("cmp-b-title").textContent`)
+	if !strings.Contains(titleA, "sparse") || !strings.Contains(titleB, "hybrid") {
+		t.Errorf("titles %q / %q", titleA, titleB)
+	}
+	deltas := js[[]string](t, ctx, `Array.from(document.querySelectorAll("#cmp-b-hits .delta")).map(d => d.textContent)`)
+	if len(deltas) == 0 {
+		t.Fatal("no rank-change marks in B")
+	}
+	mark := regexp.MustCompile(`^(=|▲\d+|▼\d+|new)$`)
+	for _, d := range deltas {
+		if !mark.MatchString(d) {
+			t.Errorf("rank mark %q", d)
+		}
+	}
+	if summary := js[string](t, ctx, `document.getElementById("compare-summary").textContent`); !strings.Contains(summary, "in both") {
+		t.Errorf("summary %q", summary)
+	}
+	shot(t, ctx, dir, "console-compare.png")
+}
+
+func consoleUpload(t *testing.T, ctx context.Context, base, dir string) {
+	doc := filepath.Join(t.TempDir(), "quokka-notes.md")
+	if err := os.WriteFile(doc, []byte("# Quokka field notes\n\nThe zanzibarquokka index stores marsupial sightings by island.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "upload a file", chromedp.Navigate(base+"/?tab=index"),
+		chromedp.WaitVisible(`#upload-files`),
+		chromedp.SetUploadFiles(`#upload-files`, []string{doc}),
+		chromedp.SendKeys(`#upload-meta`, `{"topic":"wildlife"}`),
+		chromedp.Click(`#upload-button`),
+		chromedp.WaitVisible(`#doc-rows tr[data-id^="sha256:"]`))
+	status := js[string](t, ctx, `document.getElementById("upload-status").textContent`)
+	progress := js[float64](t, ctx, `document.getElementById("upload-progress").value`)
+	if !strings.Contains(status, "done: 1 document") || progress != 1 {
+		t.Fatalf("upload status %q, progress %v", status, progress)
+	}
+	do(t, ctx, "find the uploaded document", chromedp.Navigate(base+"/?q=zanzibarquokka+sightings&k=3"), chromedp.WaitVisible(`#hits li.hit`))
+	first := js[map[string]string](t, ctx, `(li => ({id: li.dataset.id, title: li.querySelector("h3").textContent}))(document.querySelector("#hits li.hit"))`)
+	if !strings.HasPrefix(first["id"], "sha256:") || first["title"] != "Quokka field notes" {
+		t.Errorf("first hit %v, want the uploaded document", first)
+	}
+	shot(t, ctx, dir, "console-index.png")
+}
+
+func consoleUnsupported(t *testing.T, ctx context.Context, base, dir string) {
+	// The demo engine has no reranker: a link asking for one under strict
+	// (the default) must show the server's -32005, not silently degrade.
+	do(t, ctx, "ask for an unadvertised reranker", chromedp.Navigate(base+"/?q=fusion&rerank=cross-encoder"), chromedp.WaitVisible(`#search-error`))
+	code := js[string](t, ctx, `document.getElementById("search-error").dataset.code`)
+	msg := js[string](t, ctx, `document.getElementById("search-error").textContent`)
+	if code != "-32005" || !strings.Contains(msg, "OptionUnsupported") || !strings.Contains(msg, "rerank") {
+		t.Errorf("error box code %q text %q", code, msg)
+	}
+	shot(t, ctx, dir, "console-error.png")
+}
+
+// a11yCheck runs in the page: every visible form control has a label,
+// every button and tab an accessible name, and visible text meets WCAG AA
+// contrast (4.5:1, 3:1 for large text) against its effective background.
+const a11yCheck = `(() => {
+  const problems = [];
+  const visible = (e) => !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length) && getComputedStyle(e).visibility !== "hidden";
+  for (const e of document.querySelectorAll("input, select, textarea")) {
+    if (!visible(e) || e.type === "hidden") continue;
+    const named = (e.labels && e.labels.length) || e.getAttribute("aria-label") || e.getAttribute("aria-labelledby");
+    if (!named) problems.push("unlabelled " + e.tagName + "#" + e.id);
+  }
+  for (const e of document.querySelectorAll("button, [role=tab]")) {
+    if (visible(e) && !(e.textContent.trim() || e.getAttribute("aria-label"))) problems.push("nameless button " + e.outerHTML.slice(0, 60));
+  }
+  const rgb = (s) => (s.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => { const f = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); }; return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const bg = (e) => { for (; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3); } return [255, 255, 255]; };
+  let checked = 0;
+  for (const e of document.querySelectorAll("body *")) {
+    if (!visible(e) || e.closest(".visually-hidden")) continue;
+    const own = Array.from(e.childNodes).some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own) continue;
+    const cs = getComputedStyle(e);
+    const fg = rgb(cs.color).slice(0, 3), b = bg(e);
+    const l1 = lum(fg), l2 = lum(b);
+    const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+    const large = parseFloat(cs.fontSize) >= 24 || (parseFloat(cs.fontSize) >= 18.66 && Number(cs.fontWeight) >= 700);
+    checked++;
+    if (ratio < (large ? 3 : 4.5)) problems.push("contrast " + ratio.toFixed(2) + " of " + e.tagName + "." + e.className + ": " + e.textContent.trim().slice(0, 30));
+  }
+  return { problems, checked };
+})()`
+
+// a11yResult is what a11yCheck reports.
+type a11yResult struct {
+	Problems []string `json:"problems"`
+	Checked  int      `json:"checked"`
+}
+
+func consoleAccessibility(t *testing.T, ctx context.Context, base string) {
+	connected := discard(chromedp.Poll[bool](`!document.getElementById("identity").textContent.includes("connecting")`))
+	for _, link := range []string{searchLink(base), base + "/?tab=index", base + "/?tab=caps", base + "/?tab=evaluate", base + "/?tab=compare"} {
+		do(t, ctx, "load "+link, chromedp.Navigate(link), chromedp.WaitVisible(`#identity`), connected,
+			chromedp.Sleep(300*time.Millisecond)) // let the tab's first answers render
+		res := js[a11yResult](t, ctx, a11yCheck)
+		if len(res.Problems) > 0 || res.Checked < 10 {
+			t.Errorf("%s: %d text elements checked; problems:\n%s", link, res.Checked, strings.Join(res.Problems, "\n"))
+		}
+	}
+	// Keyboard: the first Tab reaches the skip link; arrow keys move
+	// between tabs (roving tabindex) and Enter in the query box searches.
+	do(t, ctx, "keyboard", chromedp.Navigate(base+"/"), chromedp.WaitVisible(`#q`),
+		discard(chromedp.Poll[bool](`document.getElementById("opt-mode").options.length > 1`)),
+		chromedp.KeyEvent(kb.Tab))
+	if focused := js[string](t, ctx, `document.activeElement.className`); focused != "skip" {
+		t.Errorf("first Tab focuses %q, want the skip link", focused)
+	}
+	do(t, ctx, "arrow keys on tabs", chromedp.Focus(`#tab-search`), chromedp.KeyEvent(kb.ArrowRight))
+	state := js[map[string]any](t, ctx, `({focus: document.activeElement.id, selected: document.getElementById("tab-compare").getAttribute("aria-selected"), hidden: document.getElementById("panel-search").hidden})`)
+	if state["focus"] != "tab-compare" || state["selected"] != "true" || state["hidden"] != true {
+		t.Errorf("after ArrowRight on the Search tab: %v", state)
+	}
+	do(t, ctx, "Enter searches", chromedp.KeyEvent(kb.ArrowLeft), chromedp.Focus(`#q`),
+		chromedp.SendKeys(`#q`, "hybrid fusion"+kb.Enter), chromedp.WaitVisible(`#hits li.hit`))
+}
+
+func consoleMobile(t *testing.T, ctx context.Context, base, dir string) {
+	do(t, ctx, "narrow viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)),
+		chromedp.Navigate(searchLink(base)), chromedp.WaitVisible(`#hits li.hit`))
+	if js[bool](t, ctx, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
+		wide := js[[]string](t, ctx, `Array.from(document.querySelectorAll("body *")).filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 8).map(e => e.tagName + "#" + e.id + "." + e.className)`)
+		t.Errorf("the page scrolls sideways at 390 px; too wide: %v", wide)
+	}
+	shot(t, ctx, dir, "console-mobile.png")
+	do(t, ctx, "back to desktop", chromedp.EmulateViewport(1280, 800))
+}

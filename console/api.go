@@ -1,0 +1,99 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/rcpgo/rcpgo/eval"
+	"github.com/rcpgo/rcpgo/internal/ingest"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// apiError answers a console API request with {"error": msg}.
+func apiError(w http.ResponseWriter, status int, msg string) {
+	writeAPI(w, status, map[string]string{"error": msg})
+}
+
+func writeAPI(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"cannot encode the answer"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// extractResult is the answer of /console/api/extract.
+type extractResult struct {
+	Documents []rcp.Document `json:"documents"`
+}
+
+// serveExtract turns one uploaded file (the raw body, its name in ?name=)
+// into RCP documents with internal/ingest, the code `rcp index add` uses.
+// It stores nothing: the page indexes the documents with index/add, so
+// writes take the RCP path (auth, read-only mode, limits) like any other.
+func (h *Handler) serveExtract(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	if name == "" {
+		apiError(w, http.StatusBadRequest, "the file name is required (?name=)")
+		return
+	}
+	if !ingest.Supported(name) {
+		apiError(w, http.StatusUnprocessableEntity, fmt.Sprintf("%s: unsupported file type (want txt, md, html, pdf or jsonl)", name))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			apiError(w, http.StatusRequestEntityTooLarge, "file exceeds "+strconv.FormatInt(h.opts.MaxUploadBytes, 10)+" bytes")
+			return
+		}
+		apiError(w, http.StatusBadRequest, "cannot read the upload: "+err.Error())
+		return
+	}
+	docs, err := ingest.ReadUpload(r.Context(), name, body)
+	if err != nil {
+		apiError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	if docs == nil {
+		docs = []rcp.Document{}
+	}
+	writeAPI(w, http.StatusOK, extractResult{Documents: docs})
+}
+
+// serveChart draws the chart of a stored eval report (the JSON `rcp eval
+// -json` writes) as PNG, with package eval's renderer.
+func (h *Handler) serveChart(w http.ResponseWriter, r *http.Request) {
+	var rep eval.Report
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes))
+	if err := dec.Decode(&rep); err != nil {
+		apiError(w, http.StatusBadRequest, "not an eval report: "+err.Error())
+		return
+	}
+	if len(rep.Modes) == 0 {
+		apiError(w, http.StatusUnprocessableEntity, "the report has no modes")
+		return
+	}
+	for i, m := range rep.Modes {
+		if m == nil || m.Scores == nil {
+			apiError(w, http.StatusUnprocessableEntity, fmt.Sprintf("modes[%d] has no scores", i))
+			return
+		}
+	}
+	var png bytes.Buffer
+	if err := rep.WriteChart(&png, "png"); err != nil {
+		apiError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(png.Bytes())
+}

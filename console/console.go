@@ -1,0 +1,243 @@
+// Package console serves the rcpd web console: one page and its script and
+// style sheet, embedded in the binary, that talk RCP over HTTP to the
+// endpoint they are served next to. The page needs no build step and loads
+// nothing from elsewhere (no CDN, no web fonts); every retrieval it shows
+// goes through the ordinary RCP endpoint with the caller's bearer token.
+//
+// Besides the page, the console serves three small JSON endpoints under
+// /console/api/ for what a browser cannot do on its own: extracting text
+// from uploaded files (package internal/ingest), running an evaluation on a
+// dataset directory of the server (package eval), and drawing an eval
+// report's chart. They are guarded like the RCP endpoint (the same bearer
+// tokens) and refuse cross-site requests.
+package console
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Options configure the console. Server is required.
+type Options struct {
+	// Server is the RCP server behind the endpoint; evaluations connect to
+	// it in-process (the caller's credentials were checked by the API guard).
+	Server *rcp.Server
+	// Base is the RCP endpoint's path prefix (default "/rcp").
+	Base string
+	// Authorize reports whether a request to a console API may proceed; it
+	// must apply the same credentials as the RCP endpoint. Nil allows all
+	// (an endpoint without auth). The page and its assets are public: they
+	// hold no data.
+	Authorize func(*http.Request) bool
+	// Datasets is a directory whose subdirectories are BEIR datasets the
+	// Evaluate tab may run; empty disables running evaluations (a stored
+	// report can still be shown).
+	Datasets string
+	// Title is the page title (default "rcpd console").
+	Title string
+	// Version is shown in the page footer.
+	Version string
+	// MaxUploadBytes caps one uploaded file (default 32 MiB).
+	MaxUploadBytes int64
+	// Logger receives diagnostics (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Handler serves the console. Mount it at "/" next to the RCP endpoint.
+type Handler struct {
+	opts  Options
+	page  *template.Template
+	files fs.FS
+	etags map[string]string // asset name -> content hash
+	mux   *http.ServeMux
+}
+
+// BearerAuth returns an Options.Authorize that accepts "Authorization:
+// Bearer T" for one of tokens (every request when tokens is empty).
+func BearerAuth(tokens []string) func(*http.Request) bool {
+	if len(tokens) == 0 {
+		return nil
+	}
+	return func(r *http.Request) bool {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return false
+		}
+		match := 0
+		for _, want := range tokens {
+			match |= subtle.ConstantTimeCompare([]byte(tok), []byte(want))
+		}
+		return match == 1
+	}
+}
+
+// New returns the console handler.
+func New(opts Options) *Handler {
+	if opts.Base == "" {
+		opts.Base = "/rcp"
+	}
+	opts.Base = "/" + strings.Trim(opts.Base, "/")
+	if opts.Title == "" {
+		opts.Title = "rcpd console"
+	}
+	if opts.MaxUploadBytes <= 0 {
+		opts.MaxUploadBytes = 32 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	files, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	h := &Handler{
+		opts:  opts,
+		page:  template.Must(template.ParseFS(files, "index.html.tmpl")),
+		files: files,
+		etags: map[string]string{},
+	}
+	for _, name := range []string{"console.js", "console.css"} {
+		b, err := fs.ReadFile(files, name)
+		if err != nil {
+			panic(err)
+		}
+		sum := sha256.Sum256(b)
+		h.etags[name] = hex.EncodeToString(sum[:8])
+	}
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("GET /{$}", h.servePage)
+	h.mux.HandleFunc("GET /console/assets/{name}", h.serveAsset)
+	h.mux.HandleFunc("POST /console/api/extract", h.guard(h.serveExtract))
+	h.mux.HandleFunc("GET /console/api/datasets", h.guard(h.serveDatasets))
+	h.mux.HandleFunc("POST /console/api/eval", h.guard(h.serveEval))
+	h.mux.HandleFunc("POST /console/api/chart", h.guard(h.serveChart))
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.mux.ServeHTTP(w, r)
+}
+
+// csp allows the page only its own script, style and API; images are the
+// inline data of eval charts.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+	"connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+type pageData struct {
+	Title, Base, Version, JS, CSS string
+	Eval                          bool
+}
+
+func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", csp)
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Cache-Control", "no-cache")
+	d := pageData{
+		Title: h.opts.Title, Base: h.opts.Base, Version: h.opts.Version,
+		JS:   "/console/assets/console.js?v=" + h.etags["console.js"],
+		CSS:  "/console/assets/console.css?v=" + h.etags["console.css"],
+		Eval: h.opts.Datasets != "",
+	}
+	if err := h.page.Execute(w, d); err != nil {
+		h.opts.Logger.Warn("console: rendering the page", "err", err)
+	}
+}
+
+func (h *Handler) serveAsset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	tag, ok := h.etags[name]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	b, err := fs.ReadFile(h.files, name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	ctype := "text/css; charset=utf-8"
+	if path.Ext(name) == ".js" {
+		ctype = "text/javascript; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("ETag", `"`+tag+`"`)
+	w.Header().Set("Cache-Control", "no-cache")
+	if r.Header.Get("If-None-Match") == `"`+tag+`"` {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	_, _ = w.Write(b)
+}
+
+// guard applies the console API's request checks: same-origin only, the
+// endpoint's credentials, and no simple (form-postable) POST bodies.
+func (h *Handler) guard(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !sameOrigin(r) {
+			apiError(w, http.StatusForbidden, "cross-origin request refused")
+			return
+		}
+		if h.opts.Authorize != nil && !h.opts.Authorize(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="rcp"`)
+			apiError(w, http.StatusUnauthorized, "unauthorized")
+			return
+		}
+		if r.Method == http.MethodPost && simpleContentType(r.Header.Get("Content-Type")) {
+			// A form or a no-cors fetch from another site can send these
+			// without a preflight; the console never does.
+			apiError(w, http.StatusUnsupportedMediaType, "want Content-Type application/json or application/octet-stream")
+			return
+		}
+		next(w, r)
+	}
+}
+
+// sameOrigin refuses requests a browser marks as coming from another site
+// (Sec-Fetch-Site) or whose Origin names another host. Requests without
+// either header (curl, tests) pass: they carry no ambient credentials.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}
+
+// simpleContentType reports whether ct is one of the CORS-safelisted types
+// an HTML form can post.
+func simpleContentType(ct string) bool {
+	mt, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(ct)), ";")
+	switch strings.TrimSpace(mt) {
+	case "", "application/x-www-form-urlencoded", "multipart/form-data", "text/plain":
+		return true
+	}
+	return false
+}
