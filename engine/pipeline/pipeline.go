@@ -70,6 +70,19 @@ type Candidate struct {
 	vec       []float32
 	// GroupID is the document a hit stands for under unit=document.
 	groupID string
+	verdict *Verdict // client feedback about this candidate (Deps.Feedback)
+}
+
+// Verdict is what client feedback (engine/feedback) says about a unit.
+type Verdict struct {
+	// Factor multiplies a non-negative score and divides a negative one
+	// (the ranking prior; 1 is neutral).
+	Factor float64
+	// Quarantined demotes the unit below every other candidate and marks
+	// its hit trust.level "untrusted".
+	Quarantined bool
+	// Injection sets trust.injectionSuspected on a quarantined hit.
+	Injection bool
 }
 
 // Recency is the retrieve.recency option, resolved.
@@ -121,6 +134,10 @@ type Deps struct {
 	// Reranker rescores (query, passage) pairs: a cross-encoder or LLM
 	// judge from engine/embed. nil: no rerank stage.
 	Reranker embed.Scorer
+	// Feedback, when set, returns the feedback verdict on a unit (its id,
+	// and the id of its document for a chunk); it is applied after rerank
+	// and recency, before unit collapsing and pagination.
+	Feedback func(id, docID string) (Verdict, bool)
 }
 
 // Page is the result of a run.
@@ -410,10 +427,50 @@ func adjust(ctx context.Context, s *State) error {
 		}
 		slices.SortStableFunc(s.Cands, byScore)
 	}
+	if s.Deps.Feedback != nil {
+		applyFeedback(s)
+	}
 	if s.Page.Reranked == 0 {
 		s.observe("rerank", 0.7, "rerank: no reranker configured; order kept"+map[bool]string{true: " (recency decay applied)", false: ""}[r.Recency != nil], nil)
 	}
 	return nil
+}
+
+// applyFeedback scales each candidate by its feedback prior and moves
+// quarantined candidates below all others (stable otherwise).
+func applyFeedback(s *State) {
+	adjusted := false
+	for _, c := range s.Cands {
+		doc := ""
+		if c.Doc != nil && c.Doc.Chunk != nil {
+			doc = c.Doc.Chunk.DocID
+		}
+		v, ok := s.Deps.Feedback(c.ID, doc)
+		if !ok {
+			continue
+		}
+		adjusted = true
+		c.verdict = &v
+		if c.Score >= 0 {
+			c.Score *= v.Factor
+		} else if v.Factor > 0 {
+			c.Score /= v.Factor
+		}
+	}
+	if !adjusted {
+		return
+	}
+	slices.SortStableFunc(s.Cands, func(a, b *Candidate) int {
+		qa, qb := a.verdict != nil && a.verdict.Quarantined, b.verdict != nil && b.verdict.Quarantined
+		if qa != qb {
+			if qa {
+				return 1
+			}
+			return -1
+		}
+		return byScore(a, b)
+	})
+	s.note("feedback prior applied")
 }
 
 // dateOf reads a date from meta field: RFC 3339 or YYYY-MM-DD strings,
@@ -735,6 +792,14 @@ func (s *State) hit(c *Candidate) rcp.Hit {
 		t.Score = &score
 		susp := sc.Suspected
 		t.InjectionSuspected = &susp
+	}
+	if v := c.verdict; v != nil && v.Quarantined {
+		// Quarantined by client reports (§15.3): advisory, never trusted.
+		t.Level = rcp.TrustUntrusted
+		if v.Injection {
+			yes := true
+			t.InjectionSuspected = &yes
+		}
 	}
 	h.Trust = t
 	return h

@@ -1,0 +1,384 @@
+// Package transform rewrites queries for the agentic loop of RCP §7.7.3 and
+// §7.8: rewrite (normalisation, spelling correction against the corpus
+// vocabulary, expansion with related terms), multi-query, decompose and
+// step-back, all offline and deterministic for a seed; hyde and a
+// chat-model version of every method when an OpenAI-compatible chat
+// endpoint is configured. PRF builds an RM3-style expanded query from the
+// top hits of a first retrieval.
+//
+// Related terms come from the corpus itself (document co-occurrence, see
+// Lexicon.Related), from an optional term-neighbour function (the engine
+// passes LSA neighbours) and from WordNet synonyms when its database is
+// installed; a synonym the corpus does not contain is never added, since it
+// could not match anything.
+package transform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// Method names (§7.8).
+const (
+	Rewrite    = "rewrite"
+	HyDE       = "hyde"
+	MultiQuery = "multi-query"
+	Decompose  = "decompose"
+	StepBack   = "step-back"
+)
+
+// OfflineMethods are the methods served without a chat model.
+var OfflineMethods = []string{Rewrite, MultiQuery, Decompose, StepBack}
+
+// Bounds of a request (§15.5: transform fan-out is bounded).
+const (
+	DefaultN      = 3
+	MaxN          = 10
+	MaxQueryBytes = 4096
+)
+
+// ErrUnknownMethod is returned for a method the Transformer does not serve.
+var ErrUnknownMethod = errors.New("transform: method not available")
+
+// Config configures a Transformer. Every field is optional.
+type Config struct {
+	// Lexicon is the corpus vocabulary (nil: no spelling correction and no
+	// co-occurrence expansion).
+	Lexicon *Lexicon
+	// WordNet adds synonyms (rewrite, multi-query) and hypernyms (step-back).
+	WordNet *WordNet
+	// Neighbours returns up to n words related to word (LSA neighbours).
+	Neighbours func(word string, n int) []string
+	// Stem maps a word to its index term, so expansions never repeat a
+	// query word in another inflection.
+	Stem func(string) string
+	// Chat, when set, serves hyde and the model version of every method.
+	Chat   Chat
+	Logger *slog.Logger
+}
+
+// Transformer serves query/transform. Safe for concurrent use.
+type Transformer struct {
+	cfg Config
+}
+
+// New returns a Transformer.
+func New(cfg Config) *Transformer {
+	if cfg.Stem == nil {
+		cfg.Stem = func(s string) string { return s }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Transformer{cfg: cfg}
+}
+
+// Methods lists the methods served, in §7.8 order.
+func (t *Transformer) Methods() []string {
+	if t.cfg.Chat == nil {
+		return slices.Clone(OfflineMethods)
+	}
+	return []string{Rewrite, HyDE, MultiQuery, Decompose, StepBack}
+}
+
+// UsesModel reports whether methods run on the chat model.
+func (t *Transformer) UsesModel() bool { return t.cfg.Chat != nil }
+
+// Request is one transform.
+type Request struct {
+	Query  string
+	Method string
+	N      int    // queries wanted by multi-query/decompose (0: DefaultN)
+	Seed   uint64 // fixes the choice among equally good variants
+}
+
+// Result is what a transform produced.
+type Result struct {
+	Queries      []string
+	Hypothetical string
+}
+
+// Transform runs req. The query must be non-empty and at most
+// MaxQueryBytes; N at most MaxN (the engine validates both for the wire).
+func (t *Transformer) Transform(ctx context.Context, req Request) (Result, error) {
+	if !slices.Contains(t.Methods(), req.Method) {
+		return Result{}, fmt.Errorf("%w: %q", ErrUnknownMethod, req.Method)
+	}
+	n := req.N
+	if n <= 0 {
+		n = DefaultN
+	}
+	n = min(n, MaxN)
+	if t.cfg.Chat != nil {
+		res, err := t.llm(ctx, req.Method, req.Query, n)
+		if err == nil || req.Method == HyDE || ctx.Err() != nil {
+			return res, err
+		}
+		t.cfg.Logger.Warn("transform: chat model failed; serving the offline method", "method", req.Method, "err", err)
+	}
+	var qs []string
+	switch req.Method {
+	case Rewrite:
+		qs = []string{t.RewriteQuery(req.Query)}
+	case MultiQuery:
+		qs = t.multiQuery(req.Query, n, req.Seed)
+	case Decompose:
+		qs = t.decompose(req.Query, n)
+	case StepBack:
+		qs = []string{t.stepBack(req.Query)}
+	}
+	return Result{Queries: qs}, nil
+}
+
+// functionWords are dropped when looking for the content of a question:
+// the analyser's stop set plus interrogatives and auxiliaries.
+var functionWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an and are as at be but by for if in into is it no not of on or such
+	that the their then there these they this to was will with what which who whom whose when where why how
+	do does did done can could should would may might must shall have has had been being am were i me my we our
+	you your he she his her its them than also any some all about from between over under after before during
+	via vs versus more most less least very much many other others each both either neither`) {
+		functionWords[w] = true
+	}
+}
+
+// IsFunctionWord reports whether w carries no topic.
+func IsFunctionWord(w string) bool { return functionWords[w] }
+
+// corrected returns the words of q, lower-cased and spell-corrected.
+func (t *Transformer) corrected(q string) []string {
+	ws := Words(q)
+	if t.cfg.Lexicon != nil {
+		for i, w := range ws {
+			if !functionWords[w] {
+				ws[i] = t.cfg.Lexicon.Correct(w)
+			}
+		}
+	}
+	return ws
+}
+
+func content(ws []string) []string {
+	var out []string
+	for _, w := range ws {
+		if !functionWords[w] && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// RewriteQuery is the offline rewrite: the query normalised (lower case,
+// punctuation and extra space removed), spell-corrected against the corpus
+// vocabulary and expanded with related terms.
+func (t *Transformer) RewriteQuery(q string) string {
+	ws := t.corrected(q)
+	c := content(ws)
+	exp := t.expand(c, min(5, max(2, len(c))))
+	return strings.Join(append(ws, exp...), " ")
+}
+
+// known reports whether w is in the corpus often enough to help a query.
+func (t *Transformer) known(w string) bool {
+	return t.cfg.Lexicon == nil || t.cfg.Lexicon.DF(w) >= 2
+}
+
+// expand returns up to n words related to the content words c: first one
+// corpus-attested WordNet synonym per word, then one LSA neighbour per
+// word, then co-occurring words. No two share a stem with each other or
+// with c.
+func (t *Transformer) expand(c []string, n int) []string {
+	stems := map[string]bool{}
+	for _, w := range c {
+		stems[t.cfg.Stem(w)] = true
+	}
+	var out []string
+	add := func(w string) bool {
+		s := t.cfg.Stem(w)
+		if len(out) >= n || stems[s] || functionWords[w] || !t.known(w) {
+			return false
+		}
+		stems[s] = true
+		out = append(out, w)
+		return true
+	}
+	for _, w := range c {
+		if t.cfg.WordNet != nil {
+			for _, s := range t.cfg.WordNet.Synonyms(w) {
+				if add(s) {
+					break
+				}
+			}
+		}
+	}
+	for _, w := range c {
+		if t.cfg.Neighbours != nil {
+			for _, s := range t.cfg.Neighbours(w, 5) {
+				if add(s) {
+					break
+				}
+			}
+		}
+	}
+	if t.cfg.Lexicon != nil && len(out) < n {
+		skip := func(w string) bool { return stems[t.cfg.Stem(w)] || functionWords[w] }
+		for _, w := range t.cfg.Lexicon.Related(c, n, skip) {
+			add(w)
+		}
+	}
+	return out
+}
+
+// multiQuery returns up to n distinct reformulations: the corrected query
+// first, then (in an order fixed by seed) the keyword form, the expanded
+// form, one synonym substitution per word and one drop-a-word form per
+// word (most common word dropped first).
+func (t *Transformer) multiQuery(q string, n int, seed uint64) []string {
+	ws := t.corrected(q)
+	c := content(ws)
+	first := strings.Join(ws, " ")
+	var pool []string
+	pool = append(pool, strings.Join(c, " "))
+	if exp := t.expand(c, min(4, max(2, len(c)))); len(exp) > 0 {
+		pool = append(pool, strings.Join(append(slices.Clone(c), exp...), " "))
+	}
+	if t.cfg.WordNet != nil {
+		for i, w := range c {
+			for _, s := range t.cfg.WordNet.Synonyms(w) {
+				if t.known(s) && t.cfg.Stem(s) != t.cfg.Stem(w) {
+					v := slices.Clone(c)
+					v[i] = s
+					pool = append(pool, strings.Join(v, " "))
+					break
+				}
+			}
+		}
+	}
+	if len(c) >= 3 {
+		for _, i := range t.byGenerality(c) {
+			pool = append(pool, strings.Join(slices.Delete(slices.Clone(c), i, i+1), " "))
+		}
+	}
+	if seed != 0 {
+		r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+		r.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
+	}
+	out := []string{first}
+	for _, p := range pool {
+		if len(out) == n {
+			break
+		}
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// byGenerality orders the indexes of c from the most common word in the
+// corpus (the least specific) to the rarest; ties keep query order.
+func (t *Transformer) byGenerality(c []string) []int {
+	idx := make([]int, len(c))
+	for i := range idx {
+		idx[i] = i
+	}
+	if t.cfg.Lexicon == nil {
+		return idx
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return t.cfg.Lexicon.DF(c[b]) - t.cfg.Lexicon.DF(c[a])
+	})
+	return idx
+}
+
+// splitters separate the parts of a compound question.
+//
+// A conjunction between two content words followed by a function word (or
+// the end) joins alternatives ("lift and drag on a wing"); otherwise,
+// with two content words on each side, it joins clauses.
+var splitters = map[string]bool{"and": true, "or": true, "vs": true, "versus": true, "also": true}
+
+// decompose splits a compound question into up to n sub-queries: first at
+// sentence ends, question marks and semicolons, then at a conjunction
+// joining two clauses (both sides with at least two content words), or at
+// one joining two single words, in which case each sub-query keeps the
+// shared words and one of the alternatives ("effect of caffeine and
+// nicotine on sleep" → "effect of caffeine on sleep", "effect of nicotine
+// on sleep"). A question with no such structure comes back whole.
+func (t *Transformer) decompose(q string, n int) []string {
+	var parts []string
+	for _, s := range strings.FieldsFunc(q, func(r rune) bool { return r == '?' || r == ';' || r == '.' || r == '!' }) {
+		parts = append(parts, t.splitClause(t.corrected(s))...)
+	}
+	var out []string
+	for _, p := range parts {
+		if p != "" && !slices.Contains(out, p) && len(out) < n {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{strings.Join(t.corrected(q), " ")}
+	}
+	return out
+}
+
+func (t *Transformer) splitClause(ws []string) []string {
+	for i, w := range ws {
+		if !splitters[w] || i == 0 || i == len(ws)-1 {
+			continue
+		}
+		a, b := ws[i-1], ws[i+1]
+		alternatives := !functionWords[a] && !functionWords[b] && (i+2 == len(ws) || functionWords[ws[i+2]])
+		left, right := ws[:i], ws[i+1:]
+		if !alternatives && len(content(left)) >= 2 && len(content(right)) >= 2 {
+			return append(t.splitClause(left), t.splitClause(right)...)
+		}
+		if !alternatives {
+			continue
+		}
+		withA := slices.Concat(ws[:i], ws[i+2:])
+		withB := slices.Concat(ws[:i-1], ws[i+1:])
+		return append(t.splitClause(withA), t.splitClause(withB)...)
+	}
+	return []string{strings.Join(ws, " ")}
+}
+
+// stepBack returns a more general query: the content words without
+// numbers and without the rarer half (the specifics), plus a WordNet
+// hypernym of the rarest word when the corpus has one.
+func (t *Transformer) stepBack(q string) string {
+	c := content(t.corrected(q))
+	c = slices.DeleteFunc(c, func(w string) bool { return strings.IndexFunc(w, unicode.IsDigit) >= 0 })
+	if len(c) == 0 {
+		return strings.Join(t.corrected(q), " ")
+	}
+	order := t.byGenerality(c)
+	keep := map[int]bool{}
+	for _, i := range order[:max(1, (len(c)+1)/2)] {
+		keep[i] = true
+	}
+	var out []string
+	for i, w := range c {
+		if keep[i] {
+			out = append(out, w)
+		}
+	}
+	if t.cfg.WordNet != nil {
+		rarest := c[order[len(order)-1]]
+		for _, h := range t.cfg.WordNet.Hypernyms(rarest) {
+			if t.known(h) && !slices.Contains(out, h) {
+				out = append(out, h)
+				break
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
