@@ -35,7 +35,10 @@ import (
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/engine/embed"
+	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/session"
+	"github.com/rcpgo/rcpgo/engine/transform"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
@@ -128,9 +131,21 @@ type Config struct {
 	// deployments where every client spawns its own rcpd over one
 	// directory; run one rcpd over HTTP to share a writable index.
 	SnapshotIfLocked bool
-	Logger           *slog.Logger
-	IndexOpts        index.Options // Dir-independent index options (Fields is set from Fields)
-	maxAddDocs       int
+	// Chat, when set, is an OpenAI-compatible chat model: query/transform
+	// adds hyde and runs every method on it (the offline method serves
+	// when the model fails).
+	Chat transform.Chat
+	// WordNetDir holds WordNet's data.* files, used for synonyms in query
+	// rewriting ("" uses transform.DefaultWordNetDir when installed;
+	// "none" disables WordNet).
+	WordNetDir string
+	// Session bounds the trajectory state behind sessionId (§7.7.3).
+	Session session.Options
+	// Feedback configures quarantine and the ranking prior (§7.16).
+	Feedback   feedback.Options
+	Logger     *slog.Logger
+	IndexOpts  index.Options // Dir-independent index options (Fields is set from Fields)
+	maxAddDocs int
 }
 
 // Preload is an operator-ingested document.
@@ -164,6 +179,8 @@ type Engine struct {
 
 	release func() // the data directory lock
 	tmpDir  string // the snapshot copy served when Dir was locked
+
+	ag *agentic // transform, session and feedback (engine_agentic.go)
 
 	// catalogOpen: the catalog was made current at Open and is marked dirty
 	// until Close marks it clean; a failed write clears it (see engine_docs.go).
@@ -308,6 +325,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.desc = e.describe()
 	e.router = rcp.NewRouter(func(context.Context) rcp.Description { return e.desc })
+	if err := e.openAgentic(); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	e.router.HandleFunc(rcp.MethodRetrieve, func(ctx context.Context, raw json.RawMessage) (any, error) {
 		p := new(retrieveParams)
 		if err := rcp.DecodeParams(raw, p); err != nil {
@@ -423,6 +444,7 @@ func (e *Engine) describe() rcp.Description {
 	if len(e.fields) > 0 {
 		vendor.Methods = append(vendor.Methods, rcp.MethodRCPGoValues)
 	}
+	e.describeAgentic(&caps, &vendor)
 	rcp.SetRCPGoCap(&caps, vendor)
 	level := rcp.LevelL0
 	if e.dense != nil {

@@ -258,10 +258,9 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			req.MMRLambda = &lambda
 		}
 	}
-	if p.Rewrite != nil && *p.Rewrite != "" {
-		if err := unsupported(string(*p.Rewrite), "query rewrite %q is not advertised", string(*p.Rewrite)); err != nil {
-			return nil, err
-		}
+	plan, err := e.planAgentic(p, unsupported)
+	if err != nil {
+		return nil, err
 	}
 	switch p.Unit {
 	case "", rcp.UnitChunk:
@@ -364,7 +363,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			return nil, backendGone(req.Version, "dense retrieval serves only the current snapshot")
 		}
 	}
-	page, err := pipeline.Run(ctx, deps, req)
+	page, rewritten, err := e.runPlanned(ctx, deps, req, plan)
 	e.rmu.RUnlock()
 	if err != nil {
 		if errors.Is(err, index.ErrSnapshotGone) || errors.Is(err, index.ErrBadVersion) {
@@ -380,7 +379,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		return nil, fmt.Errorf("engine: retrieve: %w", err)
 	}
 
-	res := &rcp.RetrieveResult{Hits: page.Hits, IndexVersion: page.Version}
+	res := &rcp.RetrieveResult{Hits: page.Hits, IndexVersion: page.Version, RewrittenQuery: rewritten}
 	if page.Next >= 0 {
 		res.NextCursor = encodeCursor(cursor{Version: page.Version, Offset: page.Next, Hash: hash})
 	}
@@ -437,6 +436,7 @@ func requestHash(r *pipeline.Request, p *retrieveParams) string {
 	b.Write(fj)
 	b.Write(mj)
 	b.Write(rj)
+	b.WriteString(rewriteKey(p))
 	if r.MinScore != nil {
 		b.WriteString(strconv.FormatFloat(*r.MinScore, 'g', -1, 64))
 	}

@@ -391,7 +391,11 @@ type TransformParams struct {
 	Query  string `json:"query"`
 	Method string `json:"method"`
 	N      *int   `json:"n,omitempty"`
-	Meta   Meta   `json:"_meta,omitempty"`
+	// Seed fixes the choice among equally good variants (an rcpgo
+	// extension in the spirit of §7.7.1; servers that do not know it
+	// ignore it).
+	Seed *int64 `json:"seed,omitempty"`
+	Meta Meta   `json:"_meta,omitempty"`
 }
 type TransformResult struct {
 	Queries      []string `json:"queries"`

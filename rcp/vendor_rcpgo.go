@@ -26,6 +26,9 @@ const (
 // RCPGoCap is the value of the x-rcpgo capability: the vendor methods served.
 type RCPGoCap struct {
 	Methods []string `json:"methods"`
+	// Options lists vendor request options served (rcpd: "prf", retrieve
+	// _meta "x-rcpgo/prf": RM3 pseudo-relevance feedback).
+	Options []string `json:"options,omitempty"`
 }
 
 // Has reports whether method is listed. A nil *RCPGoCap lists nothing.

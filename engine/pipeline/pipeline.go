@@ -175,6 +175,7 @@ func Stages() []Stage {
 		{"recall", recall},
 		{"fuse", fuse},
 		{"rerank", adjust},
+		{"feedback", applyFeedback},
 		{"diversify", diversify},
 		{"pack", pack},
 	}
@@ -427,9 +428,6 @@ func adjust(ctx context.Context, s *State) error {
 		}
 		slices.SortStableFunc(s.Cands, byScore)
 	}
-	if s.Deps.Feedback != nil {
-		applyFeedback(s)
-	}
 	if s.Page.Reranked == 0 {
 		s.observe("rerank", 0.7, "rerank: no reranker configured; order kept"+map[bool]string{true: " (recency decay applied)", false: ""}[r.Recency != nil], nil)
 	}
@@ -437,8 +435,12 @@ func adjust(ctx context.Context, s *State) error {
 }
 
 // applyFeedback scales each candidate by its feedback prior and moves
-// quarantined candidates below all others (stable otherwise).
-func applyFeedback(s *State) {
+// quarantined candidates below all others (stable otherwise); a no-op
+// without Deps.Feedback.
+func applyFeedback(_ context.Context, s *State) error {
+	if s.Deps.Feedback == nil {
+		return nil
+	}
 	adjusted := false
 	for _, c := range s.Cands {
 		doc := ""
@@ -458,7 +460,7 @@ func applyFeedback(s *State) {
 		}
 	}
 	if !adjusted {
-		return
+		return nil
 	}
 	slices.SortStableFunc(s.Cands, func(a, b *Candidate) int {
 		qa, qb := a.verdict != nil && a.verdict.Quarantined, b.verdict != nil && b.verdict.Quarantined
@@ -471,6 +473,7 @@ func applyFeedback(s *State) {
 		return byScore(a, b)
 	})
 	s.note("feedback prior applied")
+	return nil
 }
 
 // dateOf reads a date from meta field: RFC 3339 or YYYY-MM-DD strings,
