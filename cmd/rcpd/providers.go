@@ -150,6 +150,19 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 	llm.URL = pick(f.llmURL, os.Getenv("RCPD_LLM_URL"), llm.URL)
 	llm.Model = pick(f.llmModel, os.Getenv("RCPD_LLM_MODEL"), llm.Model)
 	llm.APIKeyEnv = pick(f.llmKeyEnv, os.Getenv("RCPD_LLM_API_KEY_ENV"), llm.APIKeyEnv)
+	// One chat client serves rerank method "llm" and query/transform
+	// (hyde and the model version of every method).
+	var chat *openai.ChatClient
+	if llm.URL != "" && llm.Model != "" {
+		var err error
+		chat, err = openai.NewChatClient(openai.ChatConfig{
+			ClientConfig: openai.ClientConfig{BaseURL: llm.URL, APIKeyEnv: llm.APIKeyEnv, Logger: log}, Model: llm.Model})
+		if err != nil {
+			return nil, fmt.Errorf("--llm-url: %w", err)
+		}
+		cfg.Chat = chat
+		log.Info("rcpd: chat model serves query/transform", "model", llm.Model)
+	}
 	switch kind {
 	case rerankNone:
 		if rc.Model != "" {
@@ -175,13 +188,8 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 			}
 		}
 	case rerankLLM:
-		if llm.URL == "" || llm.Model == "" {
+		if chat == nil {
 			return nil, errors.New("--rerank llm needs --llm-url and --llm-model")
-		}
-		chat, err := openai.NewChatClient(openai.ChatConfig{
-			ClientConfig: openai.ClientConfig{BaseURL: llm.URL, APIKeyEnv: llm.APIKeyEnv, Logger: log}, Model: llm.Model})
-		if err != nil {
-			return nil, fmt.Errorf("rerank llm: %w", err)
 		}
 		cfg.Reranker, cfg.RerankMethod, cfg.RerankMaxCandidates = openai.NewLLMReranker(chat), rcp.RerankLLM, rc.MaxCandidates
 	default:

@@ -169,6 +169,18 @@ func fakeChat(t *testing.T) *httptest.Server {
 			return
 		}
 		user := req.Messages[1].Content
+		reply := func(content string) {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": content}}}})
+		}
+		if strings.Contains(req.Messages[0].Content, "You rewrite search queries") { // query/transform
+			if strings.Contains(req.Messages[0].Content, `"passage"`) {
+				reply(`{"passage":"BM25 saturates term frequency with k1."}`)
+			} else {
+				reply(`{"queries":["bm25 term frequency","okapi weighting"]}`)
+			}
+			return
+		}
 		var query string
 		if m := queryRE.FindStringSubmatch(user); m != nil {
 			query = m[1]
@@ -205,7 +217,7 @@ func TestProviderCapabilities(t *testing.T) {
 	t.Setenv("TEST_EMBED_KEY", "test-key")
 	emb, _ := fakeEmbeddings(t, 32)
 	chat := fakeChat(t)
-	base := []string{"citations", "index", "log", "pagination", "retrieve", "streaming"}
+	base := []string{"citations", "feedback", "index", "log", "pagination", "retrieve", "session", "streaming", "transform"}
 	withFilter := append(slices.Clone(base), "filter")
 	sort.Strings(withFilter)
 	cases := []struct {
@@ -248,6 +260,14 @@ func TestProviderCapabilities(t *testing.T) {
 				if res["usage"].(map[string]any)["reranked"].(float64) != 5 {
 					t.Fatalf("retrieve %v", res)
 				}
+				h := s.call("query/transform", `{"query":"what does k1 do in bm25","method":"hyde"}`)
+				if h["hypothetical"] != "BM25 saturates term frequency with k1." {
+					t.Fatalf("hyde %v", h)
+				}
+				m := s.call("query/transform", `{"query":"what does k1 do in bm25","method":"multi-query","n":2}`)
+				if fmt.Sprint(m["queries"]) != "[bm25 term frequency okapi weighting]" {
+					t.Fatalf("llm multi-query %v", m)
+				}
 			}},
 	}
 	for _, tc := range cases {
@@ -265,6 +285,14 @@ func TestProviderCapabilities(t *testing.T) {
 				if id, _ := caps["embed"].(map[string]any)["identity"].(string); !strings.HasPrefix(id, tc.identity) {
 					t.Errorf("embed.identity %q, want prefix %q", id, tc.identity)
 				}
+			}
+			// transform serves hyde exactly when a chat model is configured.
+			wantTransform := "[rewrite multi-query decompose step-back]"
+			if slices.Contains(tc.args, "--llm-url") {
+				wantTransform = "[rewrite hyde multi-query decompose step-back]"
+			}
+			if got := fmt.Sprint(caps["transform"].(map[string]any)["methods"]); got != wantTransform {
+				t.Errorf("transform.methods %s, want %s", got, wantTransform)
 			}
 			if tc.rerank != "" {
 				if m := fmt.Sprint(caps["rerank"].(map[string]any)["methods"]); m != "["+tc.rerank+"]" || ret["rerankBuiltin"] != true {
