@@ -98,6 +98,17 @@ func TestGen(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "qrels", "test.tsv")); err != nil {
 		t.Fatal(err)
 	}
+	mh := filepath.Join(t.TempDir(), "mh")
+	out.Reset()
+	if code := Gen([]string{"-multihop", "-docs", "300", "-queries", "20", "-out", mh}, &out, &errb); code != 0 {
+		t.Fatalf("multihop exit %d: %s", code, errb.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st["queries"] != 20.0 {
+		t.Fatalf("multihop stdout %q: %v", out.String(), err)
+	}
+	if Gen([]string{"-multihop", "-docs", "10", "-queries", "20", "-out", mh}, &out, &errb) != 2 {
+		t.Fatal("multihop with too few documents accepted")
+	}
 	if Gen([]string{"-docs", "x"}, &out, &errb) != 2 {
 		t.Fatal("bad flag accepted")
 	}

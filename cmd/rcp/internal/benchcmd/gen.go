@@ -18,6 +18,7 @@ import (
 // It returns the exit status (0 ok, 1 failure, 2 usage).
 //
 //	gen -seed 1 -docs 1000000 -queries 10000 -out /tmp/synth
+//	gen -multihop -seed 1 -docs 5000 -queries 300 -out /tmp/multihop
 func Gen(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -31,12 +32,16 @@ func Gen(args []string, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", 0, "rendering goroutines (0: all cores)")
 	out := fs.String("out", "", "output `directory` (corpus.jsonl, queries.jsonl, qrels/test.tsv)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	multihop := fs.Bool("multihop", false, "write a two-hop (bridge) question corpus instead: -docs documents, -queries questions, both supporting documents in qrels")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *out == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "gen: -out is required")
 		return 2
+	}
+	if *multihop {
+		return genMultihop(gen.MultihopConfig{Seed: c.Seed, Docs: c.Docs, Questions: c.Queries}, *out, stdout, stderr)
 	}
 	g, err := gen.New(c)
 	if err != nil {
@@ -67,6 +72,31 @@ func Gen(args []string, stdout, stderr io.Writer) int {
 		Seconds float64    `json:"seconds"`
 		DocsPS  float64    `json:"docsPerSecond"`
 	}{st, g.Config(), st.Elapsed.Seconds(), float64(st.Docs) / st.Elapsed.Seconds()}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+func genMultihop(c gen.MultihopConfig, out string, stdout, stderr io.Writer) int {
+	m, err := gen.NewMultihop(c)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	st, err := m.WriteDir(ctx, out)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(struct {
+		gen.Stats
+		Config  gen.MultihopConfig `json:"config"`
+		Seconds float64            `json:"seconds"`
+	}{st, c, st.Elapsed.Seconds()}); err != nil {
 		return 1
 	}
 	return 0

@@ -1,0 +1,254 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	gg "gonum.org/v1/gonum/graph"
+	"gonum.org/v1/gonum/graph/community"
+	"gonum.org/v1/gonum/graph/simple"
+	"math/rand/v2"
+)
+
+// Community summary limits.
+const (
+	summaryEntities = 6
+	summaryLeads    = 3
+	maxLeaves       = 20
+	maxLevels       = 4
+)
+
+// Hierarchy is the community structure of one graph version: Louvain
+// levels, level 0 the finest (most specific), each a partition of the
+// connected nodes.
+type Hierarchy struct {
+	Version uint64 // the graph version it was computed from
+	Levels  [][]*Community
+}
+
+// Community is one community with its extractive summary.
+type Community struct {
+	ID      string
+	Level   int
+	Size    int      // member nodes
+	Summary string   // key entities and the leads of the units most about them
+	Leaves  []string // the units behind the summary, most central first
+	members map[string]bool
+	terms   map[string]bool
+}
+
+// Communities returns the latest hierarchy (nil before the first Rebuild).
+func (g *Graph) Communities() *Hierarchy { return g.comms.Load() }
+
+// Rebuild recomputes the communities (Louvain, gonum, fixed seed: the same
+// graph gives the same communities) and publishes them. The graph is
+// copied under the read lock; the clustering runs without it.
+func (g *Graph) Rebuild(ctx context.Context) error {
+	g.mu.RLock()
+	ver := g.version.Load()
+	wg := simple.NewWeightedUndirectedGraph(0, 0)
+	for a := range g.nodes {
+		if len(g.adj[a]) > 0 {
+			wg.AddNode(simple.Node(a))
+		}
+	}
+	for a := range g.nodes {
+		for b, w := range g.adj[a] {
+			if int32(a) < b {
+				wg.SetWeightedEdge(wg.NewWeightedEdge(simple.Node(a), simple.Node(b), float64(w)))
+			}
+		}
+	}
+	g.mu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	h := &Hierarchy{Version: ver}
+	if wg.Nodes().Len() > 0 {
+		var levels [][][]gg.Node
+		// The bottom of the chain (no parent) is the singleton partition.
+		r, _ := community.Modularize(wg, 1, rand.NewPCG(1, 1)).(*community.ReducedUndirected)
+		for r != nil {
+			next, _ := r.Expanded().(*community.ReducedUndirected)
+			if next == nil {
+				break
+			}
+			levels = append(levels, r.Communities())
+			r = next
+		}
+		// Modularize returns the coarsest level first; level 0 is the finest.
+		for i, j := 0, len(levels)-1; i < j; i, j = i+1, j-1 {
+			levels[i], levels[j] = levels[j], levels[i]
+		}
+		if len(levels) > maxLevels {
+			levels = levels[:maxLevels]
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		g.mu.RLock()
+		for l, parts := range levels {
+			h.Levels = append(h.Levels, g.summarizeLocked(l, parts))
+		}
+		g.mu.RUnlock()
+	}
+	g.comms.Store(h)
+	return nil
+}
+
+func (g *Graph) summarizeLocked(level int, parts [][]gg.Node) []*Community {
+	sort.SliceStable(parts, func(i, j int) bool { return len(parts[i]) > len(parts[j]) })
+	out := make([]*Community, 0, len(parts))
+	for i, p := range parts {
+		c := &Community{ID: fmt.Sprintf("c%d.%d", level, i), Level: level, Size: len(p),
+			members: make(map[string]bool, len(p)), terms: map[string]bool{}}
+		ids := make([]int32, len(p))
+		for j, n := range p {
+			ids[j] = int32(n.ID())
+			if int(ids[j]) < len(g.nodes) {
+				c.members[g.nodes[ids[j]].name] = true
+			}
+		}
+		g.summarize(c, ids)
+		out = append(out, c)
+	}
+	return out
+}
+
+// summarize writes c's summary: its most connected entities, then the
+// leads of the units that mention most of its members.
+func (g *Graph) summarize(c *Community, ids []int32) {
+	in := make(map[int32]bool, len(ids))
+	for _, n := range ids {
+		in[n] = true
+	}
+	strength := make(map[int32]float64, len(ids))
+	perUnit := map[int32]int{}
+	for _, a := range ids {
+		if int(a) >= len(g.nodes) {
+			continue
+		}
+		for b, w := range g.adj[a] {
+			if in[b] {
+				strength[a] += float64(w)
+			}
+		}
+		for _, un := range g.nodes[a].units {
+			perUnit[un]++
+		}
+	}
+	key := append([]int32(nil), ids...)
+	sort.Slice(key, func(i, j int) bool {
+		a, b := key[i], key[j]
+		if ka, kb := g.nodes[a].kind == KindEntity, g.nodes[b].kind == KindEntity; ka != kb {
+			return ka
+		}
+		if strength[a] != strength[b] {
+			return strength[a] > strength[b]
+		}
+		return g.nodes[a].name < g.nodes[b].name
+	})
+	names := make([]string, 0, summaryEntities)
+	for _, n := range key[:min(summaryEntities, len(key))] {
+		names = append(names, g.nodes[n].name)
+	}
+	units := make([]int32, 0, len(perUnit))
+	for un := range perUnit {
+		units = append(units, un)
+	}
+	sort.Slice(units, func(i, j int) bool {
+		a, b := units[i], units[j]
+		if perUnit[a] != perUnit[b] {
+			return perUnit[a] > perUnit[b]
+		}
+		return g.units[a].id < g.units[b].id
+	})
+	var leads []string
+	for _, un := range units {
+		u := g.units[un]
+		if len(c.Leaves) < maxLeaves {
+			c.Leaves = append(c.Leaves, u.id)
+		}
+		if u.lead != "" && len(leads) < summaryLeads {
+			leads = append(leads, u.lead)
+		}
+		if len(c.Leaves) >= maxLeaves && len(leads) >= summaryLeads {
+			break
+		}
+	}
+	c.Summary = "Entities: " + strings.Join(names, ", ") + "."
+	if len(leads) > 0 {
+		c.Summary += " " + strings.Join(leads, " ")
+	}
+	for _, t := range g.an.Terms(c.Summary) {
+		c.terms[t] = true
+	}
+}
+
+// Level returns the communities of one level (nil when out of range).
+func (h *Hierarchy) Level(l int) []*Community {
+	if h == nil || l < 0 || l >= len(h.Levels) {
+		return nil
+	}
+	return h.Levels[l]
+}
+
+// ScoredCommunity is a community ranked for a query.
+type ScoredCommunity struct {
+	*Community
+	Score float64
+}
+
+// Rank scores the communities of level l for a query (GraphRAG global
+// search without an LLM map step): query terms found in the summary,
+// weighted by their rarity among the level's communities, plus the
+// query's entities among the members. Communities scoring 0 are dropped.
+func (h *Hierarchy) Rank(ctx context.Context, g *Graph, query string, l, k int) ([]ScoredCommunity, error) {
+	comms := h.Level(l)
+	if len(comms) == 0 {
+		return nil, nil
+	}
+	qterms := g.an.Terms(query)
+	df := map[string]int{}
+	for _, c := range comms {
+		for _, t := range qterms {
+			if c.terms[t] {
+				df[t]++
+			}
+		}
+	}
+	g.mu.RLock()
+	seeds := g.seedsLocked(Seeds{Query: query})
+	seedNames := make(map[string]float64, len(seeds))
+	for n, w := range seeds {
+		seedNames[g.nodes[n].name] = w
+	}
+	g.mu.RUnlock()
+	var out []ScoredCommunity
+	for i, c := range comms {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		var s float64
+		for _, t := range qterms {
+			if c.terms[t] {
+				s += math.Log(1 + float64(len(comms))/float64(df[t]))
+			}
+		}
+		for name, w := range seedNames {
+			if c.members[name] {
+				s += 2 * w
+			}
+		}
+		if s > 0 {
+			out = append(out, ScoredCommunity{Community: c, Score: s})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out[:min(k, len(out))], nil
+}

@@ -1,0 +1,255 @@
+// Package graph is rcpd's knowledge graph (GraphRAG / HippoRAG style, built
+// offline): nodes are the entities and keyphrases extracted from every unit
+// of the index (a document or a chunk, see Extract), edges join nodes that
+// co-occur in a unit (weighted by how often, entity–entity pairs counting
+// most), and triples keep the words that relate two entities of a sentence.
+// On top of it: personalised PageRank from a query's entities (Local),
+// neighbourhoods (Neighbors), Louvain communities at several levels with an
+// extractive summary each (Communities, Global).
+//
+// A Graph is safe for concurrent use: writers (the background builder)
+// take a short write lock per batch; queries read under a read lock.
+// Persistence (Save/Load) stores the units' extractions; the adjacency is
+// rebuilt from them on Load, so a snapshot cannot disagree with itself.
+package graph
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rcpgo/rcpgo/engine/analysis"
+)
+
+// Edge weights by the kinds of the two nodes: an entity pair is a stronger
+// relation than a shared keyphrase.
+const (
+	weightEntityPair = 1.0
+	weightMixedPair  = 0.25
+)
+
+type node struct {
+	name  string
+	kind  uint8
+	units []int32 // units mentioning the node; empty: the node is free
+}
+
+type triple struct {
+	s, o  int32
+	pred  string
+	terms []string // analysed predicate terms (query matching)
+}
+
+type unit struct {
+	id, parent string
+	nodes      []int32
+	triples    []triple
+	lead       string
+}
+
+// Graph is the knowledge graph of one index.
+type Graph struct {
+	an *analysis.Analyzer
+
+	mu        sync.RWMutex
+	nodes     []node
+	byName    map[string]int32
+	freeNodes []int32
+	adj       []map[int32]float32
+	units     []*unit // nil: a free slot
+	unitByID  map[string]int32
+	byParent  map[string][]int32
+	freeUnits []int32
+	live      int // units present
+
+	version atomic.Uint64             // bumped by every mutation
+	comms   atomic.Pointer[Hierarchy] // the latest community hierarchy
+}
+
+// New returns an empty graph; an analyses predicates and queries (the
+// index's analyzer, so stemming agrees with retrieve).
+func New(an *analysis.Analyzer) *Graph {
+	return &Graph{an: an, byName: map[string]int32{}, unitByID: map[string]int32{}, byParent: map[string][]int32{}}
+}
+
+// Stats counts the graph's contents.
+type Stats struct {
+	Units, Nodes, Edges int
+}
+
+// Stats reports the graph's size.
+func (g *Graph) Stats() Stats {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	s := Stats{Units: g.live, Nodes: len(g.byName)}
+	for _, m := range g.adj {
+		s.Edges += len(m)
+	}
+	s.Edges /= 2
+	return s
+}
+
+// Version counts mutations: equal versions mean equal contents.
+func (g *Graph) Version() uint64 { return g.version.Load() }
+
+// Put adds unit id (of top-level document parent; parent == id for a
+// whole document) with its extraction, replacing a previous version.
+func (g *Graph) Put(id, parent string, ex Extraction) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.removeLocked(id)
+	u := &unit{id: id, parent: parent, lead: ex.Lead}
+	u.nodes = make([]int32, len(ex.Nodes))
+	for i, m := range ex.Nodes {
+		u.nodes[i] = g.nodeLocked(m)
+	}
+	for _, t := range ex.Triples {
+		if t.S < 0 || t.S >= len(u.nodes) || t.O < 0 || t.O >= len(u.nodes) {
+			continue
+		}
+		u.triples = append(u.triples, triple{s: u.nodes[t.S], o: u.nodes[t.O], pred: t.Pred, terms: g.an.Terms(t.Pred)})
+	}
+	var n int32
+	if k := len(g.freeUnits); k > 0 {
+		n, g.freeUnits = g.freeUnits[k-1], g.freeUnits[:k-1]
+		g.units[n] = u
+	} else {
+		n = int32(len(g.units))
+		g.units = append(g.units, u)
+	}
+	g.unitByID[id] = n
+	g.byParent[parent] = append(g.byParent[parent], n)
+	g.live++
+	for i, a := range u.nodes {
+		g.nodes[a].units = append(g.nodes[a].units, n)
+		for _, b := range u.nodes[i+1:] {
+			w := pairWeight(g.nodes[a].kind, g.nodes[b].kind)
+			g.adj[a][b] += w
+			g.adj[b][a] += w
+		}
+	}
+	g.version.Add(1)
+}
+
+// Remove deletes unit id (no-op when absent).
+func (g *Graph) Remove(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.removeLocked(id) {
+		g.version.Add(1)
+	}
+}
+
+// UnitsOf returns the ids of the units of top-level document parent.
+func (g *Graph) UnitsOf(parent string) []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var out []string
+	for _, n := range g.byParent[parent] {
+		out = append(out, g.units[n].id)
+	}
+	return out
+}
+
+// UnitIDs returns every unit id (for reconciliation against the index).
+func (g *Graph) UnitIDs() []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	out := make([]string, 0, len(g.unitByID))
+	for id := range g.unitByID {
+		out = append(out, id)
+	}
+	return out
+}
+
+func pairWeight(a, b uint8) float32 {
+	if a == KindEntity && b == KindEntity {
+		return weightEntityPair
+	}
+	return weightMixedPair
+}
+
+func (g *Graph) nodeLocked(m Mention) int32 {
+	if n, ok := g.byName[m.Name]; ok {
+		if m.Kind == KindEntity {
+			g.nodes[n].kind = KindEntity // a phrase seen capitalised anywhere is a name
+		}
+		return n
+	}
+	var n int32
+	if k := len(g.freeNodes); k > 0 {
+		n, g.freeNodes = g.freeNodes[k-1], g.freeNodes[:k-1]
+		g.nodes[n] = node{name: m.Name, kind: m.Kind}
+		g.adj[n] = map[int32]float32{}
+	} else {
+		n = int32(len(g.nodes))
+		g.nodes = append(g.nodes, node{name: m.Name, kind: m.Kind})
+		g.adj = append(g.adj, map[int32]float32{})
+	}
+	g.byName[m.Name] = n
+	return n
+}
+
+func (g *Graph) removeLocked(id string) bool {
+	n, ok := g.unitByID[id]
+	if !ok {
+		return false
+	}
+	u := g.units[n]
+	for i, a := range u.nodes {
+		for _, b := range u.nodes[i+1:] {
+			w := pairWeight(g.nodes[a].kind, g.nodes[b].kind)
+			decr(g.adj[a], b, w)
+			decr(g.adj[b], a, w)
+		}
+	}
+	for _, a := range u.nodes {
+		g.nodes[a].units = without(g.nodes[a].units, n)
+		if len(g.nodes[a].units) == 0 {
+			delete(g.byName, g.nodes[a].name)
+			g.nodes[a] = node{}
+			g.adj[a] = nil
+			g.freeNodes = append(g.freeNodes, a)
+		}
+	}
+	if rest := without(g.byParent[u.parent], n); len(rest) > 0 {
+		g.byParent[u.parent] = rest
+	} else {
+		delete(g.byParent, u.parent)
+	}
+	delete(g.unitByID, id)
+	g.units[n] = nil
+	g.freeUnits = append(g.freeUnits, n)
+	g.live--
+	return true
+}
+
+func decr(m map[int32]float32, k int32, w float32) {
+	if m == nil {
+		return
+	}
+	if v := m[k] - w; v > 1e-4 {
+		m[k] = v
+	} else {
+		delete(m, k)
+	}
+}
+
+func without(s []int32, x int32) []int32 {
+	for i, v := range s {
+		if v == x {
+			s[i] = s[len(s)-1]
+			return s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+// NodeName returns the name of a node id as the wire shows it.
+func (g *Graph) nodeName(n int32) string { return g.nodes[n].name }
+
+// lookupNode resolves a wire node id (a normalised phrase) to a node.
+func (g *Graph) lookupNode(name string) (int32, bool) {
+	n, ok := g.byName[strings.ToLower(strings.TrimSpace(name))]
+	return n, ok
+}

@@ -1,0 +1,139 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// snapshotMagic heads a graph snapshot; the version changes with the
+// encoding or with the extraction rules (a snapshot made by other rules is
+// rebuilt, not reused).
+const snapshotMagic = "rcpgo-graph-v1\n"
+
+// ErrSnapshot reports a snapshot that is unreadable, of another format, or
+// fails its checksum: the caller rebuilds the graph from the index.
+var ErrSnapshot = errors.New("graph: unusable snapshot")
+
+type savedUnit struct {
+	ID, Parent string
+	Ex         Extraction
+}
+
+// extraction rebuilds a unit's Extraction from the live graph (the caller
+// holds the read lock).
+func (g *Graph) extraction(u *unit) Extraction {
+	ex := Extraction{Lead: u.lead, Nodes: make([]Mention, len(u.nodes))}
+	pos := make(map[int32]int, len(u.nodes))
+	for i, n := range u.nodes {
+		ex.Nodes[i] = Mention{Name: g.nodes[n].name, Kind: g.nodes[n].kind}
+		pos[n] = i
+	}
+	for _, t := range u.triples {
+		ex.Triples = append(ex.Triples, Triple{S: pos[t.s], O: pos[t.o], Pred: t.pred})
+	}
+	return ex
+}
+
+// Save writes a snapshot of the graph to path atomically (temp file,
+// fsync, rename, fsync of the directory): a crash leaves the old snapshot
+// or the new one, never a torn file.
+func (g *Graph) Save(path string) error {
+	var body bytes.Buffer
+	enc := gob.NewEncoder(&body)
+	g.mu.RLock()
+	err := enc.Encode(g.live)
+	for _, u := range g.units {
+		if err != nil {
+			break
+		}
+		if u != nil {
+			err = enc.Encode(savedUnit{ID: u.id, Parent: u.parent, Ex: g.extraction(u)})
+		}
+	}
+	g.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("graph: encode snapshot: %w", err)
+	}
+	out := make([]byte, 0, len(snapshotMagic)+body.Len()+4)
+	out = append(out, snapshotMagic...)
+	out = append(out, body.Bytes()...)
+	out = binary.LittleEndian.AppendUint32(out, crc32.ChecksumIEEE(body.Bytes()))
+	return writeFileAtomic(path, out)
+}
+
+// Load replaces the graph's contents with the snapshot at path. A missing
+// file is fs.ErrNotExist; a damaged or foreign one is ErrSnapshot.
+func (g *Graph) Load(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if len(data) < len(snapshotMagic)+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
+		return fmt.Errorf("%w: %s: bad header", ErrSnapshot, path)
+	}
+	body := data[len(snapshotMagic) : len(data)-4]
+	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
+		return fmt.Errorf("%w: %s: checksum mismatch", ErrSnapshot, path)
+	}
+	dec := gob.NewDecoder(bufio.NewReader(bytes.NewReader(body)))
+	var n int
+	if err := dec.Decode(&n); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrSnapshot, path, err)
+	}
+	fresh := New(g.an)
+	for i := 0; i < n; i++ {
+		var su savedUnit
+		if err := dec.Decode(&su); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("%w: %s: unit %d: %v", ErrSnapshot, path, i, err)
+		}
+		fresh.Put(su.ID, su.Parent, su.Ex)
+	}
+	g.mu.Lock()
+	g.nodes, g.byName, g.freeNodes, g.adj = fresh.nodes, fresh.byName, fresh.freeNodes, fresh.adj
+	g.units, g.unitByID, g.byParent, g.freeUnits, g.live = fresh.units, fresh.unitByID, fresh.byParent, fresh.freeUnits, fresh.live
+	g.mu.Unlock()
+	g.version.Add(1)
+	return nil
+}
+
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("graph: save: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("graph: save: %w", err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("graph: save: %w", err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("graph: save: %w", err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("graph: save: %w", err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,410 @@
+package graph
+
+import (
+	"context"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Search limits: a query touches a bounded region of the graph whatever
+// its seeds (hubs included).
+const (
+	DefaultHops    = 2
+	MaxHops        = 4
+	maxRegionNodes = 20000
+	pprIterations  = 20
+	pprRestart     = 0.5 // HippoRAG's damping: half the mass returns to the seeds
+	maxPathNodes   = 8
+	maxProvNodes   = 5
+	// predicateBoost scales the extra score of a triple whose predicate
+	// words occur in the query (the relation the question asks about).
+	predicateBoost = 1.0
+)
+
+// Seeds are the entry points of a search: the query's entity and keyphrase
+// mentions plus explicit seed ids (node names, or unit ids whose nodes are
+// taken).
+type Seeds struct {
+	Query string
+	IDs   []string
+}
+
+// UnitHit is one unit ranked by Local, with its provenance in the graph.
+type UnitHit struct {
+	ID    string
+	Score float64
+	Nodes []string   // the unit's nodes carrying the most rank
+	Path  []string   // a shortest seed → node path to the unit's best node
+	Edges []EdgeInfo // the path's edges
+}
+
+// EdgeInfo is a weighted edge between two nodes (by name).
+type EdgeInfo struct {
+	Src, Dst string
+	Weight   float64
+}
+
+// NodeScore is a node with its rank.
+type NodeScore struct {
+	ID    string
+	Score float64
+}
+
+// region is the part of the graph a search explores: the nodes within the
+// hop limit of the seeds, their personalised PageRank and BFS parents.
+type region struct {
+	seeds  map[int32]float64
+	order  []int32         // BFS order
+	parent map[int32]int32 // BFS tree (seeds map to -1)
+	rank   map[int32]float64
+	qterms map[string]bool
+}
+
+// seedsLocked resolves s into weighted seed nodes: query n-grams (longest
+// first, non-overlapping) that name a node, weighted by specificity
+// (1/log(1+units)), then explicit ids.
+func (g *Graph) seedsLocked(s Seeds) map[int32]float64 {
+	seeds := map[int32]float64{}
+	toks := tokenize(s.Query)
+	for i := 0; i < len(toks); {
+		matched := 0
+		for n := min(maxEntityWords, len(toks)-i); n >= 1; n-- {
+			if n == 1 && toks[i].stop {
+				break
+			}
+			if id, ok := g.byName[phrase(toks[i:i+n])]; ok {
+				seeds[id] += g.specificity(id)
+				matched = n
+				break
+			}
+		}
+		i += max(matched, 1)
+	}
+	for _, raw := range s.IDs {
+		if id, ok := g.lookupNode(raw); ok {
+			seeds[id] += g.specificity(id)
+			continue
+		}
+		if un, ok := g.unitByID[raw]; ok {
+			u := g.units[un]
+			for _, n := range u.nodes {
+				seeds[n] += 1 / float64(len(u.nodes))
+			}
+		}
+	}
+	return seeds
+}
+
+func (g *Graph) specificity(n int32) float64 {
+	return 1 / math.Log(2+float64(len(g.nodes[n].units)))
+}
+
+// regionLocked explores up to hops from the seeds and runs personalised
+// PageRank on the explored subgraph. It checks ctx between iterations.
+func (g *Graph) regionLocked(ctx context.Context, seeds map[int32]float64, hops int, query string) (*region, error) {
+	r := &region{seeds: seeds, parent: map[int32]int32{}, rank: map[int32]float64{}, qterms: map[string]bool{}}
+	for _, t := range g.an.Terms(query) {
+		r.qterms[t] = true
+	}
+	frontier := make([]int32, 0, len(seeds))
+	for n := range seeds {
+		frontier = append(frontier, n)
+		r.parent[n] = -1
+	}
+	sort.Slice(frontier, func(a, b int) bool { return frontier[a] < frontier[b] })
+	r.order = append(r.order, frontier...)
+	for h := 0; h < hops && len(frontier) > 0 && len(r.order) < maxRegionNodes; h++ {
+		var next []int32
+		for _, a := range frontier {
+			for _, b := range sortedNeighbors(g.adj[a]) {
+				if _, seen := r.parent[b]; seen || len(r.order) >= maxRegionNodes {
+					continue
+				}
+				r.parent[b] = a
+				r.order = append(r.order, b)
+				next = append(next, b)
+			}
+		}
+		frontier = next
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	var total float64
+	for _, w := range seeds {
+		total += w
+	}
+	if total == 0 {
+		return r, nil
+	}
+	p := make(map[int32]float64, len(seeds))
+	for n, w := range seeds {
+		p[n] = w / total
+	}
+	deg := make(map[int32]float64, len(r.order))
+	for _, a := range r.order {
+		for b, w := range g.adj[a] {
+			if _, in := r.parent[b]; in {
+				deg[a] += float64(w)
+			}
+		}
+	}
+	rank := maps(p)
+	for it := 0; it < pprIterations; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		next := make(map[int32]float64, len(r.order))
+		for n, v := range p {
+			next[n] = pprRestart * v
+		}
+		for a, v := range rank {
+			if deg[a] == 0 {
+				next[a] += (1 - pprRestart) * v // a dangling node keeps its mass
+				continue
+			}
+			for b, w := range g.adj[a] {
+				if _, in := r.parent[b]; in {
+					next[b] += (1 - pprRestart) * v * float64(w) / deg[a]
+				}
+			}
+		}
+		rank = next
+	}
+	r.rank = rank
+	return r, nil
+}
+
+func maps(m map[int32]float64) map[int32]float64 {
+	out := make(map[int32]float64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func sortedNeighbors(m map[int32]float32) []int32 {
+	out := make([]int32, 0, len(m))
+	for b := range m {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Local ranks units by the personalised PageRank of their nodes from the
+// seeds (HippoRAG), plus a bonus for triples whose predicate words the
+// query uses (the relation asked about), normalised by the unit's node
+// count so that long units do not win by size. hops bounds the explored
+// region (0: DefaultHops).
+func (g *Graph) Local(ctx context.Context, s Seeds, k, hops int) ([]UnitHit, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	r, err := g.searchRegionLocked(ctx, s, hops)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	scores := map[int32]float64{}
+	for _, a := range r.order {
+		for _, un := range g.nodes[a].units {
+			if _, done := scores[un]; done {
+				continue
+			}
+			scores[un] = g.unitScore(g.units[un], r)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ranked := topUnits(scores, g.units, k)
+	out := make([]UnitHit, len(ranked))
+	for i, un := range ranked {
+		out[i] = g.unitHit(g.units[un], scores[un], r)
+	}
+	return out, nil
+}
+
+func (g *Graph) searchRegionLocked(ctx context.Context, s Seeds, hops int) (*region, error) {
+	if hops <= 0 {
+		hops = DefaultHops
+	}
+	hops = min(hops, MaxHops)
+	seeds := g.seedsLocked(s)
+	if len(seeds) == 0 {
+		return nil, ctx.Err()
+	}
+	return g.regionLocked(ctx, seeds, hops, s.Query)
+}
+
+func (g *Graph) unitScore(u *unit, r *region) float64 {
+	var s float64
+	for _, n := range u.nodes {
+		s += r.rank[n]
+	}
+	for _, t := range u.triples {
+		if m := overlap(t.terms, r.qterms); m > 0 {
+			s += predicateBoost * m * (r.rank[t.s] + r.rank[t.o])
+		}
+	}
+	return s / math.Sqrt(float64(max(len(u.nodes), 1)))
+}
+
+// overlap is the fraction of terms the query uses.
+func overlap(terms []string, q map[string]bool) float64 {
+	if len(terms) == 0 {
+		return 0
+	}
+	n := 0
+	for _, t := range terms {
+		if q[t] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(terms))
+}
+
+func topUnits(scores map[int32]float64, units []*unit, k int) []int32 {
+	out := make([]int32, 0, len(scores))
+	for un, s := range scores {
+		if s > 0 {
+			out = append(out, un)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if scores[a] != scores[b] {
+			return scores[a] > scores[b]
+		}
+		return units[a].id < units[b].id
+	})
+	return out[:min(k, len(out))]
+}
+
+func (g *Graph) unitHit(u *unit, score float64, r *region) UnitHit {
+	h := UnitHit{ID: u.id, Score: score}
+	nodes := append([]int32(nil), u.nodes...)
+	sort.SliceStable(nodes, func(i, j int) bool { return r.rank[nodes[i]] > r.rank[nodes[j]] })
+	for _, n := range nodes[:min(maxProvNodes, len(nodes))] {
+		if r.rank[n] > 0 {
+			h.Nodes = append(h.Nodes, g.nodes[n].name)
+		}
+	}
+	if len(nodes) == 0 {
+		return h
+	}
+	path := g.pathTo(nodes[0], r)
+	for i, n := range path {
+		h.Path = append(h.Path, g.nodes[n].name)
+		if i > 0 {
+			h.Edges = append(h.Edges, EdgeInfo{Src: g.nodes[path[i-1]].name, Dst: g.nodes[n].name,
+				Weight: float64(g.adj[path[i-1]][n])})
+		}
+	}
+	return h
+}
+
+// pathTo follows BFS parents from n back to a seed.
+func (g *Graph) pathTo(n int32, r *region) []int32 {
+	var rev []int32
+	for cur, ok := n, true; ok && cur >= 0 && len(rev) < maxPathNodes; cur, ok = r.parent[cur] {
+		rev = append(rev, cur)
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+// Neighbors returns the k highest-ranked nodes within hops of the seeds
+// and the weighted edges among them.
+func (g *Graph) Neighbors(ctx context.Context, s Seeds, k, hops int) ([]NodeScore, []EdgeInfo, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	r, err := g.searchRegionLocked(ctx, s, hops)
+	if err != nil || r == nil {
+		return nil, nil, err
+	}
+	top := g.topNodes(r, k, nil)
+	in := map[int32]bool{}
+	var nodes []NodeScore
+	for _, n := range top {
+		in[n] = true
+		nodes = append(nodes, NodeScore{ID: g.nodes[n].name, Score: r.rank[n]})
+	}
+	var edges []EdgeInfo
+	for _, a := range top {
+		for _, b := range sortedNeighbors(g.adj[a]) {
+			if in[b] && a < b {
+				edges = append(edges, EdgeInfo{Src: g.nodes[a].name, Dst: g.nodes[b].name, Weight: float64(g.adj[a][b])})
+			}
+		}
+	}
+	return nodes, edges, nil
+}
+
+// topNodes ranks the region's nodes by rank, skipping those in skip.
+func (g *Graph) topNodes(r *region, k int, skip map[int32]float64) []int32 {
+	var out []int32
+	for _, n := range r.order {
+		if _, s := skip[n]; !s && r.rank[n] > 0 {
+			out = append(out, n)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return r.rank[out[i]] > r.rank[out[j]] })
+	return out[:min(k, len(out))]
+}
+
+// Clue is a follow-up entry point: a surrogate query naming a node the
+// seeds lead to, that node as a seed id, and its share of the rank.
+type Clue struct {
+	Query  string
+	Node   string
+	Weight float64
+}
+
+// Clues returns up to n follow-ups from the neighbourhood of the query's
+// seeds: the highest-ranked nodes that are not seeds, each turned into a
+// surrogate query (the node's name plus the query's own content words,
+// so a retrieve on it finds what the question asks about that node).
+func (g *Graph) Clues(ctx context.Context, s Seeds, n, hops int) ([]Clue, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	r, err := g.searchRegionLocked(ctx, s, hops)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	rest := residualWords(s.Query, r.seeds, g)
+	top := g.topNodes(r, n, r.seeds)
+	var max float64
+	for _, nd := range top {
+		max = math.Max(max, r.rank[nd])
+	}
+	out := make([]Clue, len(top))
+	for i, nd := range top {
+		q := g.nodes[nd].name
+		if rest != "" {
+			q += " " + rest
+		}
+		out[i] = Clue{Query: q, Node: g.nodes[nd].name, Weight: r.rank[nd] / max}
+	}
+	return out, nil
+}
+
+// residualWords is the query without the words naming a seed node and
+// without stop words.
+func residualWords(query string, seeds map[int32]float64, g *Graph) string {
+	names := map[string]bool{}
+	for n := range seeds {
+		for _, w := range strings.Fields(g.nodes[n].name) {
+			names[w] = true
+		}
+	}
+	var keep []string
+	for _, t := range tokenize(query) {
+		if !t.stop && !names[t.lower] {
+			keep = append(keep, t.lower)
+		}
+	}
+	return strings.Join(keep, " ")
+}
