@@ -30,6 +30,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -42,6 +43,10 @@ import (
 // that the bridge implements; the go-sdk's 2026-07-28 stateless protocol is
 // not offered (clients fall back to it automatically).
 const ProtocolVersion = "2025-11-25"
+
+// DefaultMaxQueryLength is the default bound of a search query: 8192
+// characters, several pages of text, far beyond a real query.
+const DefaultMaxQueryLength = 8192
 
 // Options configure a Bridge. The zero value is usable.
 type Options struct {
@@ -59,6 +64,11 @@ type Options struct {
 	PageSize int
 	// DefaultK is the k of search and prompts when none is given (default 5).
 	DefaultK int
+	// MaxQueryLength bounds a search query in characters (default
+	// DefaultMaxQueryLength); longer queries are refused with -32602
+	// before they reach the engine. The search tool's inputSchema
+	// declares it as maxLength.
+	MaxQueryLength int
 	// Relay, when set, is connected to the bridge so that the RCP
 	// notifications/log it receives are forwarded as MCP log messages.
 	// Create it before dialling and pass Relay.OnLog as the client's
@@ -78,6 +88,11 @@ type Bridge struct {
 	st atomic.Pointer[state]
 
 	syncMu sync.Mutex // serialises SetClient
+
+	// quit ends when the bridge shuts down (abort): handlers' contexts
+	// derive from it.
+	quit  context.Context
+	abort context.CancelFunc
 
 	mu       sync.Mutex
 	levels   map[*mcp.ServerSession]mcp.LoggingLevel
@@ -113,6 +128,7 @@ func New(client *rcp.Client, opts Options) (*Bridge, error) {
 	}
 	init := client.InitializeResult()
 	b := &Bridge{opts: opts, levels: map[*mcp.ServerSession]mcp.LoggingLevel{}, inflight: map[*mcp.ServerSession]int{}}
+	b.quit, b.abort = context.WithCancel(context.Background())
 	b.log = opts.Logger
 	if b.log == nil {
 		b.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -122,6 +138,9 @@ func New(client *rcp.Client, opts Options) (*Bridge, error) {
 	}
 	if b.opts.DefaultK <= 0 {
 		b.opts.DefaultK = 5
+	}
+	if b.opts.MaxQueryLength <= 0 {
+		b.opts.MaxQueryLength = DefaultMaxQueryLength
 	}
 	b.engineID = sanitizeHost(cmp.Or(opts.EngineID, init.Server.Name, "engine"))
 	impl := &mcp.Implementation{
@@ -186,9 +205,34 @@ func (b *Bridge) Client() *rcp.Client { return b.st.Load().client }
 // EngineID returns the engine name used in resource URIs.
 func (b *Bridge) EngineID() string { return b.engineID }
 
-// Run serves one MCP session over t (stdio, for instance) until the client
-// disconnects or ctx ends.
-func (b *Bridge) Run(ctx context.Context, t mcp.Transport) error { return b.srv.Run(ctx, t) }
+// ShutdownGrace bounds how long Run and ServeHTTP wait, once their context
+// has ended, for requests in flight (which are cancelled) to return.
+const ShutdownGrace = 3 * time.Second
+
+// Run serves one MCP session over t (a StdioTransport, for instance) until
+// the client disconnects or ctx ends. When ctx ends, requests in flight are
+// cancelled and Run returns within ShutdownGrace whatever they do.
+func (b *Bridge) Run(ctx context.Context, t mcp.Transport) error {
+	ss, err := b.srv.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	b.abort()
+	go func() { _ = ss.Close() }()
+	select {
+	case <-done:
+	case <-time.After(ShutdownGrace):
+		b.log.Warn("mcpbridge: requests still running at shutdown; not waiting for them")
+	}
+	return ctx.Err()
+}
 
 // SetClient puts another engine connection behind the bridge — typically
 // the bridge re-dialled a gateway whose catalog changed, which is the only
@@ -295,6 +339,10 @@ func sameJSON(a, b any) bool {
 // private) and serves resources/list from the engine's document listing.
 func (b *Bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		// Shutdown (abort) cancels every request in flight.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(b.quit, cancel)()
 		switch method {
 		case "logging/setLevel":
 			res, err := next(ctx, method, req)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,11 +95,22 @@ func (b *Bridge) ServeHTTP(ctx context.Context, ln net.Listener, path string, op
 		return err
 	case <-ctx.Done():
 	}
-	for ss := range b.srv.Sessions() {
-		_ = ss.Close()
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// Cancel what is in flight, then close the sessions and the server,
+	// waiting at most ShutdownGrace for them.
+	b.abort()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
 	defer cancel()
+	var wg sync.WaitGroup
+	for ss := range b.srv.Sessions() {
+		wg.Go(func() { _ = ss.Close() })
+	}
+	closed := make(chan struct{})
+	go func() { wg.Wait(); close(closed) }()
+	select {
+	case <-closed:
+	case <-sctx.Done():
+		b.log.Warn("mcpbridge: MCP sessions still busy at shutdown; not waiting for them")
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
 	}

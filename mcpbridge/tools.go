@@ -1,15 +1,18 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
 // toolEntry is a derived tool and how to register it.
@@ -159,8 +162,10 @@ func (b *Bridge) searchTool(st *state) toolEntry {
 	if maxK > 0 {
 		defK = min(defK, maxK)
 	}
+	query := nonEmpty("What to search for (natural language or keywords).")
+	query["maxLength"] = b.opts.MaxQueryLength
 	props := obj{
-		"query": nonEmpty("What to search for (natural language or keywords)."),
+		"query": query,
 		"k":     withDefault(integer("How many hits to return.", 1, maxK), defK),
 	}
 	var defs obj
@@ -228,6 +233,9 @@ func defaultNote(d string) string {
 
 func (b *Bridge) search(ctx context.Context, req *mcp.CallToolRequest, in searchIn) (*SearchOutput, error) {
 	st := b.st.Load()
+	if err := b.checkSearch(st, in); err != nil {
+		return nil, err
+	}
 	call := b.begin(ctx, req)
 	defer call.done()
 	p := &rcp.RetrieveParams{Query: rcp.TextQuery(in.Query), K: cmp.Or(in.K, b.opts.DefaultK), Mode: in.Mode, Unit: in.Unit,
@@ -252,6 +260,33 @@ func (b *Bridge) search(ctx context.Context, req *mcp.CallToolRequest, in search
 		NextCursor: res.NextCursor, IndexVersion: res.IndexVersion}
 	b.logf(ctx, call.ss, "debug", "search %q: %d hits", in.Query, len(out.Hits))
 	return out, nil
+}
+
+// checkSearch refuses, before anything reaches the engine, what the engine
+// would refuse or choke on: an over-long query, and a filter that is empty
+// (RCP reads {} as "no filter", which from a model is more likely a
+// mistake than a wish to match everything), too deep, too large, or naming
+// fields and operators the engine did not advertise. Errors name the
+// argument (error.data.field).
+func (b *Bridge) checkSearch(st *state, in searchIn) error {
+	if n := utf8.RuneCountInString(in.Query); n > b.opts.MaxQueryLength {
+		return rcp.InvalidParams("query", "the query is %d characters long; at most %d are accepted", n, b.opts.MaxQueryLength)
+	}
+	raw := bytes.TrimSpace(in.Filter)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if st.caps.Filter == nil {
+		return rcp.OptionUnsupported("filter", "the engine did not advertise filter")
+	}
+	if string(bytes.Join(bytes.Fields(raw), nil)) == "{}" {
+		return rcp.InvalidParams("filter", "the filter is empty: omit it to search every document, or give {field, op, value}")
+	}
+	v := filter.Validator{Fields: st.caps.Filter.FieldTypes(), Operators: st.caps.Filter.Operators}
+	if _, err := v.Validate(json.RawMessage(raw)); err != nil {
+		return err
+	}
+	return nil
 }
 
 // hits converts RCP hits into attributed hits.

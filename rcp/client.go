@@ -466,6 +466,19 @@ func (p *pendingCalls) deliver(id int64, r *response) bool {
 	return ok
 }
 
+// failInFlight answers every waiting call with e (the transport stays up)
+// and returns how many there were.
+func (p *pendingCalls) failInFlight(e *Error) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.calls)
+	for id, ch := range p.calls {
+		ch <- &response{err: e}
+		delete(p.calls, id)
+	}
+	return n
+}
+
 func (p *pendingCalls) progressFor(token string) func(ProgressParams) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

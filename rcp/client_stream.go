@@ -79,16 +79,16 @@ func (t *streamTransport) readLoop(r io.Reader) {
 func (t *streamTransport) dispatch(m *jsonrpc.Message) {
 	switch m.Kind {
 	case jsonrpc.KindResponse:
-		id, err := strconv.ParseInt(string(m.ID), 10, 64)
-		if err != nil {
-			t.log("rcp client: response with a foreign id", "id", string(m.ID))
-			return
-		}
 		r := &response{result: m.Result}
 		if m.Error != nil {
 			r.err = decodeWireError(m.Error.Code, m.Error.Message, m.Error.Data)
 		} else if r.result == nil {
 			r.result = json.RawMessage("{}")
+		}
+		id, err := strconv.ParseInt(string(m.ID), 10, 64)
+		if err != nil {
+			t.uncorrelated(m, r)
+			return
 		}
 		if !t.pending.deliver(id, r) {
 			t.log("rcp client: discarding a late or unknown response", "id", string(m.ID))
@@ -96,6 +96,23 @@ func (t *streamTransport) dispatch(m *jsonrpc.Message) {
 	case jsonrpc.KindNotification:
 		handleClientNotification(m.Method, m.Params, t.pending, t.onProg, t.onLog)
 	}
+}
+
+// uncorrelated handles an answer whose id names no request of ours. An
+// error with id null is how a server answers a frame it could not parse
+// (JSON-RPC 2.0 §5): one of the calls in flight will never get its own
+// answer, and nothing says which. Every call in flight fails with the
+// server's error rather than one of them waiting forever; the others can be
+// retried. Other foreign answers are dropped.
+func (t *streamTransport) uncorrelated(m *jsonrpc.Message, r *response) {
+	if string(m.ID) != "null" || r.err == nil {
+		t.log("rcp client: response with a foreign id", "id", string(m.ID))
+		return
+	}
+	e := *r.err
+	e.Message = "uncorrelated answer (id null) while this call was in flight: " + e.Message
+	n := t.pending.failInFlight(&e)
+	t.log("rcp client: error answer with id null failed the calls in flight", "calls", n, "code", int(e.Code), "msg", r.err.Message)
 }
 
 // handleClientNotification routes progress (by token) and log frames.

@@ -558,3 +558,27 @@ func TestProxy(t *testing.T) {
 	_, err = up.Retrieve(context.Background(), &RetrieveParams{Query: TextQuery("q"), K: 1})
 	wantCode(t, err, CodeBackendUnavailable)
 }
+
+// TestClientFailsUncorrelatedAnswer: a request nested deeper than the
+// server's depth limit is answered with a parse error whose id is null
+// (the server could not read the id). The call must fail with that error,
+// not wait for an answer that never comes; the connection stays usable.
+func TestClientFailsUncorrelatedAnswer(t *testing.T) {
+	srv := NewServer(newTestHandler(), &ServerOptions{Logger: quietLogger(), MaxDepth: 64})
+	c, err := ConnectInProcess(context.Background(), srv, &ClientOptions{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deep := strings.Repeat(`{"and":[`, 100) + `{"field":"a","op":"eq","value":1}` + strings.Repeat(`]}`, 100)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = c.Call(ctx, MethodRetrieve, json.RawMessage(`{"query":{"text":"q"},"filter":`+deep+`}`), nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeParseError {
+		t.Fatalf("deep request: got %v, want a -32700 error (ctx: %v)", err, ctx.Err())
+	}
+	if _, err := c.Retrieve(ctx, &RetrieveParams{Query: TextQuery("q"), K: 1}); err != nil {
+		t.Fatalf("after the uncorrelated answer: %v", err)
+	}
+}

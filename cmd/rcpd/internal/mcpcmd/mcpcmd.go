@@ -1,4 +1,8 @@
-package mcpbridge
+// Package mcpcmd is the command line of `rcpd mcp` and `rcpd mcpdesc`: flag
+// parsing, choosing and dialling the engine, serving the MCP face of
+// package mcpbridge over stdio or streamable HTTP, and printing its MCP
+// Description.
+package mcpcmd
 
 import (
 	"bytes"
@@ -17,10 +21,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/mcpbridge"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -120,7 +124,7 @@ func parse(name string, args []string, stderr io.Writer, desc bool) (*config, er
 	if c.refresh > 0 && c.data != "" {
 		return nil, errors.New("--refresh needs a remote engine (--connect, --registry or -- CMD): an in-process engine's capabilities do not change")
 	}
-	if c.httpAddr != "" && !c.allowRemote && !IsLoopback(c.httpAddr) {
+	if c.httpAddr != "" && !c.allowRemote && !mcpbridge.IsLoopback(c.httpAddr) {
 		return nil, fmt.Errorf("--http %s is not a loopback address: pass --allow-remote to expose the MCP face beyond this host", c.httpAddr)
 	}
 	if desc && c.format != "json" && c.format != "yaml" {
@@ -154,7 +158,7 @@ func (c *config) token() (string, error) {
 
 // dial connects to the engine the flags name. close releases the client
 // and, for --data, the engine.
-func (c *config) dial(ctx context.Context, log *slog.Logger, stderr io.Writer, relay *Relay) (*rcp.Client, func(), error) {
+func (c *config) dial(ctx context.Context, log *slog.Logger, stderr io.Writer, relay *mcpbridge.Relay) (*rcp.Client, func(), error) {
 	opts := &rcp.ClientOptions{Info: rcp.PeerInfo{Name: "rcpgo-mcpbridge", Version: "0.1.0"}, Logger: log, Stderr: stderr}
 	if relay != nil {
 		opts.OnLog = relay.OnLog
@@ -189,9 +193,15 @@ func (c *config) dial(ctx context.Context, log *slog.Logger, stderr io.Writer, r
 			}
 			fields[name] = typ
 		}
-		eng, err := engine.Open(ctx, engine.Config{Dir: c.data, ReadOnly: c.readOnly, Fields: fields, Logger: log})
+		// Like rcpd serve: when another rcpd holds DIR, serve a read-only
+		// snapshot copy of it rather than refuse to start.
+		eng, err := engine.Open(ctx, engine.Config{Dir: c.data, ReadOnly: c.readOnly, Fields: fields, Logger: log, SnapshotIfLocked: true})
 		if err != nil {
 			return nil, nil, err
+		}
+		if ix := eng.Describe(ctx).Capabilities.Index; !c.readOnly && (ix == nil || !ix.Writable) {
+			log.Warn("rcpd mcp: the data directory is held by another process (a running rcpd serve?): serving a read-only snapshot taken now; "+
+				"for live, writable access use --connect URL of that server", "dir", c.data)
 		}
 		cl, err := rcp.ConnectInProcess(ctx, rcp.NewServer(eng, &rcp.ServerOptions{Logger: log}), opts)
 		if err != nil {
@@ -237,14 +247,14 @@ func run(ctx context.Context, c *config, log *slog.Logger, stdin io.Reader, stdo
 	if err != nil {
 		return err
 	}
-	relay := &Relay{}
+	relay := &mcpbridge.Relay{}
 	client, closeClient, err := c.dial(ctx, log, stderr, relay)
 	if err != nil {
 		return err
 	}
 	current := closeClient
-	defer func() { current() }()
-	b, err := New(client, Options{EngineID: c.name, Logger: log, Relay: relay})
+	defer func() { release(ctx, log, current) }()
+	b, err := mcpbridge.New(client, mcpbridge.Options{EngineID: c.name, Logger: log, Relay: relay})
 	if err != nil {
 		return err
 	}
@@ -264,27 +274,40 @@ func run(ctx context.Context, c *config, log *slog.Logger, stdin io.Reader, stdo
 			return err
 		}
 		log.Info("rcpd mcp: serving streamable HTTP", "url", "http://"+ln.Addr().String()+c.path, "auth", token != "")
-		return b.ServeHTTP(ctx, ln, c.path, HTTPOptions{BearerToken: token, TrustedOrigins: c.origins})
+		return b.ServeHTTP(ctx, ln, c.path, mcpbridge.HTTPOptions{BearerToken: token, TrustedOrigins: c.origins})
 	}
-	r, ok := stdin.(io.ReadCloser)
-	if !ok {
-		r = io.NopCloser(stdin)
-	}
-	err = b.Run(ctx, &mcp.IOTransport{Reader: r, Writer: nopWriteCloser{stdout}})
+	err = b.Run(ctx, &mcpbridge.StdioTransport{Reader: stdin, Writer: stdout})
 	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
 		return nil
 	}
 	return err
 }
 
-type nopWriteCloser struct{ io.Writer }
+// releaseGrace bounds closing the engine after a signal: with
+// mcpbridge.ShutdownGrace it keeps SIGTERM-to-exit under 5 s.
+const releaseGrace = 1500 * time.Millisecond
 
-func (nopWriteCloser) Close() error { return nil }
+// release closes the engine connection. After a signal it waits at most
+// releaseGrace: the process is about to exit, and acknowledged writes are
+// already durable.
+func release(ctx context.Context, log *slog.Logger, closeFn func()) {
+	if ctx.Err() == nil {
+		closeFn()
+		return
+	}
+	done := make(chan struct{})
+	go func() { closeFn(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(releaseGrace):
+		log.Warn("rcpd mcp: the engine did not close in time; exiting anyway")
+	}
+}
 
 // refresh re-dials the engine periodically; when its identity or
 // capabilities changed (a gateway whose catalog changed) it swaps the
 // bridge's client, which re-derives the features and notifies MCP clients.
-func refresh(ctx context.Context, c *config, b *Bridge, log *slog.Logger, stderr io.Writer, relay *Relay, current *func()) {
+func refresh(ctx context.Context, c *config, b *mcpbridge.Bridge, log *slog.Logger, stderr io.Writer, relay *mcpbridge.Relay, current *func()) {
 	t := time.NewTicker(c.refresh)
 	defer t.Stop()
 	for {
@@ -348,11 +371,11 @@ func describe(ctx context.Context, c *config, log *slog.Logger, stderr io.Writer
 		return nil, err
 	}
 	defer closeClient()
-	b, err := New(client, Options{EngineID: c.name, Logger: log})
+	b, err := mcpbridge.New(client, mcpbridge.Options{EngineID: c.name, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	opts := DescribeOptions{Command: "rcpd", Args: append([]string{"mcp"}, c.sourceArgs...)}
+	opts := mcpbridge.DescribeOptions{Command: "rcpd", Args: append([]string{"mcp"}, c.sourceArgs...)}
 	if c.httpAddr != "" {
 		opts.HTTPURL = "http://" + c.httpAddr + c.path
 		opts.Bearer = token != ""
@@ -361,39 +384,11 @@ func describe(ctx context.Context, c *config, log *slog.Logger, stderr io.Writer
 	if err != nil {
 		return nil, err
 	}
-	return Encode(d, c.format)
+	return mcpbridge.Encode(d, c.format)
 }
 
-// Encode writes d as indented JSON or as YAML.
-func Encode(d *Description, format string) ([]byte, error) {
-	js, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if format != "yaml" {
-		return append(js, '\n'), nil
-	}
-	var node yaml.Node
-	if err := yaml.Unmarshal(js, &node); err != nil { // JSON is YAML: keeps key order
-		return nil, err
-	}
-	clearStyle(&node)
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&node); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// clearStyle turns the flow style that JSON input implies into block style.
-func clearStyle(n *yaml.Node) {
-	n.Style &^= yaml.FlowStyle | yaml.DoubleQuotedStyle
-	for _, c := range n.Content {
-		clearStyle(c)
-	}
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
