@@ -18,7 +18,10 @@
 //
 // # On disk
 //
-//	dir/store.db                    bbolt: docs (seq → version + JSON document),
+//	dir/store.db                    bbolt: docs (seq → version + record: binary,
+//	                                text zstd-compressed, with the facts derived
+//	                                at Add — the injection-screen verdict and its
+//	                                rules version, text length — see store.EncodeDoc),
 //	                                ids (id → seq), children (parent NUL chunk id),
 //	                                dead (deleted-at version ‖ seq, for retained
 //	                                snapshots), meta/manifest (JSON)
@@ -57,15 +60,18 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/engine/trust"
 )
 
 // Document is an indexable document or chunk (see package store).
 type Document = store.Document
 
-// Source and ChunkRef describe a document's origin and chunk lineage.
+// Source and ChunkRef describe a document's origin and chunk lineage;
+// Facts are what the index derives from a document when it writes it.
 type (
 	Source   = store.Source
 	ChunkRef = store.ChunkRef
+	Facts    = store.Facts
 )
 
 // DocNum is an engine-wide document number: unique per stored version of a
@@ -158,10 +164,13 @@ type Index struct {
 }
 
 const (
-	storeFile   = "store.db"
-	segDir      = "segments"
-	segExt      = ".rseg"
-	formatLevel = 1
+	storeFile = "store.db"
+	segDir    = "segments"
+	segExt    = ".rseg"
+	// formatLevel 2: binary, text-compressed document records carrying
+	// their injection-screen verdict (store.EncodeDoc). Level 1 data
+	// directories (JSON records) are migrated at Open.
+	formatLevel = 2
 )
 
 // Open opens or creates the index in dir.
@@ -212,13 +221,19 @@ func (ix *Index) recover(ctx context.Context) error {
 	if !found {
 		var e [4]byte
 		rand.Read(e[:])
-		man = store.Manifest{Format: formatLevel, Epoch: hex.EncodeToString(e[:]), NextSeq: 1, NextSegID: 1, Analyzer: ix.an.Fingerprint()}
+		man = store.Manifest{Format: formatLevel, Epoch: hex.EncodeToString(e[:]), NextSeq: 1, NextSegID: 1, Analyzer: ix.an.Fingerprint(),
+			ScreenRules: trust.RulesVersion}
 	}
-	if man.Format != formatLevel {
+	if man.Format != formatLevel && man.Format != 1 {
 		return fmt.Errorf("index: unsupported index format %d", man.Format)
 	}
 	if man.Analyzer != ix.an.Fingerprint() {
 		return fmt.Errorf("%w (index %s, configured %s)", ErrAnalyzerMismatch, man.Analyzer, ix.an.Fingerprint())
+	}
+	if man.Format != formatLevel || man.ScreenRules != trust.RulesVersion {
+		if err := ix.migrateRecords(ctx, &man); err != nil {
+			return err
+		}
 	}
 	slices.Sort(live)
 	isLive := func(seq uint64) bool {
@@ -330,6 +345,31 @@ func (ix *Index) recover(ctx context.Context) error {
 	return nil
 }
 
+// migrateRecords rewrites every stored record that is not in the current
+// record format or whose injection-screen verdict was computed under other
+// rules, then records the new format and rules in man (committed by the
+// caller). It is restartable: records already rewritten are skipped.
+func (ix *Index) migrateRecords(ctx context.Context, man *store.Manifest) error {
+	start := time.Now()
+	n, err := ix.st.RewriteRecords(ctx, func(_ uint64, enc []byte) ([]byte, error) {
+		d, f, err := store.DecodeRecord(enc, true)
+		if err != nil {
+			return nil, err
+		}
+		if f.ScreenRules == trust.RulesVersion && enc[0] != '{' {
+			return nil, nil
+		}
+		return store.EncodeDoc(d, factsOf(d))
+	})
+	if err != nil {
+		return fmt.Errorf("index: migrating document records: %w", err)
+	}
+	ix.log.Info("index: rewrote document records", "from-format", man.Format, "to-format", formatLevel,
+		"screen-rules", trust.RulesVersion, "records", n, "took", time.Since(start).Round(time.Millisecond))
+	man.Format, man.ScreenRules = formatLevel, trust.RulesVersion
+	return nil
+}
+
 // segView is a segment as seen by one snapshot: its deletions at that
 // version. Both are immutable once published.
 type segView struct {
@@ -349,6 +389,10 @@ type snapshot struct {
 	total   int       // documents in segments, deleted included (BM25 N)
 	live    int
 	sumLen  [numFields]uint64
+	// wordMax memoises WordMax: a word's best score is a pure function
+	// of the snapshot, and queries repeat words.
+	wordMax sync.Map // string → float64
+	nMemo   atomic.Int32
 }
 
 func (ix *Index) versionString(v uint64) string {
@@ -471,7 +515,7 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 			if d.Chunk != nil && d.Chunk.DocID != "" {
 				parents[d.Chunk.DocID] = true
 			}
-			enc, err := store.EncodeDoc(&d)
+			enc, err := store.EncodeDoc(&d, inputs[i].facts)
 			if err != nil {
 				return err
 			}

@@ -11,8 +11,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
+	"github.com/rcpgo/rcpgo/engine/chunk"
+	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/engine/trust"
 )
 
 // FieldType says how a metadata field is indexed for filtering.
@@ -191,6 +195,7 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 			if out[i], err = prepare(an, fields, &docs[i], &sc); err != nil {
 				return nil, err
 			}
+			out[i].facts = factsOf(&docs[i])
 		}
 		return out, nil
 	}
@@ -215,7 +220,9 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 					var err error
 					if out[i], err = prepare(an, fields, &docs[i], &sc); err != nil {
 						errOnce.Do(func() { firstErr = err })
+						continue
 					}
+					out[i].facts = factsOf(&docs[i])
 				}
 			}
 		})
@@ -228,6 +235,15 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 		return nil, firstErr
 	}
 	return out, nil
+}
+
+// factsOf derives what queries need from every hit and would otherwise
+// recompute per hit: the injection-screen verdict under the current rules
+// (screened once, at index time), and the text's characters and tokens.
+func factsOf(d *Document) store.Facts {
+	sc := trust.Screen(d.Title + "\n" + d.Text)
+	return store.Facts{ScreenRules: trust.RulesVersion, ScreenScore: sc.Score, Suspected: sc.Suspected,
+		Runes: utf8.RuneCountInString(d.Text), Tokens: chunk.Tokens(d.Text)}
 }
 
 func validateDoc(d *Document) error {

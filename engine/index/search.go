@@ -46,6 +46,10 @@ type Query struct {
 	Version string // pin to this snapshot; "" serves the current one
 	// SkipDocs leaves Hit.Doc nil (no stored-document reads).
 	SkipDocs bool
+	// NoText leaves Hit.Doc.Text empty: the text is neither read nor
+	// decompressed (Hit.Facts still has its length in characters and
+	// tokens).
+	NoText bool
 	// Highlight fills Hit.Matches with the offsets of matched terms.
 	Highlight bool
 	// BM25 overrides Options.BM25 for this query (experiments, evals).
@@ -58,6 +62,7 @@ type Hit struct {
 	DocNum  DocNum
 	Score   float64
 	Doc     *Document // stored document, unless Query.SkipDocs
+	Facts   Facts     // derived at index time, with Doc
 	Matches []Match   // when Query.Highlight
 }
 
@@ -147,14 +152,18 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 			rtx.Close()
 		}
 	}()
-	load := func(seq uint64) (*Document, error) {
+	record := func(seq uint64, withText bool) (*Document, Facts, error) {
 		if rtx == nil {
 			var err error
 			if rtx, err = ix.st.BeginRead(); err != nil {
-				return nil, err
+				return nil, Facts{}, err
 			}
 		}
-		return rtx.Doc(seq)
+		return rtx.Record(seq, withText)
+	}
+	load := func(seq uint64) (*Document, error) { // for filters: metadata only
+		d, _, err := record(seq, false)
+		return d, err
 	}
 
 	top := &topK{k: k}
@@ -228,7 +237,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	for i, c := range cands {
 		h := Hit{ID: c.id, DocNum: DocNum(c.seg.seq(c.local)), Score: c.score}
 		if !q.SkipDocs || q.Highlight {
-			d, err := load(uint64(h.DocNum))
+			d, facts, err := record(uint64(h.DocNum), q.Highlight || !q.NoText)
 			if err != nil {
 				return nil, fmt.Errorf("index: load hit: %w", err)
 			}
@@ -239,12 +248,73 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 				h.Matches = ix.highlight(d, qset)
 			}
 			if !q.SkipDocs {
-				h.Doc = d
+				h.Doc, h.Facts = d, facts
+				if q.NoText {
+					d.Text = ""
+				}
 			}
 		}
 		res.Hits[i] = h
 	}
 	return res, nil
+}
+
+// maxWordMemo bounds the WordMax memo of one snapshot.
+const maxWordMemo = 4096
+
+// WordMax returns the best score any document reaches for the query word
+// alone at the snapshot version ("" = current), 0 when nothing matches:
+// the top-1 score of Search{Text: word}. Results are memoised per
+// snapshot (at most maxWordMemo words each).
+func (ix *Index) WordMax(ctx context.Context, version, word string) (float64, error) {
+	snap, err := ix.snapshotFor(version)
+	if err != nil {
+		return 0, err
+	}
+	if v, ok := snap.wordMax.Load(word); ok {
+		return v.(float64), nil
+	}
+	res, err := ix.Search(ctx, Query{Text: word, K: 1, Version: snap.str, SkipDocs: true})
+	if err != nil {
+		return 0, err
+	}
+	best := 0.0
+	if len(res.Hits) > 0 {
+		best = res.Hits[0].Score
+	}
+	if snap.nMemo.Add(1) <= maxWordMemo {
+		snap.wordMax.Store(word, best)
+	}
+	return best, nil
+}
+
+// Load reads the stored documents numbered nums (from the Hits of a
+// Search with SkipDocs) and their facts, in one read transaction; withText
+// false leaves the texts unread. A document purged since the Search (its
+// snapshot is no longer retained) fails with ErrSnapshotGone.
+func (ix *Index) Load(ctx context.Context, nums []DocNum, withText bool) ([]*Document, []Facts, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	docs := make([]*Document, len(nums))
+	facts := make([]Facts, len(nums))
+	err := ix.st.View(func(tx *store.ReadTx) error {
+		for i, n := range nums {
+			d, f, err := tx.Record(uint64(n), withText)
+			if err != nil {
+				return err
+			}
+			if d == nil {
+				return fmt.Errorf("%w: document %d was purged", ErrSnapshotGone, n)
+			}
+			docs[i], facts[i] = d, f
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("index: load: %w", err)
+	}
+	return docs, facts, nil
 }
 
 func (ix *Index) highlight(d *Document, qset map[string]bool) []Match {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/rcpgo/rcpgo/engine/store"
 )
 
 // Segment file format, version 1 (all integers little-endian):
@@ -73,6 +75,7 @@ type docInput struct {
 	terms []termFreq // in first-occurrence order
 	kw    []string   // keyword keys (field\x00value, \x01field for exists), deduplicated
 	nums  []numValue
+	facts store.Facts // stored with the record (Add only; replay does not need them)
 }
 
 type termFreq struct {

@@ -37,9 +37,16 @@ import (
 	"github.com/rcpgo/rcpgo/rcp/fusion"
 )
 
-// Sparse is the lexical backend (*index.Index).
+// Sparse is the lexical backend (*index.Index). Recall searches with
+// SkipDocs; the stages then Load the stored documents of the candidates
+// they look at — metadata for the whole list only when unit=document or
+// recency needs it, texts for the page (and the reranked top N) alone.
 type Sparse interface {
 	Search(ctx context.Context, q index.Query) (*index.Result, error)
+	Load(ctx context.Context, nums []index.DocNum, withText bool) ([]*index.Document, []index.Facts, error)
+	// WordMax is the best score of the word alone at version (the top-1
+	// score of a search for it).
+	WordMax(ctx context.Context, version, word string) (float64, error)
 }
 
 // Dense is the dense backend: an embedding provider plus a vector index.
@@ -55,8 +62,17 @@ type Dense interface {
 
 // Candidate is one document or chunk flowing through the pipeline.
 type Candidate struct {
-	ID        string
-	Doc       *index.Document
+	ID  string
+	Doc *index.Document // nil until loaded (sparse candidates)
+	// Num is the document number of a sparse candidate, for loading it.
+	Num     index.DocNum
+	hasNum  bool
+	hasText bool // Doc.Text is loaded
+	// Facts come with documents read by the sparse backend: the
+	// index-time screen verdict and the text's length, so a hit needs
+	// neither the screen nor (includeText:false) its text at query time.
+	// Candidates without them (dense recall) are computed from Doc.Text.
+	Facts     index.Facts
 	Sparse    float64
 	HasSparse bool
 	Dense     float64
@@ -228,13 +244,15 @@ func recall(ctx context.Context, s *State) error {
 				return err
 			}
 		}
-		res, err := s.Deps.Sparse.Search(ctx, index.Query{Text: r.Query, K: r.CandidateK, Filter: f, Version: r.Version})
+		res, err := s.Deps.Sparse.Search(ctx, index.Query{Text: r.Query, K: r.CandidateK, Filter: f, Version: r.Version, SkipDocs: true})
 		if err != nil {
 			return err
 		}
 		s.Page.Version = res.Version
-		for _, h := range res.Hits {
-			sparse = append(sparse, &Candidate{ID: h.ID, Doc: h.Doc, Sparse: h.Score, HasSparse: true, Score: h.Score})
+		cands := make([]Candidate, len(res.Hits)) // one allocation for all
+		for i, h := range res.Hits {
+			cands[i] = Candidate{ID: h.ID, Num: h.DocNum, hasNum: true, Sparse: h.Score, HasSparse: true, Score: h.Score}
+			sparse = append(sparse, &cands[i])
 		}
 		if r.Confidence && len(sparse) > 0 {
 			s.termMax = termMax(ctx, s.Deps.Sparse, r.Query, res.Version)
@@ -252,6 +270,9 @@ func recall(ctx context.Context, s *State) error {
 		if dense, err = s.Deps.Dense.Recall(ctx, r.Query, r.CandidateK, keep); err != nil {
 			return err
 		}
+		for _, c := range dense {
+			c.hasText = c.Doc != nil
+		}
 	}
 	switch r.Mode {
 	case rcp.ModeSparse:
@@ -267,6 +288,9 @@ func recall(ctx context.Context, s *State) error {
 		for _, c := range dense {
 			if o, ok := byID[c.ID]; ok {
 				o.Dense, o.HasDense = c.Dense, true
+				if o.Doc == nil {
+					o.Doc, o.hasText = c.Doc, c.hasText
+				}
 				continue
 			}
 			s.Cands = append(s.Cands, c)
@@ -291,11 +315,11 @@ func termMax(ctx context.Context, sp Sparse, query, version string) float64 {
 			continue
 		}
 		seen[w] = true
-		res, err := sp.Search(ctx, index.Query{Text: w, K: 1, Version: version, SkipDocs: true})
-		if err != nil || len(res.Hits) == 0 {
+		best, err := sp.WordMax(ctx, version, w)
+		if err != nil {
 			continue
 		}
-		total += res.Hits[0].Score
+		total += best
 	}
 	return total
 }
@@ -373,6 +397,9 @@ func adjust(ctx context.Context, s *State) error {
 	r := s.Req
 	if s.Deps.Reranker != nil && r.RerankTopN > 0 && len(s.Cands) > 0 {
 		n := min(r.RerankTopN, len(s.Cands))
+		if err := s.load(ctx, s.Cands[:n], true); err != nil {
+			return err
+		}
 		passages := make([]string, n)
 		for i, c := range s.Cands[:n] {
 			passages[i] = textOf(c)
@@ -399,6 +426,9 @@ func adjust(ctx context.Context, s *State) error {
 		}
 	}
 	if r.Recency != nil {
+		if err := s.load(ctx, s.Cands, false); err != nil {
+			return err
+		}
 		oldest := time.Time{}
 		dates := make([]time.Time, len(s.Cands))
 		for i, c := range s.Cands {
@@ -525,6 +555,9 @@ func ParseDate(v any) (time.Time, bool) {
 func diversify(ctx context.Context, s *State) error {
 	r := s.Req
 	if r.Unit == rcp.UnitDocument {
+		if err := s.load(ctx, s.Cands, false); err != nil {
+			return err
+		}
 		seen := map[string]bool{}
 		out := s.Cands[:0]
 		for _, c := range s.Cands {
@@ -618,17 +651,54 @@ func (s *State) confidence() {
 	}
 }
 
+// load reads the stored documents of the sparse candidates cs not loaded
+// yet: metadata, and the text when withText — or when a record carries no
+// facts under the current screen rules, which its hit then computes from
+// the text.
+func (s *State) load(ctx context.Context, cs []*Candidate, withText bool) error {
+	err := s.loadWhere(ctx, cs, withText, func(c *Candidate) bool { return c.Doc == nil || withText && !c.hasText })
+	if err != nil {
+		return err
+	}
+	return s.loadWhere(ctx, cs, true, func(c *Candidate) bool { return !c.hasText && !hasFacts(c) })
+}
+
+func (s *State) loadWhere(ctx context.Context, cs []*Candidate, withText bool, need func(*Candidate) bool) error {
+	var nums []index.DocNum
+	var todo []*Candidate
+	for _, c := range cs {
+		if c.hasNum && need(c) {
+			nums = append(nums, c.Num)
+			todo = append(todo, c)
+		}
+	}
+	if len(nums) == 0 {
+		return nil
+	}
+	docs, facts, err := s.Deps.Sparse.Load(ctx, nums, withText)
+	if err != nil {
+		return err
+	}
+	for i, c := range todo {
+		c.Doc, c.Facts, c.hasText = docs[i], facts[i], withText
+	}
+	return nil
+}
+
 // pack slices the page, packs the token budget and builds cited hits.
-func pack(_ context.Context, s *State) error {
+func pack(ctx context.Context, s *State) error {
 	r := s.Req
 	start := min(r.Offset, len(s.Cands))
 	end := min(start+r.K, len(s.Cands))
 	page := s.Cands[start:end]
+	if err := s.load(ctx, page, r.IncludeText); err != nil {
+		return err
+	}
 	tokens := 0
 	if r.TokenBudget != nil {
 		n := 0
 		for _, c := range page {
-			t := chunk.Tokens(textOf(c))
+			t := tokensOf(c)
 			if tokens+t > *r.TokenBudget {
 				break
 			}
@@ -636,13 +706,13 @@ func pack(_ context.Context, s *State) error {
 			n++
 		}
 		if n == 0 && len(page) > 0 {
-			s.note("tokenBudget %d is smaller than the best hit (%d tokens); no hit packed", *r.TokenBudget, chunk.Tokens(textOf(page[0])))
+			s.note("tokenBudget %d is smaller than the best hit (%d tokens); no hit packed", *r.TokenBudget, tokensOf(page[0]))
 		}
 		page = page[:n]
 		end = start + n
 	} else {
 		for _, c := range page {
-			tokens += chunk.Tokens(textOf(c))
+			tokens += tokensOf(c)
 		}
 	}
 	s.Page.Tokens = tokens
@@ -658,6 +728,17 @@ func pack(_ context.Context, s *State) error {
 	}
 	s.observe("pack", 1, fmt.Sprintf("packed %d hits (%d tokens)", len(page), tokens), nil)
 	return nil
+}
+
+// hasFacts reports whether c carries index-time facts under the current
+// screen rules.
+func hasFacts(c *Candidate) bool { return c.Facts.ScreenRules == trust.RulesVersion }
+
+func tokensOf(c *Candidate) int {
+	if hasFacts(c) {
+		return c.Facts.Tokens
+	}
+	return chunk.Tokens(textOf(c))
 }
 
 func textOf(c *Candidate) string {
@@ -745,15 +826,14 @@ func (s *State) hit(c *Candidate) rcp.Hit {
 		t := d.Text
 		h.Text = &t
 	}
-	if len(d.Meta) > 0 {
-		h.Meta = make(map[string]any, len(d.Meta))
+	if _, internal := d.Meta[MetaKey]; !internal && len(d.Meta) > 0 {
+		h.Meta = d.Meta // read for this request alone: no copy
+	} else if len(d.Meta) > 1 {
+		h.Meta = make(map[string]any, len(d.Meta)-1)
 		for k, v := range d.Meta {
 			if k != MetaKey {
 				h.Meta[k] = v
 			}
-		}
-		if len(h.Meta) == 0 {
-			h.Meta = nil
 		}
 	}
 	cit := &rcp.Citation{Title: d.Title}
@@ -780,7 +860,10 @@ func (s *State) hit(c *Candidate) rcp.Hit {
 			h.Chunk.Context = ci.Context
 		}
 	} else {
-		st, en := 0, utf8.RuneCountInString(d.Text)
+		st, en := 0, c.Facts.Runes
+		if !hasFacts(c) {
+			en = utf8.RuneCountInString(d.Text)
+		}
 		cit.Start, cit.End = &st, &en
 	}
 	h.Citation = cit
@@ -790,10 +873,13 @@ func (s *State) hit(c *Candidate) rcp.Hit {
 	}
 	t := &rcp.Trust{Level: s.Deps.Trust.Level(srcName, wire)}
 	if s.Deps.Screen {
-		sc := trust.Screen(d.Title + "\n" + d.Text)
-		score := 1 - sc.Score // trust.score: higher is more trustworthy
+		verdict, susp := c.Facts.ScreenScore, c.Facts.Suspected // screened at index time
+		if !hasFacts(c) {
+			sc := trust.Screen(d.Title + "\n" + d.Text)
+			verdict, susp = sc.Score, sc.Suspected
+		}
+		score := 1 - verdict // trust.score: higher is more trustworthy
 		t.Score = &score
-		susp := sc.Suspected
 		t.InjectionSuspected = &susp
 	}
 	if v := c.verdict; v != nil && v.Quarantined {

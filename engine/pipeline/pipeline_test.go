@@ -3,10 +3,12 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -14,21 +16,40 @@ import (
 // each, scores descending; single-word queries score 4 at best.
 type fakeSparse struct{ n int }
 
+func (f fakeSparse) WordMax(context.Context, string, string) (float64, error) { return 4, nil }
+
 func (f fakeSparse) Search(_ context.Context, q index.Query) (*index.Result, error) {
-	if q.K == 1 && q.SkipDocs {
-		return &index.Result{Hits: []index.Hit{{ID: "p0#c0", Score: 4}}, Version: "v1"}, nil
-	}
 	var hits []index.Hit
 	for i := 0; i < f.n && len(hits) < q.K; i++ {
 		for c := 0; c < 2 && len(hits) < q.K; c++ {
-			id := fmt.Sprintf("p%d#c%d", i, c)
-			doc := &index.Document{ID: id, Text: fmt.Sprintf("chunk %d of document %d with some words", c, i),
-				Meta:  map[string]any{"year": float64(1990 + i)},
-				Chunk: &index.ChunkRef{DocID: fmt.Sprintf("p%d", i), Index: c}}
-			hits = append(hits, index.Hit{ID: id, Score: float64(100 - 2*i - c), Doc: doc})
+			num := index.DocNum(2*i + c + 1)
+			h := index.Hit{ID: fakeDoc(num).ID, DocNum: num, Score: float64(100 - 2*i - c)}
+			if !q.SkipDocs {
+				h.Doc = fakeDoc(num)
+			}
+			hits = append(hits, h)
 		}
 	}
 	return &index.Result{Hits: hits, Version: "v1"}, nil
+}
+
+// fakeDoc is chunk c of document p<i> for num = 2i+c+1.
+func fakeDoc(num index.DocNum) *index.Document {
+	i, c := int(num-1)/2, int(num-1)%2
+	return &index.Document{ID: fmt.Sprintf("p%d#c%d", i, c), Text: fmt.Sprintf("chunk %d of document %d with some words", c, i),
+		Meta:  map[string]any{"year": float64(1990 + i)},
+		Chunk: &index.ChunkRef{DocID: fmt.Sprintf("p%d", i), Index: c}}
+}
+
+func (f fakeSparse) Load(_ context.Context, nums []index.DocNum, withText bool) ([]*index.Document, []index.Facts, error) {
+	docs := make([]*index.Document, len(nums))
+	for i, n := range nums {
+		docs[i] = fakeDoc(n)
+		if !withText {
+			docs[i].Text = ""
+		}
+	}
+	return docs, make([]index.Facts, len(nums)), nil
 }
 
 func run(t *testing.T, req Request) *Page {
@@ -141,5 +162,50 @@ func TestParseDate(t *testing.T) {
 	}
 	if _, ok := ParseDate(true); ok {
 		t.Error("bool parsed as a date")
+	}
+}
+
+// factsSparse serves fakeSparse's documents with index-time facts that
+// flag p0#c0 as suspected (its text is benign: a verdict recomputed at
+// query time would not flag it) and records how documents were loaded.
+type factsSparse struct {
+	fakeSparse
+	loads []string
+}
+
+func (f *factsSparse) Load(ctx context.Context, nums []index.DocNum, withText bool) ([]*index.Document, []index.Facts, error) {
+	docs, facts, _ := f.fakeSparse.Load(ctx, nums, withText)
+	for i, d := range docs {
+		if d.ID == "p0#c0" {
+			d.Chunk = nil // a whole document: its citation spans its text
+		}
+		facts[i] = index.Facts{ScreenRules: trust.RulesVersion, Suspected: d.ID == "p0#c0", ScreenScore: 0.9, Runes: 40, Tokens: 7}
+		f.loads = append(f.loads, fmt.Sprintf("%s text=%v", d.ID, withText))
+	}
+	return docs, facts, nil
+}
+
+// TestIndexTimeFacts: hits take the screen verdict, citation length and
+// token count from the stored facts; only the page is loaded, and
+// includeText:false loads no text.
+func TestIndexTimeFacts(t *testing.T) {
+	for _, includeText := range []bool{true, false} {
+		sp := &factsSparse{fakeSparse: fakeSparse{n: 10}}
+		req := &Request{Query: "q", K: 2, CandidateK: 20, Mode: rcp.ModeSparse, Unit: rcp.UnitChunk, IncludeText: includeText}
+		page, err := Run(context.Background(), &Deps{Sparse: sp, Screen: true}, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := page.Hits[0]
+		if !*h.Trust.InjectionSuspected || math.Abs(*h.Trust.Score-0.1) > 1e-12 || *h.Citation.End != 40 || page.Tokens != 14 {
+			t.Fatalf("includeText %v: trust %+v citation end %d tokens %d", includeText, h.Trust, *h.Citation.End, page.Tokens)
+		}
+		if (h.Text != nil) != includeText {
+			t.Fatalf("includeText %v: text %v", includeText, h.Text)
+		}
+		want := []string{fmt.Sprintf("p0#c0 text=%v", includeText), fmt.Sprintf("p0#c1 text=%v", includeText)}
+		if fmt.Sprint(sp.loads) != fmt.Sprint(want) {
+			t.Fatalf("includeText %v: loads %q, want %q", includeText, sp.loads, want)
+		}
 	}
 }

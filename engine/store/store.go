@@ -58,14 +58,17 @@ type Segment struct {
 // Manifest is the committed state of an index: which segment files hold
 // which documents, and the counters that name the next version and document.
 type Manifest struct {
-	Format     int       `json:"format"`
-	Epoch      string    `json:"epoch"`      // random per index, part of version strings
-	Version    uint64    `json:"version"`    // last committed version
-	NextSeq    uint64    `json:"nextSeq"`    // next document number to assign
-	FlushedSeq uint64    `json:"flushedSeq"` // every live doc with seq ≤ this is in Segments
-	NextSegID  uint64    `json:"nextSegId"`
-	Analyzer   string    `json:"analyzer"` // analyzer fingerprint
-	Segments   []Segment `json:"segments"`
+	Format     int    `json:"format"`
+	Epoch      string `json:"epoch"`      // random per index, part of version strings
+	Version    uint64 `json:"version"`    // last committed version
+	NextSeq    uint64 `json:"nextSeq"`    // next document number to assign
+	FlushedSeq uint64 `json:"flushedSeq"` // every live doc with seq ≤ this is in Segments
+	NextSegID  uint64 `json:"nextSegId"`
+	Analyzer   string `json:"analyzer"` // analyzer fingerprint
+	// ScreenRules is the injection-screen rules version of every stored
+	// record's verdict (Facts.ScreenRules).
+	ScreenRules string    `json:"screenRules,omitempty"`
+	Segments    []Segment `json:"segments"`
 }
 
 var (
@@ -162,28 +165,6 @@ func seqKey(seq uint64) []byte {
 	return k[:]
 }
 
-// EncodeDoc returns the canonical encoding of d: two documents are
-// observationally identical iff their encodings are equal.
-func EncodeDoc(d *Document) ([]byte, error) {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return nil, fmt.Errorf("store: encode document %q: %w", d.ID, err)
-	}
-	return b, nil
-}
-
-// DecodeDoc decodes an EncodeDoc encoding. Metadata numbers decode as
-// json.Number, keeping their exact text.
-func DecodeDoc(b []byte) (*Document, error) {
-	var d Document
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	return &d, nil
-}
-
 // Manifest returns the committed manifest, and false if none was written yet.
 func (r *ReadTx) Manifest() (Manifest, bool, error) {
 	var m Manifest
@@ -219,11 +200,71 @@ func (r *ReadTx) DocBytes(seq uint64) (enc []byte, addedAt uint64) {
 
 // Doc returns the document stored under seq, or nil when it is absent.
 func (r *ReadTx) Doc(seq uint64) (*Document, error) {
+	d, _, err := r.Record(seq, true)
+	return d, err
+}
+
+// Record returns the document stored under seq and its facts (nil when
+// absent); withText false leaves the text unread.
+func (r *ReadTx) Record(seq uint64, withText bool) (*Document, Facts, error) {
 	enc, _ := r.DocBytes(seq)
 	if enc == nil {
-		return nil, nil
+		return nil, Facts{}, nil
 	}
-	return DecodeDoc(enc)
+	return DecodeRecord(enc, withText)
+}
+
+// RewriteRecords passes every stored record to fn, in document-number
+// order, and stores what fn returns in its place (nil: unchanged). It
+// commits every batch of records in a transaction of its own, so a crash
+// leaves some records rewritten and the rest as they were: fn must accept
+// both forms (a migration is restartable).
+func (s *Store) RewriteRecords(ctx context.Context, fn func(seq uint64, enc []byte) ([]byte, error)) (rewritten int, err error) {
+	const batch = 2000
+	type put struct {
+		seq uint64
+		v   []byte
+	}
+	for from, done := uint64(0), false; !done; {
+		err := s.Update(ctx, func(tx *Tx) error {
+			docs := tx.tx.Bucket(bktDocs)
+			c := docs.Cursor()
+			var puts []put
+			n := 0
+			k, v := c.Seek(seqKey(from))
+			for ; k != nil && n < batch; k, v = c.Next() {
+				if len(k) != 8 || len(v) < 8 {
+					return fmt.Errorf("%w: doc key %x", ErrCorrupt, k)
+				}
+				seq := binary.BigEndian.Uint64(k)
+				enc, err := fn(seq, v[8:])
+				if err != nil {
+					return fmt.Errorf("store: rewrite document %d: %w", seq, err)
+				}
+				if enc != nil {
+					nv := make([]byte, 8+len(enc))
+					copy(nv, v[:8])
+					copy(nv[8:], enc)
+					puts = append(puts, put{seq, nv})
+				}
+				from = seq + 1
+				n++
+			}
+			done = k == nil
+			docs.FillPercent = 1
+			for _, p := range puts {
+				if err := docs.Put(seqKey(p.seq), p.v); err != nil {
+					return err
+				}
+			}
+			rewritten += len(puts)
+			return nil
+		})
+		if err != nil {
+			return rewritten, err
+		}
+	}
+	return rewritten, nil
 }
 
 // ForEachLive calls fn for every live external id and its document number.
@@ -286,7 +327,11 @@ func (t *Tx) PutDoc(seq, version uint64, d *Document, enc []byte) error {
 	v := make([]byte, 8+len(enc))
 	binary.BigEndian.PutUint64(v, version)
 	copy(v[8:], enc)
-	if err := t.tx.Bucket(bktDocs).Put(seqKey(seq), v); err != nil {
+	docs := t.tx.Bucket(bktDocs)
+	// Document numbers only grow: pages split full instead of half full
+	// (bbolt's default suits random inserts and doubles this bucket).
+	docs.FillPercent = 1
+	if err := docs.Put(seqKey(seq), v); err != nil {
 		return fmt.Errorf("store: put doc: %w", err)
 	}
 	if err := t.tx.Bucket(bktIDs).Put([]byte(d.ID), seqKey(seq)); err != nil {
@@ -313,7 +358,7 @@ func childKey(parent, child string) []byte {
 // tombstone is written.
 func (t *Tx) Kill(id string, seq, version uint64, replaced bool) error {
 	if enc, _ := t.DocBytes(seq); enc != nil {
-		if d, err := DecodeDoc(enc); err == nil && d.Chunk != nil && d.Chunk.DocID != "" {
+		if d, _, err := DecodeRecord(enc, false); err == nil && d.Chunk != nil && d.Chunk.DocID != "" {
 			if err := t.tx.Bucket(bktChildren).Delete(childKey(d.Chunk.DocID, id)); err != nil {
 				return fmt.Errorf("store: delete child link: %w", err)
 			}

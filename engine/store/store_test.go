@@ -28,7 +28,7 @@ func TestDocsIDsChildrenTombstones(t *testing.T) {
 	}
 	err := s.Update(ctx, func(tx *Tx) error {
 		for i := range docs {
-			enc, err := EncodeDoc(&docs[i])
+			enc, err := EncodeDoc(&docs[i], Facts{})
 			if err != nil {
 				return err
 			}
@@ -113,7 +113,7 @@ func TestUpdateRollsBack(t *testing.T) {
 	s := openTest(t)
 	boom := errors.New("boom")
 	d := Document{ID: "x", Text: "t"}
-	enc, _ := EncodeDoc(&d)
+	enc, _ := EncodeDoc(&d, Facts{})
 	err := s.Update(context.Background(), func(tx *Tx) error {
 		if err := tx.PutDoc(1, 1, &d, enc); err != nil {
 			return err
@@ -139,8 +139,8 @@ func TestUpdateRollsBack(t *testing.T) {
 func TestEncodeCanonical(t *testing.T) {
 	a := Document{ID: "x", Text: "t", Meta: map[string]any{"b": 1, "a": []any{"z", 2.5}}}
 	b := Document{ID: "x", Text: "t", Meta: map[string]any{"a": []any{"z", 2.5}, "b": 1.0}}
-	ea, _ := EncodeDoc(&a)
-	eb, _ := EncodeDoc(&b)
+	ea, _ := EncodeDoc(&a, Facts{})
+	eb, _ := EncodeDoc(&b, Facts{})
 	if string(ea) != string(eb) {
 		t.Fatalf("encodings differ: %s vs %s", ea, eb)
 	}
@@ -150,26 +150,35 @@ func TestEncodeCanonical(t *testing.T) {
 	}
 }
 
+// FuzzDecodeDoc: records of both formats decode or fail with ErrCorrupt,
+// and what decodes re-encodes canonically.
 func FuzzDecodeDoc(f *testing.F) {
 	f.Add([]byte(`{"id":"x","text":"t","meta":{"a":[1,"b"]},"chunk":{"docId":"p","index":1,"start":0,"end":3}}`))
 	f.Add([]byte(`{`))
+	for _, tc := range codecCases() {
+		enc, _ := EncodeDoc(&tc.doc, tc.f)
+		f.Add(enc)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := DecodeDoc(b)
+		d, facts, err := DecodeRecord(b, true)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error not ErrCorrupt: %v", err)
 			}
 			return
 		}
-		enc, err := EncodeDoc(d)
+		if _, _, err := DecodeRecord(b, false); err != nil {
+			t.Fatalf("decodes with its text but not without: %v", err)
+		}
+		enc, err := EncodeDoc(d, facts)
 		if err != nil {
 			return // e.g. NaN cannot occur from JSON, but stay total
 		}
-		d2, err := DecodeDoc(enc)
+		d2, f2, err := DecodeRecord(enc, true)
 		if err != nil {
 			t.Fatalf("re-decode: %v", err)
 		}
-		enc2, _ := EncodeDoc(d2)
+		enc2, _ := EncodeDoc(d2, f2)
 		if string(enc) != string(enc2) {
 			t.Fatalf("not canonical: %s vs %s", enc, enc2)
 		}

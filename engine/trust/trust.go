@@ -22,6 +22,9 @@
 package trust
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -53,6 +56,25 @@ var rules = []rule{
 	{"tool-abuse", 0.6, regexp.MustCompile(`\b(send|email|post|upload|forward|transmit)\b[^.!?\n]{0,40}\b(password|credentials|api key|secret|token|conversation|chat history)s?\b[^.!?\n]{0,40}\b(to|at)\b`), []string{"send", "email", "post", "upload", "forward", "transmit"}},
 	{"jailbreak", 0.7, regexp.MustCompile(`\b(jailbreak|developer mode|dan mode|do anything now)\b`), []string{"jailbreak", "developer mode", "dan mode", "do anything now"}},
 	{"must-respond", 0.4, regexp.MustCompile(`\b(you must|you will|always) (respond|reply|answer|say|output)\b`), []string{"you must", "you will", "always"}},
+}
+
+// RulesVersion identifies the screen's rules: a digest of every rule's
+// name, weight and pattern, the triggers and the threshold. The index
+// stores each document's verdict with the version it was computed under
+// and re-screens its documents when the version changes, so editing a
+// rule needs no manual step.
+var RulesVersion = rulesVersion()
+
+// normalizeVersion is bumped when normalize changes behaviour.
+const normalizeVersion = 1
+
+func rulesVersion() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "normalize %d threshold %g\n", normalizeVersion, Threshold)
+	for _, r := range rules {
+		fmt.Fprintf(h, "%s %g %q %q\n", r.name, r.weight, r.re.String(), r.triggers)
+	}
+	return "s1-" + hex.EncodeToString(h.Sum(nil)[:6])
 }
 
 // Result is the outcome of Screen.

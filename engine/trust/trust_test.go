@@ -146,3 +146,17 @@ func BenchmarkScreenPassageExhaustive(b *testing.B) {
 		screenExhaustive(text)
 	}
 }
+
+// TestRulesVersion: the version is stable and changes with any rule.
+func TestRulesVersion(t *testing.T) {
+	if RulesVersion != rulesVersion() || !strings.HasPrefix(RulesVersion, "s1-") {
+		t.Fatalf("RulesVersion %q unstable", RulesVersion)
+	}
+	saved := rules[0].weight
+	rules[0].weight = saved + 0.01
+	changed := rulesVersion()
+	rules[0].weight = saved
+	if changed == RulesVersion {
+		t.Fatal("changing a rule's weight keeps the rules version")
+	}
+}

@@ -1,0 +1,477 @@
+package store
+
+// The record encoding of a stored document (format 2).
+//
+//	0xB2 ‖ uvarint headLen ‖ head ‖ textCodec ‖ text
+//
+// head holds everything but the text, so a reader that does not need the
+// text (a retrieve with includeText:false, a metadata filter, a chunk-link
+// update) decodes it without touching the text bytes:
+//
+//	str id, str title, flags (1 source, 2 chunk, 4 injection suspected)
+//	[source: str name, str uri, varint page]
+//	[chunk: str docId, varint index, varint start, varint end]
+//	uvarint nMeta, nMeta × (str key, value)
+//	str screenRules, 8-byte float64 screenScore, uvarint runes, uvarint tokens
+//	uvarint textLen
+//
+// str is uvarint length ‖ bytes; a value is a tag byte (null, false, true,
+// number ‖ str JSON text, string ‖ str, array ‖ uvarint n ‖ values,
+// object ‖ uvarint n ‖ sorted (str key, value) pairs). Numbers keep their
+// JSON text, as the JSON records they replace did (json.Number on decode).
+// text is raw (textCodec 0) or one zstd frame (textCodec 1), whichever is
+// smaller by a margin. The encoding is canonical — map keys are sorted — so
+// equal documents with equal facts encode to equal bytes.
+//
+// Records written before format 2 are JSON objects (they start with '{');
+// DecodeDoc still reads them, and the index rewrites them at Open.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"unsafe"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+const (
+	recordTag = 0xB2
+
+	textRaw  = 0
+	textZstd = 1
+
+	flagSource    = 1
+	flagChunk     = 2
+	flagSuspected = 4
+
+	valNull, valFalse, valTrue, valNumber, valString, valArray, valObject = 0, 1, 2, 3, 4, 5, 6
+
+	// minCompress is the shortest text worth compressing: below it a zstd
+	// frame's header eats the gain.
+	minCompress = 96
+	maxDepth    = 64 // nesting of metadata values
+)
+
+// Facts are what the index derives from a document when it writes it, kept
+// with the record so that queries do not recompute them for every hit.
+type Facts struct {
+	// ScreenRules names the injection-screen rules (trust.RulesVersion)
+	// the verdict was computed with; "" means no verdict is stored.
+	ScreenRules string
+	ScreenScore float64 // trust.Result.Score
+	Suspected   bool    // trust.Result.Suspected
+	Runes       int     // characters in Text
+	Tokens      int     // chunk.Tokens(Text)
+}
+
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false),
+		zstd.WithZeroFrames(true))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<30))
+)
+
+// EncodeDoc returns the canonical record encoding of d with its facts: two
+// documents are observationally identical iff their encodings are equal.
+func EncodeDoc(d *Document, f Facts) ([]byte, error) {
+	head := make([]byte, 0, 64+len(d.ID)+len(d.Title))
+	head = appendStr(head, d.ID)
+	head = appendStr(head, d.Title)
+	var flags byte
+	if d.Source != nil {
+		flags |= flagSource
+	}
+	if d.Chunk != nil {
+		flags |= flagChunk
+	}
+	if f.Suspected {
+		flags |= flagSuspected
+	}
+	head = append(head, flags)
+	if s := d.Source; s != nil {
+		head = appendStr(head, s.Name)
+		head = appendStr(head, s.URI)
+		head = binary.AppendVarint(head, int64(s.Page))
+	}
+	if c := d.Chunk; c != nil {
+		head = appendStr(head, c.DocID)
+		head = binary.AppendVarint(head, int64(c.Index))
+		head = binary.AppendVarint(head, int64(c.Start))
+		head = binary.AppendVarint(head, int64(c.End))
+	}
+	var err error
+	if head, err = appendObject(head, d.Meta, 0); err != nil {
+		return nil, fmt.Errorf("store: encode document %q: %w", d.ID, err)
+	}
+	head = appendStr(head, f.ScreenRules)
+	head = binary.LittleEndian.AppendUint64(head, math.Float64bits(f.ScreenScore))
+	head = binary.AppendUvarint(head, uint64(f.Runes))
+	head = binary.AppendUvarint(head, uint64(f.Tokens))
+	head = binary.AppendUvarint(head, uint64(len(d.Text)))
+
+	out := make([]byte, 0, 1+binary.MaxVarintLen32+len(head)+1+len(d.Text))
+	out = append(out, recordTag)
+	out = binary.AppendUvarint(out, uint64(len(head)))
+	out = append(out, head...)
+	if len(d.Text) >= minCompress {
+		z := zenc.EncodeAll(unsafe.Slice(unsafe.StringData(d.Text), len(d.Text)), nil)
+		if len(z) < len(d.Text)*9/10 {
+			out = append(out, textZstd)
+			return append(out, z...), nil
+		}
+	}
+	out = append(out, textRaw)
+	return append(out, d.Text...), nil
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendObject(b []byte, m map[string]any, depth int) ([]byte, error) {
+	b = binary.AppendUvarint(b, uint64(len(m)))
+	var err error
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b = appendStr(b, k)
+		if b, err = appendValue(b, m[k], depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// appendValue encodes a JSON-like metadata value; other Go types take
+// their JSON form (as the JSON records did).
+func appendValue(b []byte, v any, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("metadata nested deeper than %d", maxDepth)
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, valNull), nil
+	case bool:
+		if x {
+			return append(b, valTrue), nil
+		}
+		return append(b, valFalse), nil
+	case string:
+		return appendStr(append(b, valString), x), nil
+	case json.Number:
+		return appendStr(append(b, valNumber), x.String()), nil
+	case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		num, err := json.Marshal(x)
+		if err != nil {
+			return nil, err
+		}
+		return appendStr(append(b, valNumber), string(num)), nil
+	case []any:
+		b = binary.AppendUvarint(append(b, valArray), uint64(len(x)))
+		var err error
+		for _, e := range x {
+			if b, err = appendValue(b, e, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
+	case map[string]any:
+		return appendObject(append(b, valObject), x, depth)
+	}
+	// Any other type: its JSON form, read back as generic JSON.
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var g any
+	if err := decodeJSON(raw, &g); err != nil {
+		return nil, err
+	}
+	return appendValue(b, g, depth)
+}
+
+// DecodeDoc decodes a record (format 2, or a JSON record of format 1) with
+// its text. Metadata numbers decode as json.Number, keeping their exact
+// text.
+func DecodeDoc(b []byte) (*Document, error) {
+	d, _, err := DecodeRecord(b, true)
+	return d, err
+}
+
+// DecodeRecord decodes a record and its facts; withText false leaves
+// Document.Text empty without reading (or decompressing) it. JSON records
+// of format 1 have no facts (Facts.ScreenRules is "").
+func DecodeRecord(b []byte, withText bool) (*Document, Facts, error) {
+	if len(b) > 0 && b[0] == '{' {
+		var d Document
+		if err := decodeJSON(b, &d); err != nil {
+			return nil, Facts{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if !withText {
+			d.Text = ""
+		}
+		return &d, Facts{}, nil
+	}
+	d, f, err := decodeRecord(b, withText)
+	if err != nil {
+		return nil, Facts{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return d, f, nil
+}
+
+type reader struct {
+	s   string // the head, converted once: every decoded string shares it
+	off int
+	err error
+}
+
+func (r *reader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("truncated or malformed %s at byte %d", what, r.off)
+	}
+}
+
+func (r *reader) uvarint(what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	var v uint64
+	for shift := 0; shift < 64; shift += 7 {
+		if r.off >= len(r.s) {
+			break
+		}
+		c := r.s[r.off]
+		r.off++
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v
+		}
+	}
+	r.fail(what)
+	return 0
+}
+
+func (r *reader) varint(what string) int {
+	u := r.uvarint(what)
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
+	}
+	return int(x)
+}
+
+// count reads a length or element count that must fit the remaining
+// bytes (each element takes at least one).
+func (r *reader) count(what string) int {
+	n := r.uvarint(what)
+	if n > uint64(len(r.s)-r.off) {
+		r.fail(what)
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) str(what string) string {
+	n := r.count(what)
+	if r.err != nil {
+		return ""
+	}
+	s := r.s[r.off : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *reader) byte1(what string) byte {
+	if r.err != nil || r.off >= len(r.s) {
+		r.fail(what)
+		return 0
+	}
+	c := r.s[r.off]
+	r.off++
+	return c
+}
+
+func decodeRecord(b []byte, withText bool) (*Document, Facts, error) {
+	var f Facts
+	if len(b) == 0 || b[0] != recordTag {
+		return nil, f, fmt.Errorf("unknown record tag")
+	}
+	hl, n := binary.Uvarint(b[1:])
+	if n <= 0 || hl > uint64(len(b)-1-n) {
+		return nil, f, fmt.Errorf("bad head length")
+	}
+	body := b[1+n+int(hl):]
+	r := &reader{s: string(b[1+n : 1+n+int(hl)])}
+	d := &Document{ID: r.str("id"), Title: r.str("title")}
+	flags := r.byte1("flags")
+	if flags&flagSource != 0 {
+		d.Source = &Source{Name: r.str("source.name"), URI: r.str("source.uri"), Page: r.varint("source.page")}
+	}
+	if flags&flagChunk != 0 {
+		d.Chunk = &ChunkRef{DocID: r.str("chunk.docId"), Index: r.varint("chunk.index"), Start: r.varint("chunk.start"), End: r.varint("chunk.end")}
+	}
+	d.Meta = r.object(0)
+	f.ScreenRules = r.str("screenRules")
+	if r.err == nil && r.off+8 <= len(r.s) {
+		var bits uint64
+		for i := 7; i >= 0; i-- {
+			bits = bits<<8 | uint64(r.s[r.off+i])
+		}
+		f.ScreenScore = math.Float64frombits(bits)
+		r.off += 8
+	} else {
+		r.fail("screenScore")
+	}
+	f.Suspected = flags&flagSuspected != 0
+	f.Runes = int(r.uvarint("runes"))
+	f.Tokens = int(r.uvarint("tokens"))
+	textLen := r.uvarint("textLen")
+	if r.err == nil && r.off != len(r.s) {
+		r.fail("head (trailing bytes)")
+	}
+	if r.err != nil {
+		return nil, f, r.err
+	}
+	if len(body) == 0 {
+		return nil, f, fmt.Errorf("missing text codec")
+	}
+	if !withText {
+		return d, f, nil
+	}
+	text, err := decodeText(body[0], body[1:], textLen)
+	if err != nil {
+		return nil, f, err
+	}
+	d.Text = text
+	return d, f, nil
+}
+
+func decodeText(codec byte, p []byte, n uint64) (string, error) {
+	switch codec {
+	case textRaw:
+		if uint64(len(p)) != n {
+			return "", fmt.Errorf("text is %d bytes, head says %d", len(p), n)
+		}
+		return string(p), nil
+	case textZstd:
+		if n > 1<<30 {
+			return "", fmt.Errorf("text length %d out of range", n)
+		}
+		out, err := zdec.DecodeAll(p, make([]byte, 0, n))
+		if err != nil {
+			return "", fmt.Errorf("text: %w", err)
+		}
+		if uint64(len(out)) != n {
+			return "", fmt.Errorf("text is %d bytes, head says %d", len(out), n)
+		}
+		return unsafe.String(unsafe.SliceData(out), len(out)), nil // out is ours alone
+	}
+	return "", fmt.Errorf("unknown text codec %d", codec)
+}
+
+func (r *reader) object(depth int) map[string]any {
+	n := r.count("meta")
+	if n == 0 || r.err != nil {
+		return nil
+	}
+	m := make(map[string]any, n)
+	for range n {
+		k := r.str("meta key")
+		m[k] = r.value(depth + 1)
+		if r.err != nil {
+			return nil
+		}
+	}
+	return m
+}
+
+func (r *reader) value(depth int) any {
+	if depth > maxDepth {
+		r.fail("metadata (too deep)")
+		return nil
+	}
+	switch tag := r.byte1("value"); tag {
+	case valNull:
+		return nil
+	case valFalse:
+		return false
+	case valTrue:
+		return true
+	case valNumber:
+		s := r.str("number")
+		if r.err == nil && !isJSONNumber(s) {
+			r.fail("number")
+		}
+		return json.Number(s)
+	case valString:
+		return r.str("string")
+	case valArray:
+		n := r.count("array")
+		a := make([]any, 0, n)
+		for range n {
+			a = append(a, r.value(depth+1))
+			if r.err != nil {
+				return nil
+			}
+		}
+		return a
+	case valObject:
+		m := r.object(depth)
+		if m == nil && r.err == nil {
+			m = map[string]any{}
+		}
+		return m
+	default:
+		r.fail("value tag " + strconv.Itoa(int(tag)))
+		return nil
+	}
+}
+
+// isJSONNumber reports whether s is a JSON number:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func isJSONNumber(s string) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	if i < len(s) && s[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// decodeJSON decodes one JSON value, numbers as json.Number.
+func decodeJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
