@@ -244,6 +244,7 @@ func Checks() []Check {
 	all = append(all, retrieveChecks()...)
 	all = append(all, filterChecks()...)
 	all = append(all, methodChecks()...)
+	all = append(all, agenticChecks()...)
 	all = append(all, indexChecks()...)
 	all = append(all, streamingChecks()...)
 	all = append(all, freshSessionChecks()...)

@@ -48,6 +48,7 @@ func baselineCaps() map[string]any {
 		"citations":  map[string]any{},
 		"log":        map[string]any{"levels": []any{"debug", "info", "error"}},
 		"feedback":   map[string]any{},
+		"session":    map[string]any{"dedup": true},
 		"memory":     map[string]any{"scopes": []any{"global"}},
 	}
 }
@@ -66,6 +67,9 @@ type tserver struct {
 	minted          int
 	idem            map[string]any
 	httpInitialized bool
+	seen            map[string]map[string]bool // sessionId → hit ids returned
+	perturbed       int                        // feedback.concurrent-retrieve: retrieves left to disturb
+	quarantined     map[string]bool            // feedback.advisory: ids hidden after one report
 }
 
 func newTServer(cfg tsConfig) *tserver {
@@ -75,7 +79,7 @@ func newTServer(cfg tsConfig) *tserver {
 	if cfg.bad == nil {
 		cfg.bad = map[string]bool{}
 	}
-	srv := &tserver{cfg: cfg, idem: map[string]any{}, version: 1}
+	srv := &tserver{cfg: cfg, idem: map[string]any{}, version: 1, seen: map[string]map[string]bool{}, quarantined: map[string]bool{}}
 	texts := []string{
 		"The Eiffel Tower is a wrought-iron lattice tower in Paris, France.",
 		"Paris is the capital of France on the river Seine.",
@@ -583,6 +587,7 @@ func (ss *tsession) dispatch(method string, p map[string]json.RawMessage, id jso
 		if srv.bad("feedback.accepted") {
 			n++
 		}
+		ss.feedbackEffects(p)
 		return map[string]any{"accepted": n}, nil
 	case "memory/build":
 		if srv.bad("memory.build-recall") {
@@ -918,6 +923,10 @@ func (ss *tsession) retrieve(p map[string]json.RawMessage) (any, *rpcErr) {
 		}
 		ranked = kept
 	}
+	if e := ss.rewriteGate(p, strict); e != nil {
+		return nil, e
+	}
+	ranked = ss.agenticFilter(p, ranked)
 	if len(ranked) > candK {
 		ranked = ranked[:candK]
 	}
@@ -1000,7 +1009,15 @@ func (ss *tsession) retrieve(p map[string]json.RawMessage) (any, *rpcErr) {
 			slices.Reverse(hits)
 		}
 	}
+	ss.recordSession(p, hits)
+	if srv.perturbed > 0 {
+		srv.perturbed--
+		slices.Reverse(hits)
+	}
 	res := map[string]any{"hits": hits}
+	if srv.bad("rewrite.methods") && present(p, "rewrite") {
+		res["rewrittenQuery"] = 7
+	}
 	usage := map[string]any{"candidates": candidates, "tokens": tokensUsed}
 	if srv.bad("retrieve.usage-funnel") {
 		usage["candidates"] = 0
@@ -1713,3 +1730,78 @@ func (srv *tserver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 var _ = bufio.NewReader
+
+// rewriteGate rejects an un-advertised retrieve.rewrite method under strict.
+func (ss *tsession) rewriteGate(p map[string]json.RawMessage, strict bool) *rpcErr {
+	var m any
+	if !present(p, "rewrite") || json.Unmarshal(p["rewrite"], &m) != nil || m == false {
+		return nil
+	}
+	name, _ := m.(string)
+	if slices.Contains(ss.capList("transform.methods"), name) || !strict || ss.srv.bad("rewrite.unsupported") {
+		return nil
+	}
+	return eOption("rewrite", "rewrite method not advertised")
+}
+
+// agenticFilter drops hits the session returned before (session.dedup) and
+// quarantined ones (the feedback.advisory mutation). Called with srv.mu held.
+func (ss *tsession) agenticFilter(p map[string]json.RawMessage, ranked []scored) []scored {
+	srv := ss.srv
+	var sid string
+	_ = json.Unmarshal(p["sessionId"], &sid)
+	seen := srv.seen[sid]
+	var kept []scored
+	for i, r := range ranked {
+		if srv.quarantined[r.doc.id] {
+			continue
+		}
+		if sid != "" && seen[r.doc.id] && !srv.bad("session.dedup") {
+			continue
+		}
+		if sid != "" && i == 0 && srv.bad("session.id-correct") {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept
+}
+
+func (ss *tsession) recordSession(p map[string]json.RawMessage, hits []any) {
+	var sid string
+	if json.Unmarshal(p["sessionId"], &sid) != nil || sid == "" {
+		return
+	}
+	if ss.srv.seen[sid] == nil {
+		ss.srv.seen[sid] = map[string]bool{}
+	}
+	for _, h := range hits {
+		ss.srv.seen[sid][h.(map[string]any)["id"].(string)] = true
+	}
+}
+
+// feedbackEffects applies the feedback mutations: a transient disturbance
+// of the next retrieves, or quarantine on a single report.
+func (ss *tsession) feedbackEffects(p map[string]json.RawMessage) {
+	srv := ss.srv
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.bad("feedback.concurrent-retrieve") {
+		srv.perturbed = 2
+	}
+	if !srv.bad("feedback.advisory") {
+		return
+	}
+	var fp struct {
+		Signals []struct {
+			HitID           any  `json:"hitId"`
+			PoisonSuspected bool `json:"poisonSuspected"`
+		} `json:"signals"`
+	}
+	_ = json.Unmarshal(mustJSON(p), &fp)
+	for _, sg := range fp.Signals {
+		if id, ok := sg.HitID.(string); ok && sg.PoisonSuspected {
+			srv.quarantined[id] = true
+		}
+	}
+}

@@ -68,7 +68,7 @@ func (b *Bridge) deriveTools(st *state) []toolEntry {
 	if c.Memory != nil {
 		out = append(out, b.memoryBuildTool(st), b.memoryRecallTool(st))
 	}
-	return out
+	return append(out, b.agenticTools(st)...)
 }
 
 // readOnly, additive and destructive annotations. Everything here acts on
@@ -115,6 +115,8 @@ type searchIn struct {
 	Unit        string          `json:"unit,omitempty"`
 	TokenBudget *int            `json:"tokenBudget,omitempty"`
 	Cursor      string          `json:"cursor,omitempty"`
+	Rewrite     string          `json:"rewrite,omitempty"`
+	SessionID   string          `json:"sessionId,omitempty"`
 }
 
 // SearchOutput is the structured result of the search tool.
@@ -195,6 +197,7 @@ func (b *Bridge) searchTool(st *state) toolEntry {
 	if c.Pagination != nil {
 		props["cursor"] = str("nextCursor of a previous search with the same arguments, for the next page.")
 	}
+	searchAgenticProps(c, props)
 	in := object(props, "query")
 	if defs != nil {
 		in["$defs"] = defs
@@ -252,6 +255,7 @@ func (b *Bridge) search(ctx context.Context, req *mcp.CallToolRequest, in search
 	if len(in.Filter) > 0 && string(in.Filter) != "null" {
 		p.Filter = in.Filter
 	}
+	applySearchAgentic(in, p)
 	res, err := st.client.Retrieve(call.ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("retrieve: %w", err)

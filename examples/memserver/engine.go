@@ -330,6 +330,12 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 	if p.MMR != nil && strict {
 		return nil, rcp.OptionUnsupported("mmr", "mmr is not advertised")
 	}
+	if p.Rewrite != nil && *p.Rewrite != "" {
+		if strict {
+			return nil, rcp.OptionUnsupported("rewrite", "query rewrite %q is not advertised (no transform capability)", string(*p.Rewrite))
+		}
+		notes = append(notes, "rewrite "+string(*p.Rewrite)+" unsupported; query used as given")
+	}
 	// Hit vectors travel as JSON arrays only: the normative schema types
 	// hit.vector as an array, so no binary encoding is advertised for it.
 	if p.Encoding != "" && p.Encoding != rcp.EncodingJSON {

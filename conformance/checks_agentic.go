@@ -1,0 +1,185 @@
+package conformance
+
+// Checks of the agentic-loop surfaces: retrieve.rewrite (§7.7, §7.8),
+// sessionId (§7.7.3) and feedback (§7.16, §15.3).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+func agenticChecks() []Check {
+	return []Check{
+		{ID: "rewrite.methods", Name: "retrieve.rewrite with every advertised query-producing transform method returns a schema-valid result", Level: L2, Section: "§7.7, §7.8", Requirement: Must, Needs: []string{"transform", "retrieve"},
+			run: func(ctx context.Context, s *suite) outcome {
+				q := s.probeQuery(ctx)
+				for _, m := range s.capStrings("transform.methods") {
+					if m == "hyde" {
+						continue // a passage, not queries: a server may serve it through query/transform only
+					}
+					r := s.call(ctx, "retrieve", map[string]any{"query": q, "k": 3, "rewrite": m})
+					if !r.ok() {
+						return fail("rewrite %q: %s", m, r)
+					}
+					if err := validateResult("retrieve", r.Result); err != nil {
+						return fail("rewrite %q: %v", m, err)
+					}
+					if v, err := decodeRetrieve(r.Result); err != nil || len(v.hits) > 3 {
+						return fail("rewrite %q: more than k hits or undecodable: %s", m, r)
+					}
+				}
+				return pass()
+			}},
+		{ID: "rewrite.unsupported", Name: "an un-advertised retrieve.rewrite method is rejected with -32005 under strict", Level: L2, Section: "§7.7, §12", Requirement: Must, Needs: []string{"retrieve"},
+			run: func(ctx context.Context, s *suite) outcome {
+				m := missing(s.capStrings("transform.methods"), "step-back", "decompose", "multi-query", "rewrite")
+				if m == "" {
+					return skip("every rewrite method is advertised")
+				}
+				r := s.call(ctx, "retrieve", map[string]any{"query": s.probeQuery(ctx), "k": 3, "rewrite": m})
+				return check(r.code() == -32005, "rewrite %q: want -32005, got %s", m, r)
+			}},
+		{ID: "session.id-correct", Name: "a retrieve carrying a sessionId is answered correctly (honoured or ignored)", Level: L1, Section: "§7.7.3", Requirement: Must, Needs: []string{"retrieve"},
+			run: func(ctx context.Context, s *suite) outcome {
+				q := s.probeQuery(ctx)
+				plain, _, o := s.retrieve(ctx, map[string]any{"query": q, "k": 5})
+				if o != nil {
+					return *o
+				}
+				v, r, o := s.retrieve(ctx, map[string]any{"query": q, "k": 5, "sessionId": s.uniq("sess")})
+				if o != nil {
+					return *o
+				}
+				if err := validateResult("retrieve", r.Result); err != nil {
+					return fail("%v", err)
+				}
+				// The first call of a fresh trajectory has seen nothing: same hits.
+				return check(slices.Equal(v.ids(), plain.ids()), "first retrieve of a new session %q differs from the same retrieve without one %q", v.ids(), plain.ids())
+			}},
+		{ID: "session.dedup", Name: "with session.dedup, a repeated retrieve in one session returns no hit twice", Level: L2, Section: "§7.7.3", Requirement: Should, Needs: []string{"session.dedup", "retrieve"},
+			run: func(ctx context.Context, s *suite) outcome {
+				q := s.probeQuery(ctx)
+				sid := s.uniq("dedup")
+				first, _, o := s.retrieve(ctx, map[string]any{"query": q, "k": 2, "sessionId": sid})
+				if o != nil {
+					return *o
+				}
+				if len(first.hits) == 0 {
+					return skip("the probe query %q has no hits", q)
+				}
+				second, _, o := s.retrieve(ctx, map[string]any{"query": q, "k": 2, "sessionId": sid})
+				if o != nil {
+					return *o
+				}
+				for _, id := range second.ids() {
+					if slices.Contains(first.ids(), id) {
+						return fail("hit %s returned twice in session %s: %q then %q", id, sid, first.ids(), second.ids())
+					}
+				}
+				other, _, o := s.retrieve(ctx, map[string]any{"query": q, "k": 2, "sessionId": sid + "-other"})
+				if o != nil {
+					return *o
+				}
+				return check(slices.Equal(other.ids(), first.ids()), "dedup leaked across sessions: %q, want %q", other.ids(), first.ids())
+			}},
+		{ID: "feedback.concurrent-retrieve", Name: "feedback does not alter a retrieve running concurrently with it", Level: L2, Section: "§7.16", Requirement: Must, Needs: []string{"feedback", "retrieve"},
+			run: func(ctx context.Context, s *suite) outcome {
+				q := s.probeQuery(ctx)
+				params := map[string]any{"query": q, "k": 5}
+				before, _, o := s.retrieve(ctx, params)
+				if o != nil {
+					return *o
+				}
+				if len(before.hits) == 0 {
+					return skip("the probe query %q has no hits", q)
+				}
+				// Reinforcing signals on the current top hits: a server may act
+				// on them, but each retrieve must see the state before or after.
+				var signals []any
+				for _, h := range before.hits[:min(2, len(before.hits))] {
+					signals = append(signals, map[string]any{"hitId": h.id, "helpful": true, "used": true})
+				}
+				batch := []any{req("fc-r1", "retrieve", params), req("fc-f", "feedback", map[string]any{"sessionId": s.uniq("fb"), "query": q, "signals": signals})}
+				keys := []string{"s:fc-r1", "s:fc-f"}
+				for i := 2; i <= 5; i++ {
+					id := fmt.Sprintf("fc-r%d", i)
+					batch, keys = append(batch, req(id, "retrieve", params)), append(keys, "s:"+id)
+				}
+				rep := s.sendRaw(ctx, s.main, mustJSON(batch), "", keys...)
+				if f := rep.find("s:fc-f"); !f.ok() {
+					return fail("feedback in the batch: %s", f)
+				}
+				allowed := [][]string{before.ids()}
+				for range 2 { // the state after, read twice in case it settles late
+					after, _, o := s.retrieve(ctx, params)
+					if o != nil {
+						return *o
+					}
+					allowed = append(allowed, after.ids())
+				}
+				for _, k := range keys {
+					if k == "s:fc-f" {
+						continue
+					}
+					r := rep.find(k)
+					if !r.ok() {
+						return fail("%s: %s", k, r)
+					}
+					v, err := decodeRetrieve(r.Result)
+					if err != nil {
+						return fail("%s: %v", k, err)
+					}
+					if !slices.ContainsFunc(allowed, func(a []string) bool { return slices.Equal(a, v.ids()) }) {
+						return fail("%s saw a state neither before nor after the feedback: %q (before %q, after %q)", k, v.ids(), allowed[0], allowed[1])
+					}
+				}
+				return pass()
+			}},
+		{ID: "feedback.advisory", Name: "one session's poison/injection reports do not quarantine a hit (feedback is advisory)", Level: L2, Section: "§7.16, §15.3", Requirement: Should, Needs: []string{"feedback", "retrieve"},
+			run: func(ctx context.Context, s *suite) outcome {
+				q := s.probeQuery(ctx)
+				params := map[string]any{"query": q, "k": 5}
+				before, _, o := s.retrieve(ctx, params)
+				if o != nil {
+					return *o
+				}
+				if len(before.hits) == 0 {
+					return skip("the probe query %q has no hits", q)
+				}
+				top := before.hits[0]
+				sid := s.uniq("reporter")
+				for range 5 {
+					r := s.call(ctx, "feedback", map[string]any{"sessionId": sid, "signals": []any{map[string]any{"hitId": top.id, "poisonSuspected": true, "injectionSuspected": true}}})
+					if !r.ok() {
+						return fail("feedback: %s", r)
+					}
+				}
+				after, _, o := s.retrieve(ctx, params)
+				if o != nil {
+					return *o
+				}
+				i := slices.Index(after.ids(), top.key)
+				if i < 0 {
+					return fail("hit %s dropped after reports from a single session: %q", top.key, after.ids())
+				}
+				was, now := string(top.raw["trust"]), string(after.hits[i].raw["trust"])
+				return check(trustLevel(was) == trustLevel(now), "trust of %s changed after reports from a single session: %s → %s", top.key, was, now)
+			}},
+	}
+}
+
+// trustLevel extracts "level" from a raw trust object ("" when absent).
+func trustLevel(raw string) string {
+	i := strings.Index(raw, `"level"`)
+	if i < 0 {
+		return ""
+	}
+	rest := raw[i+len(`"level"`):]
+	rest = strings.TrimLeft(rest, " :")
+	if j := strings.IndexAny(rest, ",}"); j >= 0 {
+		rest = rest[:j]
+	}
+	return strings.Trim(rest, `" `)
+}
