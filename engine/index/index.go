@@ -247,14 +247,7 @@ func (ix *Index) recover(ctx context.Context) error {
 	var views []segView
 	for _, ref := range man.Segments {
 		keep[ref.Name] = true
-		data, err := os.ReadFile(filepath.Join(ix.dir, segDir, ref.Name))
-		if err != nil {
-			return fmt.Errorf("index: open segment: %w", err)
-		}
-		if int64(len(data)) != ref.Size {
-			return fmt.Errorf("%w %s: size %d, manifest says %d", ErrCorruptSegment, ref.Name, len(data), ref.Size)
-		}
-		seg, err := openSegment(ref.Name, data)
+		seg, err := openSegmentFile(filepath.Join(ix.dir, segDir), ref.Name, ref.Size)
 		if err != nil {
 			return err
 		}

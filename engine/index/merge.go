@@ -167,7 +167,8 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 		if err := writeFileAtomic(filepath.Join(ix.dir, segDir), name, data); err != nil {
 			return fmt.Errorf("index: write segment: %w", err)
 		}
-		if seg, err = openSegment(name, data); err != nil {
+		// Served from the mapped file: the heap copy is garbage from here.
+		if seg, err = openSegmentFile(filepath.Join(ix.dir, segDir), name, int64(len(data))); err != nil {
 			return err
 		}
 		ref = store.Segment{Name: name, MinSeq: seg.minSeq, MaxSeq: seg.maxSeq, Docs: seg.n, Size: int64(len(data)), CRC: seg.crc}

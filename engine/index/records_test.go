@@ -3,7 +3,10 @@ package index
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
@@ -138,5 +141,43 @@ func TestRescreenOnRulesChange(t *testing.T) {
 	res := search(t, ix, Query{Text: "instructions", K: 1})
 	if len(res.Hits) != 1 || res.Hits[0].Facts.ScreenRules != trust.RulesVersion || !res.Hits[0].Facts.Suspected {
 		t.Fatalf("after reopen: %+v", res.Hits)
+	}
+}
+
+// TestSegmentsAreMapped: segment files are memory-mapped at Open (and
+// after a flush), not read into the heap.
+func TestSegmentsAreMapped(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/self/maps")
+	}
+	dir := t.TempDir()
+	ix := openTest(t, dir, Options{NoBackground: true})
+	mustAdd(t, ix, Document{ID: "a", Text: "mapped segment"}, Document{ID: "b", Text: "another one"})
+	if err := ix.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mapped := func() []string {
+		maps, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range strings.Split(string(maps), "\n") {
+			if strings.Contains(l, filepath.Join(dir, segDir)) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if len(mapped()) == 0 {
+		t.Fatal("the flushed segment is not mapped")
+	}
+	ix.Close()
+	ix = openTest(t, dir, Options{NoBackground: true})
+	if m := mapped(); len(m) == 0 {
+		t.Fatal("segments not mapped after reopen")
+	}
+	if res := search(t, ix, Query{Text: "mapped", K: 1}); len(res.Hits) != 1 || res.Hits[0].Doc.Text != "mapped segment" {
+		t.Fatalf("hits %+v", res.Hits)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -425,6 +427,30 @@ type segment struct {
 	nTerms int
 	nKw    int
 	nums   map[string]*numCol
+}
+
+// openSegmentFile maps the segment file dir/name read-only and opens it:
+// the segment's bytes are the page cache's, not the heap's, so a restart
+// reads no segment into memory and the kernel may evict cold parts. The
+// mapping is released when the segment becomes unreachable (no snapshot
+// or search refers to it any more); nothing retains slices of its bytes
+// beyond the segment itself (ids and terms are copied out).
+func openSegmentFile(dir, name string, size int64) (*segment, error) {
+	data, unmap, err := mapFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("index: open segment: %w", err)
+	}
+	if int64(len(data)) != size {
+		unmap()
+		return nil, fmt.Errorf("%w %s: size %d, manifest says %d", ErrCorruptSegment, name, len(data), size)
+	}
+	seg, err := openSegment(name, data)
+	if err != nil {
+		unmap()
+		return nil, err
+	}
+	runtime.AddCleanup(seg, func(unmap func() error) { unmap() }, unmap)
+	return seg, nil
 }
 
 // openSegment validates data (CRC, bounds, monotone tables) and opens it.
