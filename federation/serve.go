@@ -2,10 +2,12 @@ package federation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -53,6 +55,10 @@ type ServeOptions struct {
 	// NoDial leaves every engine to be dialled on demand (an exhausted
 	// spawn budget: dialling a stdio engine would fork another gateway).
 	NoDial bool
+	// Mount, when set, adds routes to the HTTP listener beside the RCP
+	// endpoint, which keeps its base path (rcpd mounts its web console at
+	// "/"). srv is the gateway's RCP server.
+	Mount func(mux *http.ServeMux, srv *rcp.Server)
 }
 
 // Serve dials the engines and serves the gateway until ctx ends (or, on
@@ -86,7 +92,10 @@ func (g *Gateway) Serve(ctx context.Context, o ServeOptions) error {
 		}
 		log.Info("serving RCP over HTTP", "url", "http://"+o.Listener.Addr().String()+"/rcp",
 			"auth", o.HTTP != nil && len(o.HTTP.BearerTokens) > 0)
-		return srv.ServeListener(ctx, o.Listener, o.HTTP)
+		if o.Mount == nil {
+			return srv.ServeListener(ctx, o.Listener, o.HTTP)
+		}
+		return serveMounted(ctx, srv, o)
 	}
 	if !o.NoDial {
 		warmed := g.ConnectAsync(ctx, o.EngineTimeout+time.Second)
@@ -94,6 +103,41 @@ func (g *Gateway) Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if err := srv.ServeStdio(ctx, o.Stdin, o.Stdout); err != nil && ctx.Err() == nil {
 		return err
+	}
+	return nil
+}
+
+// serveMounted serves the RCP endpoint and o.Mount's routes on o.Listener
+// until ctx ends, then shuts down like rcp.Server.ServeListener: in-flight
+// requests get up to 10 s, then the sessions close.
+func serveMounted(ctx context.Context, srv *rcp.Server, o ServeOptions) error {
+	rh := srv.HTTPHandler(o.HTTP)
+	defer rh.Close()
+	base := "/rcp"
+	if o.HTTP != nil && o.HTTP.Base != "" {
+		base = "/" + strings.Trim(o.HTTP.Base, "/")
+	}
+	mux := http.NewServeMux()
+	mux.Handle(base, rh)
+	mux.Handle(base+"/", rh)
+	o.Mount(mux, srv)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(o.Listener) }()
+	select {
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("federation: serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	<-errc
+	if err != nil {
+		return fmt.Errorf("federation: HTTP shutdown: %w", err)
 	}
 	return nil
 }

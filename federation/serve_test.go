@@ -3,8 +3,11 @@ package federation_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,5 +99,59 @@ func TestServeHTTPSelfListing(t *testing.T) {
 	t.Logf("self-listing gateway: %d hits, notes %q", len(res.Hits), res.Usage.Notes)
 	if len(res.Hits) == 0 || !notesContain(res, "federation cycle") {
 		t.Errorf("hits %d, notes %q", len(res.Hits), res.Usage.Notes)
+	}
+}
+
+// Mount adds routes beside the RCP endpoint (rcpd's web console at "/"),
+// which keeps /rcp and its bearer token; cancelling ctx stops both.
+func TestServeHTTPMount(t *testing.T) {
+	_, beta := httpEngine(t, "beta", nil)
+	ln := listen(t)
+	reg := &federation.Registry{Engines: []federation.EngineSpec{{ID: "beta", URL: beta.URL}}}
+	gw := federation.NewGateway(reg, &federation.GatewayOptions{Federation: federation.Options{Client: clientOpts(), Logger: quiet}})
+	defer gw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- gw.Serve(ctx, federation.ServeOptions{Listener: ln, HTTP: &rcp.HTTPOptions{BearerTokens: []string{"tok"}},
+			Server: &rcp.ServerOptions{Logger: quiet},
+			Mount: func(mux *http.ServeMux, srv *rcp.Server) {
+				msg := "console"
+				if srv == nil {
+					msg = "no server"
+				}
+				mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, msg) })
+			}})
+	}()
+	base := "http://" + ln.Addr().String()
+	c := dial(t, base+"/rcp", &rcp.ClientOptions{BearerToken: "tok"})
+	if res, err := retrieve(t, c, "dense retrieval", 3, nil); err != nil || len(res.Hits) == 0 {
+		t.Fatalf("retrieve through the mounted listener: %v", err)
+	}
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "console" {
+		t.Errorf("GET / = %q", body)
+	}
+	resp, err = http.Post(base+"/rcp/ping", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("ping without the token: %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Serve did not return after cancel")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/url"
 	"os"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -59,39 +60,72 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var consoleAddr = regexp.MustCompile(`console=http://(\S+)/`)
+var (
+	serveAddr   = regexp.MustCompile(`console=http://(\S+)/`)
+	gatewayAddr = regexp.MustCompile(`url=http://(\S+)/rcp`)
+)
 
-// startDemo runs rcpd serve --demo on a loopback port and returns the
-// console's base URL.
-func startDemo(t *testing.T, extra ...string) string {
+// startCommand runs an rcpd command in-process until the test ends and
+// returns the http://host:port its log line (matched by addr) names.
+func startCommand(t *testing.T, name string, addr *regexp.Regexp, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	done := make(chan int, 1)
-	// the listening address is logged at info level
-	args := append([]string{"--demo", "--data", t.TempDir(), "--http", "127.0.0.1:0", "--log-level", "info"}, extra...)
-	go func() { done <- runServe(ctx, args, strings.NewReader(""), &bytes.Buffer{}, logs) }()
+	go func() { done <- commands[name].run(ctx, args, strings.NewReader(""), &bytes.Buffer{}, logs) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
 		case <-done:
 		case <-time.After(15 * time.Second):
-			t.Error("rcpd did not stop")
+			t.Errorf("rcpd %s did not stop", name)
 		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if m := consoleAddr.FindStringSubmatch(logs.String()); m != nil {
+		if m := addr.FindStringSubmatch(logs.String()); m != nil {
 			return "http://" + m[1]
 		}
 		select {
 		case code := <-done:
-			t.Fatalf("rcpd exited with %d:\n%s", code, logs.String())
+			t.Fatalf("rcpd %s exited with %d:\n%s", name, code, logs.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Fatalf("rcpd did not report its console address:\n%s", logs.String())
+	t.Fatalf("rcpd %s did not log its address:\n%s", name, logs.String())
 	return ""
+}
+
+// startDemo runs rcpd serve --demo on a loopback port, with the console's
+// test datasets for the Evaluate tab, and returns the console's base URL.
+func startDemo(t *testing.T) string {
+	t.Helper()
+	datasets, err := filepath.Abs("../../console/testdata/datasets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the listening address is logged at info level
+	return startCommand(t, "serve", serveAddr, "--demo", "--data", t.TempDir(), "--http", "127.0.0.1:0",
+		"--log-level", "info", "--ui-datasets", datasets)
+}
+
+// startGateway runs rcpd gateway with bearer token "s3cret" over the demo
+// engine at engineURL and an engine nothing listens for.
+func startGateway(t *testing.T, engineURL string) string {
+	t.Helper()
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + dead.Addr().String() + "/rcp"
+	dead.Close() // connection refused from now on
+	reg := filepath.Join(t.TempDir(), "rcp.json")
+	body := `{"engines":[{"id":"demo","url":"` + engineURL + `"},{"id":"offline","url":"` + deadURL + `"}]}`
+	if err := os.WriteFile(reg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startCommand(t, "gateway", gatewayAddr, "--registry", reg, "--http", "127.0.0.1:0", "--token", "s3cret",
+		"--engine-timeout", "2s")
 }
 
 func screenshotDir(t *testing.T) string {
@@ -178,6 +212,9 @@ func TestConsoleBrowser(t *testing.T) {
 	t.Run("upload", func(t *testing.T) { consoleUpload(t, ctx, base, dir) })
 	t.Run("unsupported", func(t *testing.T) { consoleUnsupported(t, ctx, base, dir) })
 	t.Run("accessibility", func(t *testing.T) { consoleAccessibility(t, ctx, base) })
+	t.Run("paging", func(t *testing.T) { consolePaging(t, ctx, base) })
+	t.Run("evaluate", func(t *testing.T) { consoleEvaluate(t, ctx, base, dir) })
+	t.Run("gateway", func(t *testing.T) { consoleGateway(t, ctx, startGateway(t, base+"/rcp"), dir) })
 	t.Run("mobile", func(t *testing.T) { consoleMobile(t, ctx, base, dir) })
 	t.Logf("console browser test: %s", time.Since(start).Round(time.Millisecond))
 }
@@ -313,7 +350,77 @@ func consoleUpload(t *testing.T, ctx context.Context, base, dir string) {
 	if !strings.HasPrefix(first["id"], "sha256:") || first["title"] != "Quokka field notes" {
 		t.Errorf("first hit %v, want the uploaded document", first)
 	}
+
+	// Delete it again from the document list (two clicks: arm, confirm).
+	row := `#doc-rows tr[data-id="` + first["id"] + `"] button`
+	do(t, ctx, "delete the uploaded document", chromedp.Navigate(base+"/?tab=index"), chromedp.WaitVisible(row))
 	shot(t, ctx, dir, "console-index.png")
+	do(t, ctx, "confirm the delete", chromedp.Click(row), chromedp.Click(row), chromedp.WaitNotPresent(row))
+	do(t, ctx, "search after the delete", chromedp.Navigate(base+"/?q=zanzibarquokka&k=3"), chromedp.WaitVisible(`#search-usage`))
+	if n := js[int](t, ctx, `document.querySelectorAll("#hits li.hit[data-id^='sha256:']").length`); n != 0 {
+		t.Errorf("the deleted document is still found")
+	}
+}
+
+func consolePaging(t *testing.T, ctx context.Context, base string) {
+	do(t, ctx, "first page", chromedp.Navigate(base+"/?q=retrieval&k=3&mode=sparse"), chromedp.WaitVisible(`#next-page`))
+	firstPage := js[[]string](t, ctx, `Array.from(document.querySelectorAll("#hits li.hit")).map(li => li.dataset.id)`)
+	do(t, ctx, "next page", chromedp.Click(`#next-page`), discard(chromedp.Poll[bool](`document.querySelectorAll("#hits li.hit").length === 6`)))
+	all := js[[]string](t, ctx, `Array.from(document.querySelectorAll("#hits li.hit")).map(li => li.dataset.id)`)
+	ranks := js[string](t, ctx, `Array.from(document.querySelectorAll("#hits .rank")).map(r => r.textContent).join(",")`)
+	if len(firstPage) != 3 || len(all) != 6 || ranks != "#1,#2,#3,#4,#5,#6" {
+		t.Fatalf("pages %v then %v, ranks %s", firstPage, all, ranks)
+	}
+	seen := map[string]bool{}
+	for _, id := range all {
+		if seen[id] {
+			t.Errorf("%s on both pages", id)
+		}
+		seen[id] = true
+	}
+	raw := js[string](t, ctx, `document.querySelector("#raw-log li pre").textContent`)
+	if !strings.Contains(raw, `"cursor"`) {
+		t.Errorf("the second page was not asked for with the cursor:\n%s", raw)
+	}
+}
+
+func consoleEvaluate(t *testing.T, ctx context.Context, base, dir string) {
+	// The tiny dataset's judged ids (bm25, rrf, hnsw) are demo documents,
+	// so it evaluates the demo index as it is (no ingest).
+	do(t, ctx, "run an evaluation", chromedp.Navigate(base+"/?tab=evaluate"),
+		discard(chromedp.Poll[bool](`document.getElementById("eval-dataset").value === "tiny"`)),
+		chromedp.Click(`#eval-button`), chromedp.WaitVisible(`#eval-result img.chart`))
+	status := js[string](t, ctx, `document.getElementById("eval-status").textContent`)
+	table := js[string](t, ctx, `document.querySelector("#eval-result table").textContent`)
+	size := js[[]int](t, ctx, `(i => [i.naturalWidth, i.naturalHeight])(document.querySelector("#eval-result img.chart"))`)
+	if status != "done" || !strings.Contains(table, "sparse") || !strings.Contains(table, "hybrid") || !strings.Contains(table, "ndcg@10") {
+		t.Errorf("status %q, table %q", status, table)
+	}
+	if len(size) != 2 || size[0] < 600 || size[1] < 200 {
+		t.Errorf("chart size %v", size)
+	}
+	shot(t, ctx, dir, "console-evaluate.png")
+}
+
+func consoleGateway(t *testing.T, ctx context.Context, gw, dir string) {
+	// The gateway wants a token: the console asks for it, keeps it in
+	// memory and retries.
+	do(t, ctx, "open the gateway console", chromedp.Navigate(gw+"/?tab=caps"), chromedp.WaitVisible(`#token-input`),
+		chromedp.SendKeys(`#token-input`, "s3cret"+kb.Enter),
+		chromedp.WaitVisible(`#caps table tbody tr td .health`))
+	rows := js[[]string](t, ctx, `Array.from(document.querySelectorAll("#caps tr")).filter(r => r.querySelector(".health")).map(r => r.cells[0].textContent + "=" + r.querySelector(".health").textContent)`)
+	if strings.Join(rows, ",") != "demo=reachable,offline=unavailable" {
+		t.Errorf("engines %v, want demo reachable and offline unavailable", rows)
+	}
+	if id := js[string](t, ctx, `document.getElementById("identity").textContent`); !strings.Contains(id, "gateway") {
+		t.Errorf("identity %q", id)
+	}
+	shot(t, ctx, dir, "console-gateway.png")
+	do(t, ctx, "search through the gateway", chromedp.Click(`#tab-search`), chromedp.SendKeys(`#q`, "reciprocal rank fusion"+kb.Enter),
+		chromedp.WaitVisible(`#hits li.hit`))
+	if first := js[string](t, ctx, `document.querySelector("#hits li.hit").dataset.id`); first != "rrf" {
+		t.Errorf("first hit through the gateway %q", first)
+	}
 }
 
 func consoleUnsupported(t *testing.T, ctx context.Context, base, dir string) {

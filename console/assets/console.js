@@ -312,7 +312,10 @@
   }
   function renderCaps() {
     const box = clear($("caps")), info = state.info, c = state.caps;
-    box.append(el("h2", {}, "Server"), dl({ name: info.server.name, version: info.server.version, protocol: "RCP/" + info.protocolVersion, conformance: (info._meta && info._meta.conformance) || "not stated" }));
+    box.append(el("section", { class: "card", "aria-labelledby": "caps-server" }, el("h2", { id: "caps-server" }, "Server"),
+      dl({ name: info.server.name, version: info.server.version, protocol: "RCP/" + info.protocolVersion, conformance: (info._meta && info._meta.conformance) || "not stated" })));
+    // a gateway's engines and their health come first: they are what it serves
+    if (c.catalog) renderCatalog(box);
     const grid = el("div", { class: "caps" });
     for (const [k, v] of Object.entries(c)) {
       if (k === "filter") continue;
@@ -327,7 +330,6 @@
       box.append(el("h2", {}, "Filter fields"), el("table", {}, el("caption", { class: "visually-hidden" }, "Filter fields"),
         el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Field"), el("th", { scope: "col" }, "Type"), el("th", { scope: "col" }, "Operators"))), tb));
     }
-    if (c.catalog) renderCatalog(box);
   }
   async function renderCatalog(box) {
     const sec = el("section", {}, el("h2", {}, "Engines (catalog/list)"));
@@ -699,7 +701,7 @@
       const res = await call("x-rcpgo/list", p);
       for (const d of res.documents) {
         const tr = el("tr", { "data-id": d.id }, el("td", {}, el("code", {}, d.id)), el("td", {}, d.title || ""), el("td", { class: "num" }, d.size !== undefined ? d.size + " B" : ""),
-          el("td", {}, el("button", { type: "button", class: "danger", "aria-label": "Delete " + d.id, onclick: () => deleteDoc(d.id, tr) }, "Delete")));
+          el("td", {}, el("button", { type: "button", class: "danger", "aria-label": "Delete " + d.id, onclick: (ev) => deleteDoc(d.id, tr, ev.currentTarget) }, "Delete")));
         rows.append(tr);
       }
       if (!rows.children.length) rows.append(el("tr", {}, el("td", { colspan: "4" }, "No documents.")));
@@ -707,11 +709,20 @@
       $("list-more").hidden = !res.nextCursor;
     } catch (e) { renderError($("index-error"), e); }
   }
-  async function deleteDoc(id, tr) {
-    if (!confirm(`Delete document ${id}?`)) return;
+  // deleteDoc asks for a second click on the same button (no modal
+  // confirm(), which blocks the page and keyboard users alike).
+  async function deleteDoc(id, tr, btn) {
+    if (btn.dataset.armed !== "1") {
+      btn.dataset.armed = "1";
+      btn.textContent = "Confirm delete";
+      btn.setAttribute("aria-label", "Confirm delete " + id);
+      setTimeout(() => { if (btn.isConnected) { btn.dataset.armed = ""; btn.textContent = "Delete"; btn.setAttribute("aria-label", "Delete " + id); } }, 5000);
+      return;
+    }
     try {
       const res = await call("index/delete", { ids: [id] });
       if (res.indexVersion) $("index-version").textContent = res.indexVersion;
+      $("upload-status").textContent = `deleted ${id}`;
       tr.remove();
     } catch (e) { renderError($("index-error"), e); }
   }
@@ -835,7 +846,10 @@
         if (e.type === "progress") {
           bar.value = e.total ? e.done / e.total : 0;
           status.textContent = e.phase === "ingest" ? `ingesting: ${e.done}${e.total ? "/" + e.total : ""} documents` : `${e.mode}: ${e.done}/${e.total} queries`;
-        } else if (e.type === "report") { done = true; bar.value = 1; status.textContent = "done"; renderReport(e.report, e.chartPng); }
+        } else if (e.type === "report") {
+          done = true; bar.value = 1; status.textContent = "done"; renderReport(e.report, e.chartPng);
+          $("eval-result").scrollIntoView({ block: "start" });
+        }
         else if (e.type === "error") { done = true; throw new Error(e.error); }
       });
       if (!done) throw new Error("the evaluation stream ended early");

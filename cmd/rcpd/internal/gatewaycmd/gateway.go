@@ -10,8 +10,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
+	"github.com/rcpgo/rcpgo/console"
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -48,6 +50,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		maxK          = fs.Int("max-k", 100, "largest k served")
 		hide          = fs.Bool("hide-endpoints", false, "never expose engine endpoints in catalog/list")
 		logLevel      = fs.String("log-level", "info", "stderr log level: debug | info | warn | error")
+		noUI          = fs.Bool("no-ui", false, "do not serve the web console at / on the HTTP listener")
+		uiDatasets    = fs.String("ui-datasets", "", "directory of BEIR datasets the console's Evaluate tab may run against the gateway (default: off)")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -122,6 +126,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	defer gw.Close()
 	o := federation.ServeOptions{HTTP: httpOpts, Stdin: stdin, Stdout: stdout, Server: &rcp.ServerOptions{Logger: log},
 		Logger: log, EngineTimeout: *engineTimeout, NoDial: budget <= 0}
+	if *httpAddr != "" && !*noUI {
+		o.Mount = func(mux *http.ServeMux, srv *rcp.Server) {
+			mux.Handle("/", console.New(console.Options{Server: srv, Authorize: console.BearerAuth(httpOpts.BearerTokens),
+				Datasets: *uiDatasets, Title: "rcpd gateway console", Logger: log}))
+		}
+	}
 	if *httpAddr != "" {
 		if o.Listener, err = net.Listen("tcp", *httpAddr); err != nil {
 			fmt.Fprintf(stderr, "rcpd gateway: %v\n", err)
