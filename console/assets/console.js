@@ -300,6 +300,10 @@
     fillSelect($("opt-rerank"), r.rerankBuiltin || c.rerank ? rerankMethods : [], { empty: "default", current: $("opt-rerank").value, unadvertised: true });
     if (!$("opt-rerank").querySelector("option[value=off]")) $("opt-rerank").append(el("option", { value: "off" }, "off (rerank: false)"));
     if (r.maxK) $("opt-k").max = r.maxK;
+    const writable = !!(c.index && c.index.writable);
+    $("index-readonly").hidden = writable;
+    $("paste-button").disabled = !writable;
+    $("upload-button").disabled = !writable;
     if (r.levels) $("opt-level").max = r.levels - 1;
     for (const row of $("filter-rows").children) row.refresh();
   }
