@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/url"
 	"os"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
