@@ -44,6 +44,12 @@ import (
 // not offered (clients fall back to it automatically).
 const ProtocolVersion = "2025-11-25"
 
+// WebsiteURL is the project's site, the default serverInfo.websiteUrl.
+const WebsiteURL = "https://github.com/rcpgo/rcpgo"
+
+// iconSVG is the default serverInfo icon: a magnifier, as a data URI.
+const iconSVG = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCA2NCA2NCI+PHJlY3Qgd2lkdGg9IjY0IiBoZWlnaHQ9IjY0IiByeD0iMTIiIGZpbGw9IiMxZjRlNzkiLz48Y2lyY2xlIGN4PSIyOCIgY3k9IjI4IiByPSIxNCIgZmlsbD0ibm9uZSIgc3Ryb2tlPSIjZmZmIiBzdHJva2Utd2lkdGg9IjYiLz48cGF0aCBkPSJNMzggMzhsMTQgMTQiIHN0cm9rZT0iI2ZmZiIgc3Ryb2tlLXdpZHRoPSI3IiBzdHJva2UtbGluZWNhcD0icm91bmQiLz48L3N2Zz4="
+
 // DefaultMaxQueryLength is the default bound of a search query: 8192
 // characters, several pages of text, far beyond a real query.
 const DefaultMaxQueryLength = 8192
@@ -58,6 +64,12 @@ type Options struct {
 	EngineID string
 	// Instructions are sent to clients at initialize.
 	Instructions string
+	// Description, WebsiteURL and Icons describe the server in serverInfo
+	// (MCP 2025-11-25) and in mcpdesc info (defaults: a sentence naming
+	// the engine, the project's site, the rcpgo icon).
+	Description string
+	WebsiteURL  string
+	Icons       []mcp.Icon
 	// Logger receives diagnostics (default: slog to stderr). Never stdout.
 	Logger *slog.Logger
 	// PageSize bounds one resources/list page of documents (default 50).
@@ -147,6 +159,13 @@ func New(client *rcp.Client, opts Options) (*Bridge, error) {
 		Name:    cmp.Or(opts.Name, "rcpgo-mcp"),
 		Title:   cmp.Or(opts.Title, cmp.Or(init.Server.Name, "RCP engine")+" (RCP over MCP)"),
 		Version: cmp.Or(opts.Version, init.Server.Version, "0.1.0"),
+		Description: cmp.Or(opts.Description, fmt.Sprintf("Retrieval over the %q engine (RCP/1): search its index and read its documents, "+
+			"returned as attributed, delimited data with trust signals.", cmp.Or(init.Server.Name, "RCP"))),
+		WebsiteURL: cmp.Or(opts.WebsiteURL, WebsiteURL),
+		Icons:      opts.Icons,
+	}
+	if impl.Icons == nil {
+		impl.Icons = []mcp.Icon{{Source: iconSVG, MIMEType: "image/svg+xml", Sizes: []string{"any"}}}
 	}
 	// The capability set is fixed for the server's lifetime, so that what
 	// initialize reports, what mcpdesc prints and what the bridge does agree
@@ -335,39 +354,53 @@ func sameJSON(a, b any) bool {
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
-// middleware records each session's log level (the go-sdk keeps it
-// private) and serves resources/list from the engine's document listing.
+// middleware wraps every request: shutdown cancels it, every error leaves
+// with a JSON-RPC code (wireError), and route serves what the bridge
+// handles itself.
 func (b *Bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		// Shutdown (abort) cancels every request in flight.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(b.quit, cancel)()
-		switch method {
-		case "logging/setLevel":
-			res, err := next(ctx, method, req)
-			if err == nil {
-				if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok {
-					if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-						b.mu.Lock()
-						_, known := b.levels[ss]
-						b.levels[ss] = p.Level
-						b.mu.Unlock()
-						if !known {
-							go b.forget(ss)
-						}
-					}
-				}
-			}
-			return res, err
-		case "resources/list":
-			st := b.st.Load()
-			if st.vendor.Has(rcp.MethodRCPGoList) && st.docs {
-				p, _ := req.GetParams().(*mcp.ListResourcesParams)
-				return b.listResources(ctx, st, p)
-			}
+		res, err := b.route(ctx, method, req, next)
+		return res, wireError(err)
+	}
+}
+
+// route records each session's log level and serves resources/list.
+func (b *Bridge) route(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	switch method {
+	case "logging/setLevel":
+		res, err := next(ctx, method, req)
+		if err == nil {
+			b.recordLevel(req)
 		}
-		return next(ctx, method, req)
+		return res, err
+	case "resources/list":
+		st := b.st.Load()
+		if st.vendor.Has(rcp.MethodRCPGoList) && st.docs {
+			p, _ := req.GetParams().(*mcp.ListResourcesParams)
+			return b.listResources(ctx, st, p)
+		}
+	}
+	return next(ctx, method, req)
+}
+
+// recordLevel keeps the level a session asked for (the go-sdk keeps it
+// private) to forward engine logs at it.
+func (b *Bridge) recordLevel(req mcp.Request) {
+	p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+	ss, ok2 := req.GetSession().(*mcp.ServerSession)
+	if !ok || !ok2 {
+		return
+	}
+	b.mu.Lock()
+	_, known := b.levels[ss]
+	b.levels[ss] = p.Level
+	b.mu.Unlock()
+	if !known {
+		go b.forget(ss)
 	}
 }
 
@@ -467,14 +500,23 @@ func (b *Bridge) withProgress(ctx context.Context, ss *mcp.ServerSession, token 
 			return
 		}
 		last = *p.Progress
-		msg := p.Stage
-		if p.Message != "" {
-			msg = strings.TrimPrefix(msg+": "+p.Message, ": ")
-		}
+		msg := progressMessage(p.Stage, p.Message)
 		if err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: last, Total: 1, Message: msg}); err != nil {
 			b.log.Debug("mcpbridge: progress", "err", err)
 		}
 	})
+}
+
+// progressMessage joins an RCP progress stage and message, once: engines
+// often start the message with the stage already ("recall: 12 sparse").
+func progressMessage(stage, msg string) string {
+	switch {
+	case msg == "":
+		return stage
+	case stage == "" || strings.HasPrefix(msg, stage+":") || strings.HasPrefix(msg, stage+" "):
+		return msg
+	}
+	return stage + ": " + msg
 }
 
 // sanitizeHost makes s usable as the authority of rcp:// URIs.

@@ -2,10 +2,12 @@ package mcpbridge
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/rcpgo/rcpgo/engine"
@@ -80,6 +82,11 @@ func TestRealEngineDocuments(t *testing.T) {
 		if cursor = res.NextCursor; cursor == "" {
 			break
 		}
+	}
+	// A cursor the engine did not mint is the caller's error: -32602.
+	var we *jsonrpc.Error
+	if _, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: "not-a-cursor"}); !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("resources/list with a bad cursor: %v, want -32602", err)
 	}
 	var uris []string
 	for _, r := range got {

@@ -61,7 +61,51 @@ func (b *Bridge) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 			next.ServeHTTP(w, r)
 		})
 	}
+	if len(opts.TrustedOrigins) > 0 {
+		out = cors(opts.TrustedOrigins, out)
+	}
 	return out, nil
+}
+
+// cors lets the trusted browser origins use the endpoint: their requests
+// get Access-Control-Allow-Origin and may read Mcp-Session-Id (without it
+// a browser client cannot continue its session), and their preflights are
+// answered here, before authentication (a preflight carries no
+// credentials). Preflights from other origins are refused; their other
+// requests are refused by cross-origin protection.
+func cors(origins []string, next http.Handler) http.Handler {
+	trusted := map[string]bool{}
+	for _, o := range origins {
+		trusted[strings.TrimRight(o, "/")] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Add("Vary", "Origin")
+		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+		if !trusted[origin] {
+			if preflight {
+				http.Error(w, "Forbidden: untrusted origin", http.StatusForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
+		if preflight {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // IsLoopback reports whether a listen address binds only loopback

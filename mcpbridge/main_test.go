@@ -118,6 +118,13 @@ func TestMCPDescMatchesLiveServer(t *testing.T) {
 			t.Errorf("%s: mcpdesc\n%s\nlive\n%s", part.name, a, b)
 		}
 	}
+	// info.description is serverInfo.description (not the instructions),
+	// with websiteUrl and icons (MCP 2025-11-25).
+	si := cs.InitializeResult().ServerInfo
+	if d.Info.Description == "" || d.Info.Description != si.Description || d.Info.Description == cs.InitializeResult().Instructions ||
+		d.Info.WebsiteURL != WebsiteURL || si.WebsiteURL != WebsiteURL || len(d.Info.Icons) == 0 || len(si.Icons) == 0 {
+		t.Errorf("info = %+v, serverInfo = %+v", d.Info, si)
+	}
 	var names []string
 	for _, tool := range d.Tools {
 		names = append(names, tool.Name)

@@ -31,11 +31,13 @@ type Description struct {
 
 // DescInfo is the info object.
 type DescInfo struct {
-	Name            string `json:"name"`
-	Title           string `json:"title,omitempty"`
-	Description     string `json:"description,omitempty"`
-	Version         string `json:"version"`
-	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	Name            string     `json:"name"`
+	Title           string     `json:"title,omitempty"`
+	Description     string     `json:"description,omitempty"`
+	Version         string     `json:"version"`
+	ProtocolVersion string     `json:"protocolVersion,omitempty"`
+	WebsiteURL      string     `json:"websiteUrl,omitempty"`
+	Icons           []mcp.Icon `json:"icons,omitempty"`
 }
 
 // DescTransport is one transport (stdio or streamable-http).
@@ -168,7 +170,8 @@ func Observe(ctx context.Context, cs *mcp.ClientSession, opts DescribeOptions) (
 	d := &Description{
 		MCPDesc: MCPDescVersion,
 		Info: DescInfo{Name: init.ServerInfo.Name, Title: init.ServerInfo.Title, Version: init.ServerInfo.Version,
-			Description: init.Instructions, ProtocolVersion: init.ProtocolVersion},
+			Description: init.ServerInfo.Description, ProtocolVersion: init.ProtocolVersion,
+			WebsiteURL: init.ServerInfo.WebsiteURL, Icons: init.ServerInfo.Icons},
 		Capabilities: init.Capabilities,
 	}
 	if opts.Command != "" {

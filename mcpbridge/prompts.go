@@ -95,7 +95,7 @@ func argK(args map[string]string, def int) (int, error) {
 	}
 	k, err := strconv.Atoi(s)
 	if err != nil || k < 1 {
-		return 0, fmt.Errorf("argument k: want a positive integer, got %q", s)
+		return 0, invalidArg("k", "want a positive integer, got %q", s)
 	}
 	return k, nil
 }
@@ -112,7 +112,7 @@ func (b *Bridge) groundedAnswer(ctx context.Context, req *mcp.GetPromptRequest) 
 	args := req.Params.Arguments
 	q := strings.TrimSpace(args["question"])
 	if q == "" {
-		return nil, fmt.Errorf("argument question is required")
+		return nil, invalidArg("question", "the argument is required")
 	}
 	k, err := argK(args, b.defaultK(st))
 	if err != nil {
@@ -138,7 +138,7 @@ func (b *Bridge) groundedAnswer(ctx context.Context, req *mcp.GetPromptRequest) 
 		fmt.Sprintf("\n%d passage%s follow, each as an embedded resource.", len(hits), plural(len(hits), "", "s"))}}}
 	msgs = append(msgs, b.passageMessages(hits)...)
 	msgs = append(msgs, &mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{Text: "Question: " + q}})
-	return &mcp.GetPromptResult{Description: fmt.Sprintf("Grounded answer to %q over %d passages from %s", q, len(hits), st.init.Server.Name), Messages: msgs}, nil
+	return &mcp.GetPromptResult{Description: fmt.Sprintf("Grounded answer to %q over %d passage%s from %s", q, len(hits), plural(len(hits), "", "s"), st.init.Server.Name), Messages: msgs}, nil
 }
 
 // passageMessages puts each hit in its own message as an embedded resource:
@@ -168,26 +168,26 @@ func eqFilter(st *state, field, value string) ([]byte, error) {
 	types := st.caps.Filter.FieldTypes()
 	typ, ok := types[field]
 	if !ok {
-		return nil, fmt.Errorf("argument filterField: %q is not an advertised filter field", field)
+		return nil, invalidArg("filterField", "%q is not an advertised filter field", field)
 	}
 	var v any = value
 	switch typ {
 	case "int":
 		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("argument filterValue: field %s is an int", field)
+			return nil, invalidArg("filterValue", "field %s is an int, got %q", field, value)
 		}
 		v = n
 	case "float":
 		f, err := strconv.ParseFloat(value, 64)
 		if err != nil {
-			return nil, fmt.Errorf("argument filterValue: field %s is a float", field)
+			return nil, invalidArg("filterValue", "field %s is a float, got %q", field, value)
 		}
 		v = f
 	case "bool":
 		bv, err := strconv.ParseBool(value)
 		if err != nil {
-			return nil, fmt.Errorf("argument filterValue: field %s is a bool", field)
+			return nil, invalidArg("filterValue", "field %s is a bool, got %q", field, value)
 		}
 		v = bv
 	}
@@ -199,7 +199,7 @@ func (b *Bridge) research(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 	args := req.Params.Arguments
 	topic := strings.TrimSpace(args["topic"])
 	if topic == "" {
-		return nil, fmt.Errorf("argument topic is required")
+		return nil, invalidArg("topic", "the argument is required")
 	}
 	k, err := argK(args, min(3, b.defaultK(st)))
 	if err != nil {
@@ -221,7 +221,7 @@ func (b *Bridge) research(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 			}
 		}
 		if !slices.Contains(methods, method) {
-			return nil, fmt.Errorf("argument method: %q is not one of %s", method, strings.Join(methods, ", "))
+			return nil, invalidArg("method", "%q is not one of %s", method, strings.Join(methods, ", "))
 		}
 		tr, err := st.client.Transform(ctx, &rcp.TransformParams{Query: topic, Method: method, Meta: meta})
 		if err != nil {
@@ -266,7 +266,7 @@ Next: identify what is still unknown, call the search tool with new, more specif
 Finish with a synthesis that cites passages by number, e.g. [3], and lists open questions.`, topic, planned, plan.String())
 	msgs := []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: intro}}}
 	msgs = append(msgs, b.passageMessages(hits)...)
-	return &mcp.GetPromptResult{Description: fmt.Sprintf("Research plan for %q: %d sub-queries, %d passages", topic, len(queries), len(hits)), Messages: msgs}, nil
+	return &mcp.GetPromptResult{Description: fmt.Sprintf("Research plan for %q: %d sub-quer%s, %d passage%s", topic, len(queries), plural(len(queries), "y", "ies"), len(hits), plural(len(hits), "", "s")), Messages: msgs}, nil
 }
 
 // complete serves completion/complete for prompt arguments and the document

@@ -27,6 +27,7 @@ type testEngine struct {
 	version  int
 	memories map[string][]rcp.Document
 	caps     rcp.Capabilities
+	failGet  error // when set, x-rcpgo/get fails with it
 }
 
 var testFields = map[string]string{"lang": "keyword", "year": "int"}
@@ -267,6 +268,9 @@ func (e *testEngine) memoryRecall(ctx context.Context, p *rcp.MemoryRecallParams
 func (e *testEngine) get(ctx context.Context, p *rcp.GetDocumentsParams) (*rcp.GetDocumentsResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.failGet != nil {
+		return nil, e.failGet
+	}
 	res := &rcp.GetDocumentsResult{Documents: []rcp.StoredDocument{}, IndexVersion: strconv.Itoa(e.version)}
 	for _, id := range p.IDs {
 		d, ok := e.docs[id]

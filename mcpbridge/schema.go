@@ -1,6 +1,10 @@
 package mcpbridge
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/rcpgo/rcpgo/rcp/filter"
+)
 
 // JSON Schemas are built as plain maps: their enums and bounds come from
 // what the engine advertised, so they cannot be reflected from Go types.
@@ -123,3 +127,35 @@ var hitSchema = openObject(obj{
 	"trust":      trustSchema,
 	"meta":       obj{"type": "object", "description": "Document metadata."},
 }, "rank", "id", "score", "text", "trust")
+
+// metaSchema types the document metadata the engine filters on, so that a
+// value of the wrong type ("nineteen" for an int field) is refused at the
+// tool boundary instead of being stored where no filter finds it. Other
+// members are free.
+func metaSchema(fields map[string]string) obj {
+	props := obj{}
+	for name, typ := range fields {
+		var s obj
+		switch typ {
+		case filter.TypeKeyword:
+			s = obj{"anyOf": []obj{{"type": "string"}, {"type": "array", "items": obj{"type": "string"}}}}
+		case filter.TypeText, filter.TypeDate:
+			s = obj{"type": "string"}
+		case filter.TypeInt:
+			s = obj{"type": "integer"}
+		case filter.TypeFloat:
+			s = obj{"type": "number"}
+		case filter.TypeBool:
+			s = obj{"type": "boolean"}
+		default:
+			continue
+		}
+		s["description"] = "Filterable field (" + typ + ")."
+		props[name] = s
+	}
+	m := obj{"type": "object", "description": "Metadata; the engine's filterable fields must have their declared types."}
+	if len(props) > 0 {
+		m["properties"] = props
+	}
+	return m
+}

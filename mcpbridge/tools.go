@@ -496,7 +496,7 @@ func (b *Bridge) indexAddTool(st *state) toolEntry {
 			"id":    nonEmpty("Document id (required: it makes the write an idempotent upsert)."),
 			"text":  str("Document text."),
 			"title": str("Optional title (stored as meta.title)."),
-			"meta":  obj{"type": "object", "description": "Metadata (filterable fields as the engine declares)."},
+			"meta":  metaSchema(st.caps.Filter.FieldTypes()),
 		}, "id", "text"), 1, 0),
 	}
 	if ic.Chunking {

@@ -45,6 +45,7 @@ type config struct {
 	data        string
 	readOnly    bool
 	fields      stringList
+	trust       stringList
 	command     []string
 	name        string
 	logLevel    string
@@ -70,6 +71,7 @@ func newFlags(name string, stderr io.Writer, c *config, desc bool) *flag.FlagSet
 	fs.StringVar(&c.data, "data", "", "run the rcpd engine in-process on data `DIR`")
 	fs.BoolVar(&c.readOnly, "read-only", false, "with --data: open the index read-only")
 	fs.Var(&c.fields, "field", "with --data: filterable metadata field `NAME=TYPE` (repeatable)")
+	fs.Var(&c.trust, "trust", "with --data: trust level of documents ingested from source `NAME=LEVEL` (trusted, community or untrusted; repeatable; like trustedSources of rcpd serve)")
 	fs.StringVar(&c.name, "name", "", "engine `NAME` in resource URIs rcp://NAME/… (default: the engine's name)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "stderr log `LEVEL` (debug, info, warn, error)")
 	if desc {
@@ -91,10 +93,14 @@ func parse(name string, args []string, stderr io.Writer, desc bool) (*config, er
 	c.command = fs.Args()
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "connect", "registry", "engine", "data", "read-only", "field", "name":
-			if f.Name == "field" {
-				for _, v := range c.fields {
-					c.sourceArgs = append(c.sourceArgs, "--field", v)
+		case "connect", "registry", "engine", "data", "read-only", "field", "trust", "name":
+			if f.Name == "field" || f.Name == "trust" {
+				vals := c.fields
+				if f.Name == "trust" {
+					vals = c.trust
+				}
+				for _, v := range vals {
+					c.sourceArgs = append(c.sourceArgs, "--"+f.Name, v)
 				}
 				return
 			}
@@ -120,6 +126,9 @@ func parse(name string, args []string, stderr io.Writer, desc bool) (*config, er
 	if len(c.command) > 0 {
 		c.sourceArgs = append(c.sourceArgs, "--")
 		c.sourceArgs = append(c.sourceArgs, c.command...)
+	}
+	if (len(c.fields) > 0 || len(c.trust) > 0 || c.readOnly) && c.data == "" {
+		return nil, errors.New("--field, --trust and --read-only configure the in-process engine: they need --data DIR")
 	}
 	if c.refresh > 0 && c.data != "" {
 		return nil, errors.New("--refresh needs a remote engine (--connect, --registry or -- CMD): an in-process engine's capabilities do not change")
@@ -195,7 +204,16 @@ func (c *config) dial(ctx context.Context, log *slog.Logger, stderr io.Writer, r
 		}
 		// Like rcpd serve: when another rcpd holds DIR, serve a read-only
 		// snapshot copy of it rather than refuse to start.
-		eng, err := engine.Open(ctx, engine.Config{Dir: c.data, ReadOnly: c.readOnly, Fields: fields, Logger: log, SnapshotIfLocked: true})
+		trusted := map[string]string{}
+		for _, f := range c.trust {
+			name, level, ok := strings.Cut(f, "=")
+			if !ok || name == "" || (level != rcp.TrustTrusted && level != rcp.TrustCommunity && level != rcp.TrustUntrusted) {
+				return nil, nil, fmt.Errorf("--trust %q: want NAME=LEVEL with LEVEL trusted, community or untrusted", f)
+			}
+			trusted[name] = level
+		}
+		eng, err := engine.Open(ctx, engine.Config{Dir: c.data, ReadOnly: c.readOnly, Fields: fields, TrustedSources: trusted,
+			Logger: log, SnapshotIfLocked: true})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -52,8 +52,8 @@ func TestMain(m *testing.M) {
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 var testDocs = []engine.Preload{
-	{ID: "bm25", Title: "BM25", Text: "BM25 ranks documents by term frequency and inverse document frequency."},
-	{ID: "paris", Title: "Paris", Text: "Paris is the capital of France."},
+	{ID: "bm25", Title: "BM25", Text: "BM25 ranks documents by term frequency and inverse document frequency.", Source: "handbook"},
+	{ID: "paris", Title: "Paris", Text: "Paris is the capital of France.", Source: "handbook"},
 }
 
 func openTestEngine(dir string) (*engine.Engine, error) {
@@ -329,6 +329,7 @@ func TestMainUsageErrors(t *testing.T) {
 		{"remote bind", []string{"--data", "x", "--http", "0.0.0.0:8080"}, "--allow-remote"},
 		{"bad flag", []string{"--nope"}, "flag provided but not defined"},
 		{"refresh in process", []string{"--data", "x", "--refresh", "1m"}, "--refresh needs a remote engine"},
+		{"trust without data", []string{"--connect", "http://127.0.0.1:1/rcp", "--trust", "a=trusted"}, "need --data"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -440,5 +441,37 @@ func TestDataDirHeldByAnotherProcess(t *testing.T) {
 	validateDesc(t, stdout.Bytes())
 	if !strings.Contains(descErr.String(), "read-only snapshot") {
 		t.Errorf("mcpdesc does not say it described a snapshot:\n%s", descErr.String())
+	}
+}
+
+// TestTrustFlag (issue 17 defect 6): trust levels of ingestion sources can
+// be configured under rcpd mcp --data, as trustedSources under rcpd serve.
+func TestTrustFlag(t *testing.T) {
+	dir := t.TempDir()
+	eng, err := openTestEngine(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "untrusted"},
+		{[]string{"--trust", "handbook=trusted"}, "trusted"},
+	} {
+		cs, _, _ := spawn(t, append([]string{"--data", dir}, tt.args...)...)
+		out := structured[mcpbridge.SearchOutput](t, mustCall(t, cs, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"query": "capital of France"}}))
+		if len(out.Hits) == 0 || out.Hits[0].Trust.Level != tt.want {
+			t.Errorf("%v: hits = %+v, want trust %s", tt.args, out.Hits, tt.want)
+		}
+		_ = cs.Close()
+	}
+	var stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"--data", dir, "--trust", "handbook=very"}, strings.NewReader(""), &bytes.Buffer{}, &stderr); code == 0 ||
+		!strings.Contains(stderr.String(), "--trust") {
+		t.Errorf("--trust handbook=very: exit %d, %s", code, stderr.String())
 	}
 }
