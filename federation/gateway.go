@@ -62,6 +62,8 @@ type Gateway struct {
 	pins      map[string]*Engine // capability key -> engine
 	graphPins map[string]*Engine // graph op -> engine
 	graphOps  []string           // pin order
+
+	origins hitOrigins // hit id → engine, for feedback (gateway_feedback.go)
 }
 
 // routed maps single-engine methods to their capability keys.
@@ -251,6 +253,9 @@ func (g *Gateway) Describe(context.Context) rcp.Description {
 	if len(g.graphOps) > 0 {
 		caps.Graph = &rcp.GraphCap{Ops: slices.Clone(g.graphOps)}
 	}
+	if g.feedbackEngines() {
+		caps.Feedback = &rcp.EmptyCap{}
+	}
 	g.mu.Unlock()
 
 	return rcp.Description{
@@ -316,6 +321,8 @@ func (g *Gateway) Call(ctx context.Context, method string, params json.RawMessag
 		return g.retrieve(ctx, params)
 	case rcp.MethodCatalogList:
 		return g.catalog(ctx)
+	case rcp.MethodFeedback:
+		return g.feedback(ctx, params)
 	case rcp.MethodGraph:
 		var p struct {
 			Op string `json:"op"`
@@ -416,6 +423,7 @@ func (g *Gateway) retrieve(ctx context.Context, params json.RawMessage) (any, er
 	if err != nil {
 		return nil, err
 	}
+	g.origins.record(res.Hits)
 	if len(notes) > 0 {
 		res.Usage.Notes = append(notes, res.Usage.Notes...)
 	}

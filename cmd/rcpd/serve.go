@@ -54,6 +54,9 @@ type fileConfig struct {
 	FetchURIs      uriConfig         `json:"fetchURIs"`
 	NoUI           bool              `json:"noUI"`
 	UIDatasets     string            `json:"uiDatasets"`
+	WordNet        string            `json:"wordnet"` // WordNet data directory, or "none"
+	Session        sessionConfig     `json:"session"`
+	Feedback       feedbackConfig    `json:"feedback"`
 }
 
 // uriConfig is the Content uri fetch policy (engine.URIPolicy).
@@ -237,6 +240,9 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	}
 	for k, v := range fc.Fields {
 		cfg.Fields[k] = v
+	}
+	if err := applyAgentic(&cfg, &fc); err != nil {
+		return err
 	}
 	cfg.Fusion = engine.FusionDefaults{Method: fc.Fusion.Method, RRFK: fc.Fusion.RRFK, Alpha: fc.Fusion.Alpha,
 		SparseWeight: fc.Fusion.SparseWeight, DenseWeight: fc.Fusion.DenseWeight}
