@@ -305,3 +305,33 @@ func TestEvalReportRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEvalPlan feeds arbitrary bodies through the eval request decoder and
+// planner: they answer a plan or an error, never panic, and a plan only
+// ever names a dataset under the root.
+func FuzzEvalPlan(f *testing.F) {
+	for _, seed := range []string{
+		`{"dataset":"tiny"}`, `{"dataset":"tiny","split":"test","maxQueries":2,"metrics":"ndcg@10,recall@5","modes":[{"name":"a","options":{"mode":"sparse"}}]}`,
+		`{"dataset":"../tiny"}`, `{"dataset":"tiny","k":-1}`, `{"dataset":"tiny"} {}`, `[]`, `{"modes":[{}]}`, ``, `{"dataset":"tiny","metrics":"p@0"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	root, err := filepath.Abs("testdata/datasets")
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := New(Options{Datasets: root, Logger: quietLogger()})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := decodeEvalRequest(strings.NewReader(string(body)))
+		if err != nil {
+			return
+		}
+		p, err := h.plan(req)
+		if err != nil {
+			return
+		}
+		if p.ds.Name != "tiny" || filepath.Dir(p.ds.Dir) != root || len(p.modes) == 0 || len(p.ds.Queries) == 0 || len(p.ds.Queries) != len(p.ds.Qrels) {
+			t.Fatalf("plan %+v from %q", p, body)
+		}
+	})
+}

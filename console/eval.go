@@ -85,6 +85,21 @@ type evalRequest struct {
 	Ingest bool `json:"ingest"`
 }
 
+// decodeEvalRequest reads one evalRequest (at most 1 MiB, no unknown
+// fields, nothing after it).
+func decodeEvalRequest(r io.Reader) (evalRequest, error) {
+	var req evalRequest
+	dec := json.NewDecoder(io.LimitReader(r, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("bad eval request: %w", err)
+	}
+	if dec.More() {
+		return req, errors.New("bad eval request: data after the JSON object")
+	}
+	return req, nil
+}
+
 // evalPlan is a validated evalRequest.
 type evalPlan struct {
 	ds      *eval.Dataset
@@ -167,11 +182,9 @@ func (h *Handler) serveEval(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "evaluation is disabled: start rcpd with --ui-datasets DIR")
 		return
 	}
-	var req evalRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		apiError(w, http.StatusBadRequest, "bad eval request: "+err.Error())
+	req, err := decodeEvalRequest(r.Body)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	p, err := h.plan(req)

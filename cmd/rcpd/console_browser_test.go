@@ -291,11 +291,29 @@ func consoleSearch(t *testing.T, ctx context.Context, base, dir string) {
 	if strings.Join(stages, ",") != "recall,fuse,rerank,pack" || progress != 1 {
 		t.Errorf("progress stages %v, bar %v; want recall,fuse,rerank,pack and 1", stages, progress)
 	}
-	raw := js[string](t, ctx, `document.querySelector("#raw-log li pre").textContent`)
-	if !strings.Contains(raw, `"progressToken"`) || !strings.Contains(raw, `"op": "gte"`) {
-		t.Errorf("raw request lacks the progress token or the filter:\n%s", raw)
+	raw := js[map[string]string](t, ctx, `(li => ({req: li.querySelector(".raw-request").textContent, curl: li.querySelector(".as-curl").textContent,
+		rcp: li.querySelector(".as-rcp").textContent}))(document.querySelector("#raw-log li"))`)
+	if !strings.Contains(raw["req"], `"progressToken"`) || !strings.Contains(raw["req"], `"op": "gte"`) {
+		t.Errorf("raw request lacks the progress token or the filter:\n%s", raw["req"])
+	}
+	if !strings.HasPrefix(raw["curl"], "curl -sS '"+base+"/rcp/retrieve'") || !strings.Contains(raw["curl"], "text/event-stream") ||
+		!strings.Contains(raw["curl"], `"mode":"hybrid"`) {
+		t.Errorf("copy-as-curl: %s", raw["curl"])
+	}
+	if want := `rcp query 'vector search' --json --k 5 --mode hybrid --filter-json '{"field":"year","op":"gte","value":2020}' --http '` + base + `/rcp'`; raw["rcp"] != want {
+		t.Errorf("copy-as-rcp:\n got %s\nwant %s", raw["rcp"], want)
 	}
 	shot(t, ctx, dir, "console-search.png")
+
+	// A stage's partial hits show while the search runs, then give way to
+	// the final ranking.
+	do(t, ctx, "search again, watching for partial hits", discard(chromedp.Evaluate[bool](`(() => { window.sawProvisional = false;
+		new MutationObserver(() => { if (document.querySelector("#provisional li")) window.sawProvisional = true; })
+			.observe(document.getElementById("provisional"), {childList: true, subtree: true}); return true; })()`)),
+		chromedp.Click(`#search-button`), discard(chromedp.Poll[bool](`!document.getElementById("search-button").disabled && document.querySelector("#hits li.hit") !== null`)))
+	if !js[bool](t, ctx, `window.sawProvisional && document.getElementById("provisional").hidden`) {
+		t.Error("the recall stage's partial hits were not shown, or not cleared after the final answer")
+	}
 
 	// The cited span opens highlighted in the whole document.
 	do(t, ctx, "show the cited span", chromedp.Click(`#hits li.hit .cite-line button`), chromedp.WaitVisible(`#doc-body mark.cite`))

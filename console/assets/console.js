@@ -97,8 +97,9 @@
         el("strong", { text: method }), el("span", { class: "usage", text: `HTTP ${httpStatus} · ${fmt(ms, 1)} ms` + (stream ? " · SSE" : "") }),
         el("button", { type: "button", class: "secondary", onclick: () => copy(asCurl(method, body, stream), "curl command") }, "Copy as curl"),
         el("button", { type: "button", class: "secondary", onclick: () => copy(asRCP(method, params), "rcp command") }, "Copy as rcp")),
-      el("details", {}, el("summary", {}, "Request"), el("pre", { text: JSON.stringify(body, null, 2) })),
-      el("details", { open: answer && answer.error ? true : undefined }, el("summary", {}, "Response"), el("pre", { text: JSON.stringify(answer, null, 2) })));
+      el("details", {}, el("summary", {}, "Request"), el("pre", { class: "raw-request", text: JSON.stringify(body, null, 2) })),
+      el("details", {}, el("summary", {}, "As commands"), el("pre", { class: "as-curl", text: asCurl(method, body, stream) }), el("pre", { class: "as-rcp", text: asRCP(method, params) })),
+      el("details", { open: answer && answer.error ? true : undefined }, el("summary", {}, "Response"), el("pre", { class: "raw-response", text: JSON.stringify(answer, null, 2) })));
     $("raw-log").prepend(li);
     while ($("raw-log").children.length > 100) $("raw-log").lastChild.remove();
   }
@@ -592,9 +593,22 @@
       if (typeof p.progress === "number") barEl.value = p.progress;
       stages.append(el("li", { "data-stage": p.stage || "" }, el("b", {}, p.stage || "progress"), " " + (p.message || "") +
         (p.partial && p.partial.hits ? ` (${p.partial.hits.length} partial hits)` : "")));
+      if (prefix === "search" && p.partial && Array.isArray(p.partial.hits)) showProvisional(p.stage, p.partial.hits);
     };
   }
+  // showProvisional lists a stage's partial hits (ids and scores) until the
+  // final answer replaces them: with a slow reranker, the recall stage's
+  // candidates are worth seeing while it runs.
+  function showProvisional(stage, hits) {
+    const box = clear($("provisional"));
+    box.hidden = false;
+    box.append(el("p", { class: "hint" }, `Provisional: ${hits.length} ${stage || ""} candidates, before the final ranking`));
+    const ol = el("ol", { class: "provisional-list" });
+    for (const h of hits.slice(0, 20)) ol.append(el("li", {}, el("code", {}, String(h.id)), " " + fmt(h.score, 3)));
+    box.append(ol);
+  }
   async function runSearch(params, append) {
+    clear($("provisional")).hidden = true;
     show($("search-error"));
     $("search-button").disabled = true;
     const stream = $("opt-stream").checked && !!state.caps.streaming;
@@ -603,6 +617,7 @@
     try {
       const res = await call("retrieve", params, { onProgress });
       if (stream) $("search-progress-bar").value = 1;
+      clear($("provisional")).hidden = true;
       if (!append) { clear($("hits")); state.rank = 0; }
       state.lastParams = params;
       const max = scoreMax(res.hits);
@@ -614,6 +629,7 @@
       next.dataset.cursor = res.nextCursor || "";
       if (!res.hits.length && !append) $("hits").append(el("li", { class: "hint" }, "No hits."));
     } catch (e) {
+      clear($("provisional")).hidden = true;
       if (!append) { clear($("hits")); clear($("search-usage")); $("next-page").hidden = true; }
       renderError($("search-error"), e);
     } finally {
