@@ -713,7 +713,11 @@
     if (!state.info) return;
     const rows = $("doc-rows");
     if (!hasVendor("x-rcpgo/list")) { clear(rows).append(el("tr", {}, el("td", { colspan: "4" }, "This server does not list documents (no x-rcpgo/list)."))); return; }
-    if (reset) { clear(rows); state.listCursor = ""; }
+    if (reset) {
+      clear(rows); state.listCursor = "";
+      // x-rcpgo/get with no ids answers just the index version read
+      if (hasVendor("x-rcpgo/get")) call("x-rcpgo/get", { ids: [] }).then((r) => { if (r.indexVersion) $("index-version").textContent = r.indexVersion; }, () => {});
+    }
     try {
       const p = { limit: 50 };
       if ($("list-prefix").value) p.prefix = $("list-prefix").value;
