@@ -295,6 +295,13 @@ func mergeViews(ctx context.Context, views []segView) (data []byte, n int, err e
 	}
 	w := newSegWriter(seqs, ids, lens)
 	var docs, tfs []uint32
+	// Term ordinals: old (per view) → merged, for the forward entries.
+	ords := make([][]uint32, len(views))
+	for k, v := range views {
+		ords[k] = make([]uint32, v.seg.nTerms)
+	}
+	var from [][2]int // (view, old ordinal) of the current term
+	nTerms := uint32(0)
 
 	// Terms.
 	cur := make([]int, len(views))
@@ -319,11 +326,12 @@ func mergeViews(ctx context.Context, views []segView) (data []byte, n int, err e
 			break
 		}
 		term := string(minKey)
-		docs, tfs = docs[:0], tfs[:0]
+		docs, tfs, from = docs[:0], tfs[:0], from[:0]
 		for k, v := range views {
 			if cur[k] >= v.seg.nTerms || string(key(k)) != term {
 				continue
 			}
+			from = append(from, [2]int{k, cur[k]})
 			ti := v.seg.termInfo(cur[k])
 			cur[k]++
 			it := newPostIter(v.seg.postingsBytes(ti), int(ti.df), v.seg.n)
@@ -338,8 +346,15 @@ func mergeViews(ctx context.Context, views []segView) (data []byte, n int, err e
 			}
 		}
 		if len(docs) > 0 {
+			for _, f := range from {
+				ords[f[0]][f[1]] = nTerms
+			}
+			nTerms++
 			w.addTerm(term, docs, tfs)
 		}
+	}
+	if err := mergeForward(w, views, maps, ords); err != nil {
+		return nil, 0, err
 	}
 
 	// Metadata keywords.
@@ -400,6 +415,37 @@ func mergeViews(ctx context.Context, views []segView) (data []byte, n int, err e
 		}
 	}
 	return w.finish(nums), len(seqs), nil
+}
+
+// mergeForward writes the forward entries of the merged documents, in
+// merged order, renumbering term ordinals; documents from segments
+// without positions keep an empty entry.
+func mergeForward(w *segWriter, views []segView, maps, ords [][]uint32) error {
+	var toks []uint32
+	var enc []byte
+	for k, v := range views {
+		for i := 0; i < v.seg.n; i++ {
+			if maps[k][i] == noDoc {
+				continue
+			}
+			if !v.seg.hasFwd {
+				w.addForward(nil)
+				continue
+			}
+			var ok bool
+			old := strAt(v.seg.sec[secFwdOff], v.seg.sec[secFwd], i)
+			if len(old) == 0 {
+				w.addForward(nil)
+				continue
+			}
+			if toks, ok = decodeForward(toks[:0], old, v.seg.nTerms); !ok {
+				return fmt.Errorf("%w %s: positions of document %d", ErrCorruptSegment, v.seg.name, i)
+			}
+			enc = appendForward(enc[:0], toks, func(o uint32) uint32 { return ords[k][o] })
+			w.addForward(enc)
+		}
+	}
+	return nil
 }
 
 // writeFileAtomic publishes data as dir/name: temp file, fsync, rename,

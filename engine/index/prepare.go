@@ -71,6 +71,8 @@ func prepare(an *analysis.Analyzer, fields map[string]FieldType, d *Document, sc
 	for f, text := range [numFields]string{fieldTitle: d.Title, fieldBody: d.Text} {
 		sc.toks = an.AppendTokens(sc.toks[:0], text)
 		in.lens[f] = uint32(len(sc.toks))
+		in.toks = slices.Grow(in.toks, 1+2*len(sc.toks))
+		in.toks = append(in.toks, uint32(len(sc.toks)))
 		for _, t := range sc.toks {
 			j, ok := sc.idx[t.Term]
 			if !ok {
@@ -79,6 +81,7 @@ func prepare(an *analysis.Analyzer, fields map[string]FieldType, d *Document, sc
 				sc.tfs = append(sc.tfs, termFreq{term: t.Term})
 			}
 			sc.tfs[j].tf[f]++
+			in.toks = append(in.toks, uint32(j), uint32(t.Position))
 		}
 	}
 	in.terms = slices.Clone(sc.tfs)

@@ -116,6 +116,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		}
 	}
 	browse := q.Text == "" && q.Filter != nil
+	phrases := parsePhrases(ix.an, q.Text)
 	if len(qts) == 0 && !browse || snap.total == 0 {
 		return res, nil
 	}
@@ -210,6 +211,17 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		if len(ts) == 0 {
 			continue
 		}
+		var accept func(uint32) (bool, error)
+		if len(phrases) > 0 {
+			var none bool
+			accept, none = phraseFilter(ix.an, v.seg, phrases, func(seq uint64) (*Document, error) {
+				d, _, err := record(seq, true)
+				return d, err
+			})
+			if none {
+				continue
+			}
+		}
 		var filt *Bitset
 		if q.Filter != nil {
 			fr := &segFields{seg: v.seg, fields: ix.opts.Fields, load: load}
@@ -221,7 +233,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 				return nil, fmt.Errorf("index: filter: %w", err)
 			}
 		}
-		scored, err := sc.run(ctx, v, filt, ts, len(qts), top)
+		scored, err := sc.run(ctx, v, filt, accept, ts, len(qts), top)
 		if err != nil {
 			return nil, err
 		}
@@ -384,7 +396,10 @@ func (s *scorer) bound(w float64, maxTf, minLen [numFields]uint32) float64 {
 // sorted by score bound; those whose bounds together cannot reach the
 // current threshold are "non-essential" and only probed (after a block-max
 // check) for documents found through the essential ones.
-func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, ts []*termScorer, nq int, top *topK) (scored int, err error) {
+//
+// accept (nil: all) is the phrase test, asked only for documents that
+// would enter the top k.
+func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, accept func(uint32) (bool, error), ts []*termScorer, nq int, top *topK) (scored int, err error) {
 	slices.SortStableFunc(ts, func(a, b *termScorer) int {
 		switch {
 		case a.ub < b.ub:
@@ -510,8 +525,13 @@ func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, ts []*termSco
 			for _, c := range contrib { // canonical order: query term order
 				score += c
 			}
-			// A match only in zero-weight fields is no match.
-			if score > 0 && top.offer(score, seg, doc) {
+			ok := score > 0 // a match only in zero-weight fields is no match
+			if ok && accept != nil && top.admits(score) {
+				if ok, err = accept(doc); err != nil {
+					return scored, fmt.Errorf("%w (segment %s)", err, seg.name)
+				}
+			}
+			if ok && top.offer(score, seg, doc) {
 				setCut()
 				for fe < n && below(prefix[fe]) {
 					fe++
@@ -554,6 +574,12 @@ func (t *topK) threshold() float64 {
 		return math.Inf(-1)
 	}
 	return t.h[0].score
+}
+
+// admits reports whether a candidate with score might enter (ties are
+// decided by id in offer).
+func (t *topK) admits(score float64) bool {
+	return len(t.h) < t.k || score >= t.h[0].score
 }
 
 // offer adds a candidate if it beats the current worst; it reports whether

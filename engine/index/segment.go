@@ -16,7 +16,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
-// Segment file format, version 1 (all integers little-endian):
+// Segment file format, version 2 (all integers little-endian):
 //
 //	header   "RCPSEG01" | u32 format version | u32 number of text fields
 //	sections (see sec* constants), each a byte range of the file
@@ -28,10 +28,18 @@ import (
 // uvarint min field length), then the blocks. A block holds up to 128
 // postings: uvarint (doc delta << 1 | common) where common means tf = 0 in
 // the title and 1 in the body; otherwise a uvarint tf per field follows.
+//
+// Positions (version 2) are kept per document, as a forward index: for
+// each text field a uvarint token count, then per token uvarint
+// (term ordinal << 1 | gap) where gap means a uvarint position delta other
+// than 1 follows (stop words removed in between). A document's entry is
+// empty when its positions are unknown (it was merged from a version 1
+// segment). Phrase queries check candidates against it (phrase.go).
+// Version 1 segments have no position sections; they still open.
 const (
 	segMagic      = "RCPSEG01"
 	segEndMagic   = "RCPSEGND"
-	segFormat     = 1
+	segFormat     = 2
 	headerSize    = 16
 	blockSize     = 128
 	termInfoSize  = 32
@@ -61,11 +69,19 @@ const (
 	secKwInfo
 	secKwPost
 	secNum
+	numSectionsV1 // sections of a version 1 segment
+)
+
+const (
+	secFwdOff = iota + numSectionsV1 // per-document forward entry offsets (u32, n+1)
+	secFwd                           // forward entries
 	numSections
 )
 
 // ErrCorruptSegment reports a segment that fails validation.
 var ErrCorruptSegment = errors.New("index: corrupt segment")
+
+var errCorruptForward = fmt.Errorf("%w: malformed positions", ErrCorruptSegment)
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -78,6 +94,9 @@ type docInput struct {
 	kw    []string   // keyword keys (field\x00value, \x01field for exists), deduplicated
 	nums  []numValue
 	facts store.Facts // stored with the record (Add only; replay does not need them)
+	// toks lists each field's tokens: numFields runs of a count, then
+	// (index into terms, position) pairs.
+	toks []uint32
 }
 
 type termFreq struct {
@@ -98,9 +117,12 @@ type segBuilder struct {
 	terms map[string]*postAcc
 	kw    map[string][]uint32
 	nums  map[string]*numCol
+	byID  []string   // provisional term number → term
+	fwd   [][]uint32 // per doc: docInput.toks with provisional term numbers
 }
 
 type postAcc struct {
+	id   uint32 // provisional term number, in order of first sight
 	docs []uint32
 	tfs  []uint32 // numFields per doc
 }
@@ -121,15 +143,27 @@ func (b *segBuilder) add(d *docInput) {
 	b.seqs = append(b.seqs, d.seq)
 	b.ids = append(b.ids, d.id)
 	b.lens = append(b.lens, d.lens[:]...)
-	for _, t := range d.terms {
+	ids := make([]uint32, len(d.terms))
+	for j, t := range d.terms {
 		p := b.terms[t.term]
 		if p == nil {
-			p = &postAcc{}
+			p = &postAcc{id: uint32(len(b.byID))}
 			b.terms[t.term] = p
+			b.byID = append(b.byID, t.term)
 		}
+		ids[j] = p.id
 		p.docs = append(p.docs, doc)
 		p.tfs = append(p.tfs, t.tf[:]...)
 	}
+	fwd := slices.Clone(d.toks)
+	for i := 0; i < len(fwd); {
+		n := int(fwd[i])
+		for k := i + 1; k < i+1+2*n; k += 2 {
+			fwd[k] = ids[fwd[k]]
+		}
+		i += 1 + 2*n
+	}
+	b.fwd = append(b.fwd, fwd)
 	for _, k := range d.kw {
 		b.kw[k] = append(b.kw[k], doc)
 	}
@@ -152,9 +186,16 @@ func (b *segBuilder) encode() []byte {
 		terms = append(terms, t)
 	}
 	slices.Sort(terms)
-	for _, t := range terms {
+	ord := make([]uint32, len(b.byID)) // provisional number → ordinal
+	for i, t := range terms {
 		p := b.terms[t]
+		ord[p.id] = uint32(i)
 		w.addTerm(t, p.docs, p.tfs)
+	}
+	var enc []byte
+	for _, toks := range b.fwd {
+		enc = appendForward(enc[:0], toks, func(id uint32) uint32 { return ord[id] })
+		w.addForward(enc)
 	}
 	keys := make([]string, 0, len(b.kw))
 	for k := range b.kw {
@@ -244,7 +285,15 @@ func (w *segWriter) addKeyword(key string, docs []uint32) {
 }
 
 // finish adds the numeric columns and assembles the file image.
+// addForward appends the next document's forward entry (documents in
+// order; empty: positions unknown).
+func (w *segWriter) addForward(enc []byte) {
+	w.secs[secFwdOff] = binary.LittleEndian.AppendUint32(w.secs[secFwdOff], uint32(len(w.secs[secFwd])))
+	w.secs[secFwd] = append(w.secs[secFwd], enc...)
+}
+
 func (w *segWriter) finish(nums map[string]*numCol) []byte {
+	w.secs[secFwdOff] = binary.LittleEndian.AppendUint32(w.secs[secFwdOff], uint32(len(w.secs[secFwd])))
 	w.secs[secTermOff] = binary.LittleEndian.AppendUint32(w.secs[secTermOff], uint32(len(w.secs[secTermBlob])))
 	w.secs[secKwOff] = binary.LittleEndian.AppendUint32(w.secs[secKwOff], uint32(len(w.secs[secKwBlob])))
 	fields := make([]string, 0, len(nums))
@@ -427,6 +476,7 @@ type segment struct {
 	nTerms int
 	nKw    int
 	nums   map[string]*numCol
+	hasFwd bool // version ≥ 2: positions (forward entries) are stored
 }
 
 // openSegmentFile maps the segment file dir/name read-only and opens it:
@@ -458,14 +508,23 @@ func openSegment(name string, data []byte) (*segment, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w %s: %s", ErrCorruptSegment, name, fmt.Sprintf(format, args...))
 	}
-	if len(data) < headerSize+16*numSections+footerTailLen {
+	if len(data) < headerSize+16*numSectionsV1+footerTailLen {
 		return nil, bad("short file (%d bytes)", len(data))
 	}
 	if string(data[:8]) != segMagic || string(data[len(data)-8:]) != segEndMagic {
 		return nil, bad("bad magic")
 	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != segFormat {
-		return nil, bad("unsupported format version %d", v)
+	version := binary.LittleEndian.Uint32(data[8:])
+	nsec := numSections
+	switch version {
+	case segFormat:
+	case 1:
+		nsec = numSectionsV1
+	default:
+		return nil, bad("unsupported format version %d", version)
+	}
+	if len(data) < headerSize+16*nsec+footerTailLen {
+		return nil, bad("short file (%d bytes)", len(data))
 	}
 	if nf := binary.LittleEndian.Uint32(data[12:]); nf != numFields {
 		return nil, bad("field count %d", nf)
@@ -475,12 +534,12 @@ func openSegment(name string, data []byte) (*segment, error) {
 	if got := crc32.Checksum(data[:crcAt], castagnoli); got != want {
 		return nil, bad("checksum mismatch")
 	}
-	if ns := binary.LittleEndian.Uint32(data[crcAt-4:]); ns != numSections {
+	if ns := binary.LittleEndian.Uint32(data[crcAt-4:]); ns != uint32(nsec) {
 		return nil, bad("section count %d", ns)
 	}
-	s := &segment{name: name, data: data, crc: want}
-	tableAt := crcAt - 4 - 16*numSections
-	for i := 0; i < numSections; i++ {
+	s := &segment{name: name, data: data, crc: want, hasFwd: version >= 2}
+	tableAt := crcAt - 4 - 16*nsec
+	for i := 0; i < nsec; i++ {
 		off := binary.LittleEndian.Uint64(data[tableAt+16*i:])
 		n := binary.LittleEndian.Uint64(data[tableAt+16*i+8:])
 		if off < headerSize || off > uint64(tableAt) || n > uint64(tableAt)-off {
@@ -503,6 +562,11 @@ func openSegment(name string, data []byte) (*segment, error) {
 	}
 	if err := checkStrings(s.sec[secIDOff], s.sec[secIDBlob], s.n); err != nil {
 		return nil, bad("ids: %v", err)
+	}
+	if s.hasFwd {
+		if err := checkStrings(s.sec[secFwdOff], s.sec[secFwd], s.n); err != nil {
+			return nil, bad("positions: %v", err)
+		}
 	}
 	for i := 1; i < s.n; i++ {
 		if s.seq(uint32(i)) <= s.seq(uint32(i-1)) {
@@ -638,14 +702,19 @@ func (s *segment) termInfo(i int) termInfo {
 
 // lookup finds term in the dictionary.
 func (s *segment) lookup(term string) (termInfo, bool) {
+	if i, ok := s.lookupOrd(term); ok {
+		return s.termInfo(i), true
+	}
+	return termInfo{}, false
+}
+
+// lookupOrd returns the ordinal of term in the dictionary.
+func (s *segment) lookupOrd(term string) (int, bool) {
 	offs, blob := s.sec[secTermOff], s.sec[secTermBlob]
 	i := sort.Search(s.nTerms, func(i int) bool {
 		return bytes.Compare(strAt(offs, blob, i), []byte(term)) >= 0
 	})
-	if i < s.nTerms && string(strAt(offs, blob, i)) == term {
-		return s.termInfo(i), true
-	}
-	return termInfo{}, false
+	return i, i < s.nTerms && string(strAt(offs, blob, i)) == term
 }
 
 func (s *segment) postingsBytes(ti termInfo) []byte {
