@@ -13,7 +13,10 @@
 // rcp/vendor_rcpgo.go). Retrieved text always travels as delimited, attributed data
 // with trust flags, never as instructions (§15.2).
 //
-// MCP tasks are not declared: go-sdk v1.8.0 has no support for them.
+// MCP tasks (2025-11-25) are served by package mcpbridge/tasks on top of
+// the go-sdk's custom methods and middleware: tools whose work can take
+// long (index_add, embed, memory_build) declare execution.taskSupport
+// "optional"; the others are forbidden as tasks.
 package mcpbridge
 
 import (
@@ -34,6 +37,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/rcpgo/rcpgo/mcpbridge/tasks"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -102,9 +106,11 @@ type Bridge struct {
 	syncMu sync.Mutex // serialises SetClient
 
 	// quit ends when the bridge shuts down (abort): handlers' contexts
-	// derive from it.
+	// derive from it, and abort cancels the running tasks too.
 	quit  context.Context
-	abort context.CancelFunc
+	abort func()
+
+	tasks *tasks.Manager
 
 	mu       sync.Mutex
 	levels   map[*mcp.ServerSession]mcp.LoggingLevel
@@ -140,7 +146,9 @@ func New(client *rcp.Client, opts Options) (*Bridge, error) {
 	}
 	init := client.InitializeResult()
 	b := &Bridge{opts: opts, levels: map[*mcp.ServerSession]mcp.LoggingLevel{}, inflight: map[*mcp.ServerSession]int{}}
-	b.quit, b.abort = context.WithCancel(context.Background())
+	quit, cancelQuit := context.WithCancel(context.Background())
+	b.quit = quit
+	b.abort = func() { cancelQuit(); b.tasks.Close() }
 	b.log = opts.Logger
 	if b.log == nil {
 		b.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -187,6 +195,12 @@ func New(client *rcp.Client, opts Options) (*Bridge, error) {
 		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		SupportedProtocolVersions: supportedVersions(),
 	})
+	// Tasks first: middleware added later runs outside it, so the bridge's
+	// (cancellation at shutdown, error codes) wraps the tasks methods too.
+	b.tasks = tasks.New(tasks.Options{Logger: b.log})
+	if err := b.tasks.Install(b.srv); err != nil {
+		return nil, fmt.Errorf("mcpbridge: %w", err)
+	}
 	b.srv.AddReceivingMiddleware(b.middleware)
 	b.srv.AddResource(b.infoResource(), b.readInfo)
 	if err := b.install(client); err != nil {
@@ -215,8 +229,18 @@ func supportedVersions() []string {
 // Server returns the MCP server (serve it with Run, Connect or HTTPHandler).
 func (b *Bridge) Server() *mcp.Server { return b.srv }
 
-// Capabilities returns the MCP capabilities reported at initialize.
-func (b *Bridge) Capabilities() *mcp.ServerCapabilities { return b.caps }
+// Capabilities returns the MCP capabilities reported at initialize (to
+// clients that negotiate 2025-11-25, with tasks).
+func (b *Bridge) Capabilities() *Capabilities {
+	return &Capabilities{ServerCapabilities: b.caps, Tasks: tasks.Capability()}
+}
+
+// Capabilities are the go-sdk's server capabilities plus tasks, which the
+// go-sdk does not model.
+type Capabilities struct {
+	*mcp.ServerCapabilities
+	Tasks map[string]any `json:"tasks,omitempty"`
+}
 
 // Client returns the RCP client currently behind the bridge.
 func (b *Bridge) Client() *rcp.Client { return b.st.Load().client }
@@ -317,7 +341,11 @@ func (b *Bridge) install(client *rcp.Client) error {
 	if len(gone) > 0 {
 		b.srv.RemoveTools(gone...)
 	}
+	for _, name := range gone {
+		b.tasks.SetSupport(name, tasks.Forbidden)
+	}
 	for _, t := range tools {
+		b.tasks.SetSupport(t.tool.Name, cmp.Or(t.task, tasks.Forbidden))
 		if old, ok := oldTools[t.tool.Name]; !ok || !sameJSON(old, t.tool) {
 			t.add(b.srv)
 		}

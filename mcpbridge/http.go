@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rcpgo/rcpgo/mcpbridge/tasks"
 )
 
 // HTTPOptions configure the streamable HTTP face.
@@ -48,7 +50,7 @@ func (b *Bridge) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv },
 		&mcp.StreamableHTTPOptions{Logger: b.log, SessionTimeout: timeout})
-	var out http.Handler = cop.Handler(h)
+	var out http.Handler = cop.Handler(tasks.LiftHTTP(h, MaxFrameBytes))
 	if tok := opts.BearerToken; tok != "" {
 		next := out
 		out = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

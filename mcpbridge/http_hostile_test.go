@@ -57,50 +57,61 @@ func TestCORSForTrustedOrigins(t *testing.T) {
 	}
 }
 
-// httpSession opens an MCP session over raw HTTP and returns a function
-// that posts one frame in it and returns the status and the JSON-RPC answer.
-func httpSession(t *testing.T, url string) func(body string) (int, map[string]any) {
+// rawInitialize opens a session over raw HTTP and returns its id and the
+// initialize answer as sent.
+func rawInitialize(t *testing.T, url string) (string, map[string]any) {
 	t.Helper()
-	send := func(sid, body string) (*http.Response, map[string]any) {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", ProtocolVersion)
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-		if err != nil {
-			t.Fatalf("POST %.60s: %v", body, err)
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatalf("POST %.60s: reading: %v", body, err)
-		}
-		var m map[string]any
-		// JSON or an SSE stream whose last data line is the answer.
-		text := strings.TrimSpace(string(raw))
-		for _, line := range strings.Split(text, "\n") {
-			if d, ok := strings.CutPrefix(line, "data: "); ok {
-				text = d
-			}
-		}
-		_ = json.Unmarshal([]byte(text), &m)
-		return resp, m
-	}
-	resp, m := send("", strings.Replace(initBody, "2025-06-18", ProtocolVersion, 1))
+	resp, m := postRaw(t, url, "", strings.Replace(initBody, "2025-06-18", ProtocolVersion, 1))
 	sid := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != http.StatusOK || sid == "" || m["result"] == nil {
 		t.Fatalf("initialize: %d %v", resp.StatusCode, m)
 	}
-	if r, _ := send(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.StatusCode >= 300 {
+	return sid, m
+}
+
+// postRaw posts one frame (in session sid) and decodes the JSON-RPC answer
+// from a JSON or SSE body.
+func postRaw(t *testing.T, url, sid, body string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", ProtocolVersion)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("POST %.60s: %v", body, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("POST %.60s: reading: %v", body, err)
+	}
+	var m map[string]any
+	text := strings.TrimSpace(string(raw))
+	for _, line := range strings.Split(text, "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			text = d
+		}
+	}
+	_ = json.Unmarshal([]byte(text), &m)
+	return resp, m
+}
+
+// httpSession opens an MCP session over raw HTTP and returns a function
+// that posts one frame in it and returns the status and the JSON-RPC answer.
+func httpSession(t *testing.T, url string) func(body string) (int, map[string]any) {
+	t.Helper()
+	sid, _ := rawInitialize(t, url)
+	if r, _ := postRaw(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.StatusCode >= 300 {
 		t.Fatalf("initialized: %d", r.StatusCode)
 	}
 	return func(body string) (int, map[string]any) {
-		resp, m := send(sid, body)
+		resp, m := postRaw(t, url, sid, body)
 		return resp.StatusCode, m
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rcpgo/rcpgo/mcpbridge/tasks"
 )
 
 // MCPDescVersion is the MCP Description format version produced.
@@ -14,17 +16,17 @@ const MCPDescVersion = "0.7.0"
 
 // Description is an MCP Description 0.7.0 document.
 type Description struct {
-	Schema            string                  `json:"$schema,omitempty"`
-	MCPDesc           string                  `json:"mcpdesc"`
-	Info              DescInfo                `json:"info"`
-	Transports        []DescTransport         `json:"transports"`
-	Security          []SecurityScheme        `json:"security,omitempty"`
-	Capabilities      *mcp.ServerCapabilities `json:"capabilities,omitempty"`
-	Tools             []DescTool              `json:"tools,omitempty"`
-	Resources         []DescResource          `json:"resources,omitempty"`
-	ResourceTemplates []DescTemplate          `json:"resourceTemplates,omitempty"`
-	Prompts           []DescPrompt            `json:"prompts,omitempty"`
-	Tags              []DescTag               `json:"tags,omitempty"`
+	Schema            string           `json:"$schema,omitempty"`
+	MCPDesc           string           `json:"mcpdesc"`
+	Info              DescInfo         `json:"info"`
+	Transports        []DescTransport  `json:"transports"`
+	Security          []SecurityScheme `json:"security,omitempty"`
+	Capabilities      *Capabilities    `json:"capabilities,omitempty"`
+	Tools             []DescTool       `json:"tools,omitempty"`
+	Resources         []DescResource   `json:"resources,omitempty"`
+	ResourceTemplates []DescTemplate   `json:"resourceTemplates,omitempty"`
+	Prompts           []DescPrompt     `json:"prompts,omitempty"`
+	Tags              []DescTag        `json:"tags,omitempty"`
 	// XRCP is the x-rcp extension: the RCP engine behind the MCP face.
 	XRCP map[string]any `json:"x-rcp,omitempty"`
 }
@@ -65,6 +67,7 @@ type DescTool struct {
 	InputSchema  any                  `json:"inputSchema,omitempty"`
 	OutputSchema any                  `json:"outputSchema,omitempty"`
 	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	Execution    *tasks.Execution     `json:"execution,omitempty"`
 	Tags         []string             `json:"tags,omitempty"`
 }
 
@@ -157,6 +160,14 @@ func (b *Bridge) Describe(ctx context.Context, opts DescribeOptions) (*Descripti
 	if err != nil {
 		return nil, err
 	}
+	// What the go-sdk client cannot decode, the bridge knows: the tasks
+	// capability and each tool's task support.
+	d.Capabilities.Tasks = b.Capabilities().Tasks
+	for i := range d.Tools {
+		if s := b.tasks.SupportOf(d.Tools[i].Name); s != tasks.Forbidden {
+			d.Tools[i].Execution = &tasks.Execution{TaskSupport: s}
+		}
+	}
 	eng := b.st.Load()
 	d.XRCP = map[string]any{"protocol": fmt.Sprintf("RCP/%d", eng.init.ProtocolVersion), "engine": eng.init.Server,
 		"conformance": eng.client.Conformance(), "capabilities": eng.init.Capabilities}
@@ -172,7 +183,7 @@ func Observe(ctx context.Context, cs *mcp.ClientSession, opts DescribeOptions) (
 		Info: DescInfo{Name: init.ServerInfo.Name, Title: init.ServerInfo.Title, Version: init.ServerInfo.Version,
 			Description: init.ServerInfo.Description, ProtocolVersion: init.ProtocolVersion,
 			WebsiteURL: init.ServerInfo.WebsiteURL, Icons: init.ServerInfo.Icons},
-		Capabilities: init.Capabilities,
+		Capabilities: &Capabilities{ServerCapabilities: init.Capabilities},
 	}
 	if opts.Command != "" {
 		d.Transports = append(d.Transports, DescTransport{Type: "stdio", Command: opts.Command, Args: opts.Args})

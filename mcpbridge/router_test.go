@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode"
@@ -28,6 +29,10 @@ type testEngine struct {
 	memories map[string][]rcp.Document
 	caps     rcp.Capabilities
 	failGet  error // when set, x-rcpgo/get fails with it
+	// slowAdd, when set, makes index/add wait for it (or for
+	// cancellation, counted in addCancelled) before writing.
+	slowAdd      chan struct{}
+	addCancelled atomic.Int32
 }
 
 var testFields = map[string]string{"lang": "keyword", "year": "int"}
@@ -175,6 +180,17 @@ func (e *testEngine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.
 }
 
 func (e *testEngine) indexAdd(ctx context.Context, p *rcp.IndexAddParams) (*rcp.IndexAddResult, error) {
+	e.mu.Lock()
+	slow := e.slowAdd
+	e.mu.Unlock()
+	if slow != nil {
+		select {
+		case <-slow:
+		case <-ctx.Done():
+			e.addCancelled.Add(1)
+			return nil, ctx.Err()
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	res := &rcp.IndexAddResult{}

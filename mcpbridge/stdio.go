@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	ijsonrpc "github.com/rcpgo/rcpgo/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/mcpbridge/tasks"
 )
 
 // Stdio limits. A frame deeper than MaxFrameDepth is refused before any
@@ -135,7 +136,7 @@ func (c *stdioConn) accept(frame []byte) jsonrpc.Message {
 		c.refuse(m.ID, jsonrpc.CodeInvalidRequest, reason)
 		return nil
 	}
-	msg, err := jsonrpc.DecodeMessage(frame)
+	msg, err := jsonrpc.DecodeMessage(tasks.Lift(frame))
 	if err != nil {
 		c.refuse(m.ID, jsonrpc.CodeInvalidRequest, err.Error())
 		return nil

@@ -11,15 +11,21 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/rcpgo/rcpgo/mcpbridge/tasks"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
-// toolEntry is a derived tool and how to register it.
+// toolEntry is a derived tool, how to register it, and whether it may
+// run as an MCP task (execution.taskSupport; forbidden when unset).
 type toolEntry struct {
 	tool *mcp.Tool
 	add  func(*mcp.Server)
+	task tasks.Support
 }
+
+// asTask lets the tool run as a task: for tools whose work can take long.
+func (t toolEntry) asTask(s tasks.Support) toolEntry { t.task = s; return t }
 
 func newTool[In, Out any](t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) toolEntry {
 	return toolEntry{tool: t, add: func(s *mcp.Server) { mcp.AddTool(s, t, h) }}
@@ -52,12 +58,12 @@ func (b *Bridge) deriveTools(st *state) []toolEntry {
 		out = append(out, b.rerankTool(st))
 	}
 	if c.Embed != nil {
-		out = append(out, b.embedTool(st))
+		out = append(out, b.embedTool(st).asTask(tasks.Optional))
 	}
 	// index/delete is gated by "index" alone (§7.11), but an index that is
 	// not writable refuses deletes too: both tools need index.writable.
 	if c.Index != nil && c.Index.Writable {
-		out = append(out, b.indexAddTool(st), b.indexDeleteTool(st))
+		out = append(out, b.indexAddTool(st).asTask(tasks.Optional), b.indexDeleteTool(st))
 	}
 	if c.Graph != nil && len(c.Graph.Ops) > 0 {
 		out = append(out, b.graphTool(st))
@@ -66,7 +72,7 @@ func (b *Bridge) deriveTools(st *state) []toolEntry {
 		out = append(out, b.transformTool(st))
 	}
 	if c.Memory != nil {
-		out = append(out, b.memoryBuildTool(st), b.memoryRecallTool(st))
+		out = append(out, b.memoryBuildTool(st).asTask(tasks.Optional), b.memoryRecallTool(st))
 	}
 	return append(out, b.agenticTools(st)...)
 }

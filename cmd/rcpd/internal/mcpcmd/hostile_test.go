@@ -228,3 +228,30 @@ func TestStdioAnswersEverythingReadBeforeEOF(t *testing.T) {
 		t.Fatal("did not exit after answering")
 	}
 }
+
+// TestStdioTasks: a task-augmented tools/call over stdio (params.task is
+// lifted by the stdio transport) creates a task whose result is then read;
+// initialize declares the tasks capability.
+func TestStdioTasks(t *testing.T) {
+	c := startRaw(t, "--data", t.TempDir())
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	init := c.next("initialize")
+	caps, _ := init["result"].(map[string]any)["capabilities"].(map[string]any)
+	if _, ok := caps["tasks"]; !ok {
+		t.Fatalf("initialize does not declare tasks: %v", init)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"index_add","arguments":{"documents":[{"id":"a","text":"alpha"}]},"task":{"ttl":60000}}}`)
+	created := c.next("task-augmented tools/call")
+	task, _ := created["result"].(map[string]any)["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if id == "" {
+		t.Fatalf("CreateTaskResult: %v", created)
+	}
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":%q}}`, id))
+	res := c.next("tasks/result")
+	sc, _ := res["result"].(map[string]any)["structuredContent"].(map[string]any)
+	if ids, _ := sc["ids"].([]any); len(ids) != 1 || ids[0] != "a" {
+		t.Fatalf("tasks/result: %v", res)
+	}
+}

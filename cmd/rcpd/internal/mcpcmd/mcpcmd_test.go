@@ -392,7 +392,7 @@ func TestDescMainRealEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d.Transports[0].Type != "stdio" || !slices.Equal(d.Transports[0].Args, []string{"mcp", "--data", dir}) ||
-			d.Transports[1].URL != "http://127.0.0.1:8765/mcp" || len(d.Tools) == 0 {
+			d.Transports[1].URL != "http://127.0.0.1:8765/mcp" || len(d.Tools) == 0 || d.Capabilities == nil || d.Capabilities.Tasks == nil {
 			t.Errorf("document = %+v", d)
 		}
 	}
