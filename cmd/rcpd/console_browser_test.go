@@ -215,6 +215,7 @@ func TestConsoleBrowser(t *testing.T) {
 	t.Run("unsupported", func(t *testing.T) { consoleUnsupported(t, ctx, base, dir) })
 	t.Run("accessibility", func(t *testing.T) { consoleAccessibility(t, ctx, base) })
 	t.Run("paging", func(t *testing.T) { consolePaging(t, ctx, base) })
+	t.Run("rewrite-feedback", func(t *testing.T) { consoleRewriteFeedback(t, ctx, base) })
 	t.Run("evaluate", func(t *testing.T) { consoleEvaluate(t, ctx, base, dir) })
 	t.Run("gateway", func(t *testing.T) { consoleGateway(t, ctx, startGateway(t, base+"/rcp"), dir) })
 	t.Run("mobile", func(t *testing.T) { consoleMobile(t, ctx, base, dir) })
@@ -423,6 +424,29 @@ func consolePaging(t *testing.T, ctx context.Context, base string) {
 	raw := js[string](t, ctx, `document.querySelector("#raw-log li pre").textContent`)
 	if !strings.Contains(raw, `"cursor"`) {
 		t.Errorf("the second page was not asked for with the cursor:\n%s", raw)
+	}
+}
+
+func consoleRewriteFeedback(t *testing.T, ctx context.Context, base string) {
+	// The engine advertises transform methods and sessions: both are
+	// controls, carried by the link, and a hit takes a feedback signal.
+	do(t, ctx, "rewrite in a session", chromedp.Navigate(base+"/?q=how+does+fusion+work&rewrite=multi-query&sessionId=trace-1"),
+		chromedp.WaitVisible(`#hits li.hit .feedback button`))
+	req := js[string](t, ctx, `document.querySelector("#raw-log li .raw-request").textContent`)
+	if !strings.Contains(req, `"rewrite": "multi-query"`) || !strings.Contains(req, `"sessionId": "trace-1"`) {
+		t.Errorf("retrieve request:\n%s", req)
+	}
+	if v := js[string](t, ctx, `document.querySelector("#opt-rewrite option:checked").textContent`); v != "multi-query" {
+		t.Errorf("rewrite control shows %q, want the advertised multi-query", v)
+	}
+	do(t, ctx, "mark the first hit helpful", chromedp.Click(`#hits li.hit .feedback button`),
+		discard(chromedp.Poll[bool](`document.querySelector("#hits li.hit .feedback .usage").textContent !== ""`)))
+	if st := js[string](t, ctx, `document.querySelector("#hits li.hit .feedback .usage").textContent`); st != "thanks: recorded" {
+		t.Errorf("feedback status %q", st)
+	}
+	fb := js[string](t, ctx, `document.querySelector("#raw-log li .raw-request").textContent`)
+	if !strings.Contains(fb, `"method": "feedback"`) || !strings.Contains(fb, `"helpful": true`) || !strings.Contains(fb, `"sessionId": "trace-1"`) {
+		t.Errorf("feedback request:\n%s", fb)
 	}
 }
 

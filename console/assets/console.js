@@ -287,7 +287,8 @@
       const key = n.dataset.cap;
       const on = key === "units" ? !!r.units : key === "levels" ? !!r.levels : key === "tokenBudget" ? !!r.tokenBudget :
         key === "fusion" ? !!(r.fusion && r.fusion.length) : key === "mmr" ? !!r.mmr : key === "filter" ? !!c.filter :
-        key === "streaming" ? !!c.streaming : key === "chunking" ? !!(c.index && c.index.chunking) : true;
+        key === "streaming" ? !!c.streaming : key === "chunking" ? !!(c.index && c.index.chunking) :
+        key === "transform" ? !!(c.transform && (c.transform.methods || []).length) : key === "session" ? !!c.session : true;
       n.hidden = !on;
     }
     const modes = r.modes || [];
@@ -299,6 +300,7 @@
     fillSelect($("opt-fusion"), r.fusion || [], { empty: "default", current: $("opt-fusion").value });
     const rerankMethods = (c.rerank && c.rerank.methods) || [];
     fillSelect($("opt-rerank"), r.rerankBuiltin || c.rerank ? rerankMethods : [], { empty: "default", current: $("opt-rerank").value, unadvertised: true });
+    fillSelect($("opt-rewrite"), (c.transform && c.transform.methods) || [], { empty: "none", current: $("opt-rewrite").value, unadvertised: true });
     if (!$("opt-rerank").querySelector("option[value=off]")) $("opt-rerank").append(el("option", { value: "off" }, "off (rerank: false)"));
     if (r.maxK) $("opt-k").max = r.maxK;
     const writable = !!(c.index && c.index.writable);
@@ -439,6 +441,8 @@
     if (rr === "off") p.rerank = false;
     else if (rr) { p.rerank = { method: rr }; if (num("opt-topN") !== undefined) p.rerank.topN = num("opt-topN"); }
     if (num("opt-mmr") !== undefined) p.mmr = { lambda: num("opt-mmr") };
+    if (!$("opt-rewrite").closest("[data-cap]").hidden) set("rewrite", $("opt-rewrite").value);
+    if (!$("opt-sessionId").closest("[data-cap]").hidden) set("sessionId", $("opt-sessionId").value.trim());
     const f = filterTree();
     if (f) p.filter = f;
     if (!$("opt-strict").checked) p.strict = false;
@@ -450,7 +454,7 @@
   const urlFields = [["q", "q"], ["mode", "opt-mode"], ["k", "opt-k"], ["candidateK", "opt-candidateK"], ["unit", "opt-unit"],
     ["level", "opt-level"], ["tokenBudget", "opt-tokenBudget"], ["minScore", "opt-minScore"], ["fusion", "opt-fusion"],
     ["alpha", "opt-alpha"], ["rrfK", "opt-rrfK"], ["wd", "opt-wd"], ["ws", "opt-ws"], ["rerank", "opt-rerank"], ["topN", "opt-topN"],
-    ["mmr", "opt-mmr"], ["extra", "opt-extra"], ["a.mode", "cmp-a-mode"], ["a.opts", "cmp-a-opts"], ["b.mode", "cmp-b-mode"], ["b.opts", "cmp-b-opts"]];
+    ["mmr", "opt-mmr"], ["rewrite", "opt-rewrite"], ["sessionId", "opt-sessionId"], ["extra", "opt-extra"], ["a.mode", "cmp-a-mode"], ["a.opts", "cmp-a-opts"], ["b.mode", "cmp-b-mode"], ["b.opts", "cmp-b-opts"]];
   function syncURL() {
     const u = new URLSearchParams();
     const tab = currentTab();
@@ -554,7 +558,25 @@
     if (h.meta && Object.keys(h.meta).length) {
       li.append(el("p", { class: "meta" }, ...Object.entries(h.meta).flatMap(([k, v], i) => [i ? " · " : "", k + ": ", el("code", {}, typeof v === "string" ? v : JSON.stringify(v))])));
     }
+    if (state.caps.feedback && !extra) li.append(feedbackButtons(h));
     return li;
+  }
+  // feedbackButtons send a §7.16 helpful / not helpful signal for one hit,
+  // in the search's session when it has one.
+  function feedbackButtons(h) {
+    const status = el("span", { class: "usage", "aria-live": "polite" });
+    const send = async (helpful) => {
+      const p = { signals: [{ hitId: h.id, helpful }] };
+      const last = state.lastParams || {};
+      if (last.sessionId) p.sessionId = last.sessionId;
+      if (typeof last.query === "string") p.query = last.query;
+      try { const r = await call("feedback", p); status.textContent = r.accepted ? "thanks: recorded" : "not recorded"; }
+      catch (e) { status.textContent = errorText(e); }
+    };
+    const title = hitTitle(h);
+    return el("div", { class: "row feedback" },
+      el("button", { type: "button", class: "secondary", "aria-label": `Helpful: ${title}`, onclick: () => send(true) }, "Helpful"),
+      el("button", { type: "button", class: "secondary", "aria-label": `Not helpful: ${title}`, onclick: () => send(false) }, "Not helpful"), status);
   }
   async function showCitation(docId, c) {
     const body = clear($("doc-body"));
