@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -229,8 +231,47 @@ func (b *Bridge) searchTool(st *state) toolEntry {
 		if err != nil {
 			return nil, nil, err
 		}
-		return textResult(renderSearch(out)), out, nil
+		return searchResult(out), out, nil
 	})
+}
+
+// searchResult is the fenced text of the hits followed by one
+// resource_link per hit whose document can be read (resources/read), so
+// that a client opens what it needs. The link's priority is the hit's
+// confidence when the engine reports one, else a rank-derived 1/rank
+// (engine scores are not comparable across engines); its audience is the
+// assistant (retrieved data, not user-facing output).
+func searchResult(out *SearchOutput) *mcp.CallToolResult {
+	res := textResult(renderSearch(out))
+	for _, h := range out.Hits {
+		if h.URI == "" {
+			continue
+		}
+		priority := 1 / float64(h.Rank)
+		if h.Confidence != nil && *h.Confidence >= 0 && *h.Confidence <= 1 {
+			priority = *h.Confidence
+		}
+		res.Content = append(res.Content, &mcp.ResourceLink{
+			URI: h.URI, Name: h.DocumentID, Title: h.Title, MIMEType: "text/plain",
+			Description: fmt.Sprintf("Search hit %d (score %.4g, trust %s): the whole document.", h.Rank, h.Score, h.Trust.Level),
+			Annotations: &mcp.Annotations{Audience: []mcp.Role{"assistant"}, Priority: math.Round(priority*1000) / 1000,
+				LastModified: lastModified(h.Meta)},
+		})
+	}
+	return res
+}
+
+// lastModified is the document's modification time from common metadata
+// keys, when one holds an RFC 3339 time.
+func lastModified(meta map[string]any) string {
+	for _, k := range []string{"lastModified", "modified", "updated", "mtime"} {
+		if s, ok := meta[k].(string); ok {
+			if t, err := time.Parse(time.RFC3339, s); err == nil {
+				return t.UTC().Format(time.RFC3339)
+			}
+		}
+	}
+	return ""
 }
 
 func defaultNote(d string) string {
