@@ -50,6 +50,13 @@ const (
 	DefaultCandidateK    = 100
 	DefaultMinFitDocs    = 20
 	DefaultMaxAddDocs    = 10000
+	// MaxQueryBytes caps the text of a retrieve query (-32602 beyond):
+	// about 10 000 words, far beyond any real question, small enough that
+	// analysis and scoring stay in the milliseconds (docs/hostile-input.md).
+	MaxQueryBytes = 64 << 10
+	// MaxQueryTerms caps the distinct analysed terms of a query (-32602
+	// beyond): each one is a posting list walked in every segment.
+	MaxQueryTerms = 1024
 )
 
 // Dense providers (Config.Dense).

@@ -99,6 +99,9 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			return nil, rcp.InvalidParams(fmt.Sprintf("query[%d]", i), "%v", err)
 		}
 	}
+	if n := queryBytes(p.Query.Blocks); n > MaxQueryBytes {
+		return nil, rcp.InvalidParams("query", "the query text is %d bytes; the limit is %d", n, MaxQueryBytes)
+	}
 	if p.CandidateK != nil && *p.CandidateK < 0 {
 		return nil, rcp.InvalidParams("candidateK", "candidateK must be a non-negative integer")
 	}
@@ -167,7 +170,10 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	if err := e.resolveBlocks(ctx, p.Query.Blocks, "query"); err != nil {
 		return nil, err
 	}
-	req := &pipeline.Request{Query: p.Query.String(), K: k, CandidateK: candK, Mode: mode,
+	if n := queryBytes(p.Query.Blocks); n > MaxQueryBytes { // fetched uri text counts too
+		return nil, rcp.InvalidParams("query", "the query text is %d bytes; the limit is %d", n, MaxQueryBytes)
+	}
+	req := &pipeline.Request{Query: p.Query.String(), MaxTerms: MaxQueryTerms, K: k, CandidateK: candK, Mode: mode,
 		Confidence: true, IncludeText: p.IncludeText == nil || *p.IncludeText, MinScore: p.MinScore,
 		TokenBudget: p.TokenBudget}
 	// Fusion: the request's options over the server defaults (Config.Fusion).
@@ -376,6 +382,9 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}
+		if errors.Is(err, index.ErrTooManyTerms) {
+			return nil, rcp.InvalidParams("query", "the query has more than %d distinct terms", MaxQueryTerms)
+		}
 		return nil, fmt.Errorf("engine: retrieve: %w", err)
 	}
 
@@ -442,4 +451,14 @@ func requestHash(r *pipeline.Request, p *retrieveParams) string {
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return base64.RawURLEncoding.EncodeToString(sum[:9])
+}
+
+// queryBytes is the size of the text blocks of a query (uri blocks are
+// bounded when they are fetched).
+func queryBytes(blocks []rcp.Content) int {
+	n := 0
+	for _, b := range blocks {
+		n += len(b.Text)
+	}
+	return n
 }

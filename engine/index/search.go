@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -54,6 +55,9 @@ type Query struct {
 	Highlight bool
 	// BM25 overrides Options.BM25 for this query (experiments, evals).
 	BM25 *BM25
+	// MaxTerms caps the distinct analysed terms (ErrTooManyTerms beyond
+	// it); 0 means no cap.
+	MaxTerms int
 }
 
 // Hit is one ranked result.
@@ -105,15 +109,12 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		k = 10
 	}
 	res := &Result{Version: snap.str}
-	var qts []qterm
-	for _, t := range ix.an.Analyze(q.Text) {
-		i := slices.IndexFunc(qts, func(x qterm) bool { return x.term == t.Term })
-		if i < 0 {
-			qts = append(qts, qterm{term: t.Term, qtf: 1})
-			res.Terms = append(res.Terms, t.Term)
-		} else {
-			qts[i].qtf++
-		}
+	qts, err := ix.queryTerms(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for _, qt := range qts {
+		res.Terms = append(res.Terms, qt.term)
 	}
 	browse := q.Text == "" && q.Filter != nil
 	phrases := parsePhrases(ix.an, q.Text)
@@ -327,6 +328,36 @@ func (ix *Index) Load(ctx context.Context, nums []DocNum, withText bool) ([]*Doc
 		return nil, nil, fmt.Errorf("index: load: %w", err)
 	}
 	return docs, facts, nil
+}
+
+// ErrTooManyTerms reports a query with more distinct terms than
+// Query.MaxTerms.
+var ErrTooManyTerms = errors.New("index: too many distinct query terms")
+
+// queryTerms analyses q.Text into distinct terms in first-occurrence order
+// with their query term frequencies: one map lookup per token (linear in
+// the query), a cancellation check every 1024 tokens, and q.MaxTerms
+// enforced as soon as it is exceeded.
+func (ix *Index) queryTerms(ctx context.Context, q Query) ([]qterm, error) {
+	var qts []qterm
+	pos := map[string]int{}
+	for n, t := range ix.an.Analyze(q.Text) {
+		if n&1023 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if i, ok := pos[t.Term]; ok {
+			qts[i].qtf++
+			continue
+		}
+		if q.MaxTerms > 0 && len(qts) == q.MaxTerms {
+			return nil, fmt.Errorf("%w: more than %d", ErrTooManyTerms, q.MaxTerms)
+		}
+		pos[t.Term] = len(qts)
+		qts = append(qts, qterm{term: t.Term, qtf: 1})
+	}
+	return qts, nil
 }
 
 func (ix *Index) highlight(d *Document, qset map[string]bool) []Match {

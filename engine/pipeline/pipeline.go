@@ -111,6 +111,7 @@ type Recency struct {
 // Request is one validated retrieve request.
 type Request struct {
 	Query       string
+	MaxTerms    int // distinct query terms allowed (index.Query.MaxTerms)
 	K           int // page size
 	Offset      int // first rank of the page
 	CandidateK  int
@@ -244,7 +245,7 @@ func recall(ctx context.Context, s *State) error {
 				return err
 			}
 		}
-		res, err := s.Deps.Sparse.Search(ctx, index.Query{Text: r.Query, K: r.CandidateK, Filter: f, Version: r.Version, SkipDocs: true})
+		res, err := s.Deps.Sparse.Search(ctx, index.Query{Text: r.Query, K: r.CandidateK, Filter: f, Version: r.Version, SkipDocs: true, MaxTerms: r.MaxTerms})
 		if err != nil {
 			return err
 		}
@@ -311,7 +312,10 @@ func termMax(ctx context.Context, sp Sparse, query, version string) float64 {
 	seen := map[string]bool{}
 	total := 0.0
 	for _, w := range strings.Fields(strings.ToLower(query)) {
-		if seen[w] || len(seen) >= 16 {
+		if len(seen) >= 16 {
+			break
+		}
+		if seen[w] {
 			continue
 		}
 		seen[w] = true

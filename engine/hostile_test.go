@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+func words(n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString("q" + strconv.Itoa(i) + " ")
+	}
+	return b.String()
+}
+
+// Oversized queries are refused with -32602 (field query) before any
+// analysis; a query within the byte cap but over the distinct-term cap too.
+func TestQueryCaps(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone })
+	cases := []struct {
+		name  string
+		query string
+		code  rcp.Code
+	}{
+		{"at the term cap", words(MaxQueryTerms), 0},
+		{"over the term cap", words(MaxQueryTerms + 1), rcp.CodeInvalidParams},
+		{"over the byte cap", strings.Repeat("bm25 ", MaxQueryBytes/5+1), rcp.CodeInvalidParams},
+		{"10 MB", strings.Repeat("x", 10<<20), rcp.CodeInvalidParams},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			_, rerr := call(t, e, rcp.MethodRetrieve, map[string]any{"query": tc.query, "k": 3})
+			switch {
+			case tc.code == 0 && rerr != nil:
+				t.Fatalf("error %v", rerr)
+			case tc.code != 0 && (rerr == nil || rerr.Code != tc.code || rerr.Data == nil || rerr.Data.Field != "query"):
+				t.Fatalf("got %+v, want code %d field query", rerr, tc.code)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+// A cancelled retrieve stops promptly (the analysis and
+// scoring loops check the context).
+func TestRetrieveHonoursCancel(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	_, err := e.Call(ctx, rcp.MethodRetrieve, []byte(`{"query":"`+words(MaxQueryTerms)+`","k":3}`))
+	if err == nil {
+		t.Fatal("a retrieve already cancelled succeeded")
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Errorf("a retrieve already cancelled ran %v", d)
+	}
+}
