@@ -186,6 +186,7 @@ type Engine struct {
 
 	release func() // the data directory lock
 	tmpDir  string // the snapshot copy served when Dir was locked
+	watch   *dirWatch
 
 	ag *agentic // transform, session and feedback (engine_agentic.go)
 
@@ -283,6 +284,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
 		uriClient: cfg.URIPolicy.client()}
+	if e.watch, err = newDirWatch(cfg.Dir); err != nil {
+		e.Close()
+		return nil, err
+	}
+	go e.watch.run(log, 5*time.Second)
 	iopts := cfg.IndexOpts
 	iopts.Analyzer = e.an
 	iopts.Logger = log
@@ -393,6 +399,9 @@ func (e *Engine) Close() error {
 		}
 		errs = append(errs, e.db.Close())
 	}
+	if e.watch != nil {
+		e.watch.close()
+	}
 	if e.release != nil {
 		e.release()
 	}
@@ -415,6 +424,10 @@ func (e *Engine) Call(ctx context.Context, method string, params json.RawMessage
 	}
 	return res, err
 }
+
+// Handles reports whether the engine serves method (metrics label only
+// these; a caller-chosen name must not become a label).
+func (e *Engine) Handles(method string) bool { return e.router.Handles(method) }
 
 // Stats reports index statistics (for metrics).
 func (e *Engine) Stats() index.Stats { return e.ix.Stats() }

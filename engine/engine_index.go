@@ -71,6 +71,9 @@ func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAdd
 
 	e.wmu.Lock()
 	defer e.wmu.Unlock()
+	if err := e.writable(); err != nil {
+		return nil, err
+	}
 	if key != "" {
 		var stored []byte
 		_ = e.db.View(func(tx *bolt.Tx) error {
@@ -89,6 +92,9 @@ func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAdd
 	}
 	ids, nchunks, err := e.writeLocked(ctx, docs)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.writable(); err != nil { // written into a deleted directory: not durable
 		return nil, err
 	}
 	res := &rcp.IndexAddResult{IDs: ids, IndexVersion: e.ix.Version()}
@@ -408,11 +414,17 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 	}
 	e.wmu.Lock()
 	defer e.wmu.Unlock()
+	if err := e.writable(); err != nil {
+		return nil, err
+	}
 	e.rmu.Lock()
 	defer e.rmu.Unlock()
 	n, err := e.ix.Delete(ctx, *p.IDs)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if err := e.writable(); err != nil {
+		return nil, err
 	}
 	if n > 0 {
 		// Catalog: deleted documents go; a chunked document whose chunks

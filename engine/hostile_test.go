@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,5 +63,33 @@ func TestRetrieveHonoursCancel(t *testing.T) {
 	}
 	if d := time.Since(start); d > 200*time.Millisecond {
 		t.Errorf("a retrieve already cancelled ran %v", d)
+	}
+}
+
+// Deleting the data directory under a running engine fails writes with
+// -32010 and makes Health report it (item 13: index/add was still
+// acknowledged as durable).
+func TestDataDirDeletedWhileRunning(t *testing.T) {
+	dir := t.TempDir()
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Dir = dir; c.Preload = nil })
+	if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": "a", "text": "alpha"}}}); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err := e.Health(); err != nil {
+		t.Fatalf("healthy engine: %v", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Health(); err == nil {
+		t.Fatal("Health is nil after the data directory was deleted")
+	}
+	_, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": "b", "text": "beta"}}})
+	if rerr == nil || rerr.Code != rcp.CodeBackendUnavailable {
+		t.Fatalf("index/add into a deleted directory: %+v, want -32010", rerr)
+	}
+	_, rerr = call(t, e, rcp.MethodIndexDelete, map[string]any{"ids": []string{"a"}})
+	if rerr == nil || rerr.Code != rcp.CodeBackendUnavailable {
+		t.Fatalf("index/delete into a deleted directory: %+v, want -32010", rerr)
 	}
 }

@@ -45,9 +45,9 @@ type Handler interface {
 // MethodFunc serves one method; see Handler.Call.
 type MethodFunc func(ctx context.Context, params json.RawMessage) (any, error)
 
-// Router is a Handler that dispatches to one MethodFunc per method. Methods
-// without a registered function answer -32003 (they cannot be advertised
-// truthfully).
+// Router is a Handler that dispatches to one MethodFunc per method. Core
+// methods without a registered function answer -32003 (they cannot be
+// advertised truthfully); unregistered vendor methods -32004.
 type Router struct {
 	describe func(context.Context) Description
 	methods  map[string]MethodFunc
@@ -71,6 +71,10 @@ func (r *Router) Describe(ctx context.Context) Description { return r.describe(c
 func (r *Router) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	fn, ok := r.methods[method]
 	if !ok {
+		if _, vendor := VendorOf(method); vendor {
+			// the vendor space is advertised, this name in it is not
+			return nil, NewError(CodeUnknownMethod, "method %q is not defined by this server", method)
+		}
 		return nil, NewError(CodeCapabilityMissing, "method %q is not served", method)
 	}
 	return fn(ctx, params)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -68,9 +67,14 @@ type HTTPOptions struct {
 	Sessions SessionMode
 	// SessionIdleTimeout evicts idle stateful sessions (default 30 min).
 	SessionIdleTimeout time.Duration
-	// MaxSessions caps live stateful sessions (default 10000); initialize
-	// beyond it is shed with -32011.
-	MaxSessions int
+	// MaxSessions caps live stateful sessions (default 10000) and
+	// MaxSessionsPerClient those of one client IP (default 256). A new
+	// session beyond either cap evicts the least recently used idle session
+	// (of that client, for the per-client cap); when every candidate is
+	// serving a request, initialize is shed with -32011 and a retryAfterMs
+	// saying when one must be done (its request deadline).
+	MaxSessions          int
+	MaxSessionsPerClient int
 	// MaxBodyBytes caps a request body (-32013, HTTP 413). Default: the
 	// server's MaxFrameBytes.
 	MaxBodyBytes int64
@@ -85,7 +89,19 @@ type HTTPOptions struct {
 	RateLimit *RateLimit
 	// CORSOrigin is sent as Access-Control-Allow-Origin ("" disables CORS
 	// headers; "*" allows any origin). OPTIONS preflight is always answered.
+	// A CORSOrigin other than "*" is also a trusted origin.
 	CORSOrigin string
+	// AllowedHosts are host names accepted in the Host header besides IP
+	// literals and localhost (DNS-rebinding protection); "*" accepts any.
+	// A server reached under a DNS name must list it.
+	AllowedHosts []string
+	// TrustedOrigins are browser origins (scheme://host[:port]) whose
+	// cross-site requests are accepted; "*" accepts any. Other cross-site
+	// browser requests are refused with 403 (CSRF protection).
+	TrustedOrigins []string
+	// Limits bound the connections of ListenAndServeHTTP and ServeListener
+	// (a server built by the caller applies them with NewHTTPServer).
+	Limits HTTPLimits
 }
 
 // RateLimit is a per-client token bucket.
@@ -113,6 +129,7 @@ type HTTPHandler struct {
 	lastSweep time.Time
 
 	limiter *limiter
+	guard   *requestGuard
 }
 
 // HTTPHandler returns an http.Handler serving s over HTTP. opts may be nil.
@@ -131,12 +148,25 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) *HTTPHandler {
 	if h.opts.MaxSessions <= 0 {
 		h.opts.MaxSessions = 10000
 	}
+	if h.opts.MaxSessionsPerClient <= 0 {
+		h.opts.MaxSessionsPerClient = 256
+	}
 	if h.opts.MaxBodyBytes <= 0 {
 		h.opts.MaxBodyBytes = int64(s.opts.MaxFrameBytes)
 	}
 	if h.opts.RateLimit != nil {
 		h.limiter = newLimiter(*h.opts.RateLimit)
 	}
+	g, err := newRequestGuard(&h.opts)
+	if err != nil {
+		// An origin that does not parse can never match a request: refuse
+		// every cross-site request rather than none.
+		s.log.Warn("rcp: ignoring the trusted origins", "err", err)
+		o := h.opts
+		o.TrustedOrigins, o.CORSOrigin = nil, ""
+		g, _ = newRequestGuard(&o)
+	}
+	h.guard = g
 	h.ctx, h.stop = context.WithCancelCause(context.Background())
 	return h
 }
@@ -210,6 +240,10 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// shutting down: no JSON-RPC layer left to answer (§5.2: 503)
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "RCP server is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if status, reason := h.guard.check(r); status != 0 {
+		writeJSON(w, status, errorFrame(nil, NewError(CodeInvalidRequest, "%s", reason)))
 		return
 	}
 	// §5.2/§15.6: auth first — before initialize, before capability gating,
@@ -306,55 +340,87 @@ func statusFor(out []byte) int {
 }
 
 // serveSSE answers one request as an event stream: progress (and log)
-// frames, then exactly one final frame (§5.2).
+// frames, then exactly one final frame (§5.2). The handler never blocks on
+// the client: frames go through a bounded queue (sseQueue, overflow
+// dropped) to a writer that gives each frame SSEWriteTimeout; a client that
+// stops reading loses the stream and its request is cancelled.
 func (h *HTTPHandler) serveSSE(w http.ResponseWriter, r *http.Request, sess *session, body []byte, pathMethod string) {
-	flusher, _ := w.(http.Flusher)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), cancel: cancel}
+	frames := make(chan []byte, sseQueue)
 	var mu sync.Mutex
 	closed := false
-	started := false
-	start := func() {
-		if started {
-			return
-		}
-		started = true
-		hd := w.Header()
-		hd.Set("Content-Type", "text/event-stream")
-		hd.Set("Cache-Control", "no-cache")
-		hd.Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
-	}
-	writeEvent := func(b []byte) {
-		start()
-		_, _ = w.Write([]byte("data: "))
-		_, _ = w.Write(b)
-		_, _ = w.Write([]byte("\n\n"))
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
 	notify := func(b []byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !closed {
-			writeEvent(b)
+		if closed {
+			return
+		}
+		select {
+		case frames <- b:
+		default: // the client reads slower than progress arrives: drop
 		}
 	}
-	fo := frameOpts{compactOK: true, reqCtx: r.Context(), method: pathMethod, notify: notify}
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		for b := range frames {
+			sw.event(b)
+		}
+	}()
+	fo := frameOpts{compactOK: true, reqCtx: ctx, method: pathMethod, notify: notify}
 	out := <-h.handleWithSession(sess, body, fo)
 	mu.Lock()
-	defer mu.Unlock()
 	closed = true
+	close(frames)
+	mu.Unlock()
+	<-written
 	if out == nil {
-		if !started {
+		if !sw.started {
 			w.WriteHeader(http.StatusNoContent)
 		}
 		return
 	}
-	if !started && statusFor(out) != http.StatusOK {
+	if !sw.started && statusFor(out) != http.StatusOK {
 		writeJSON(w, statusFor(out), out)
 		return
 	}
-	writeEvent(out)
+	sw.event(out)
+}
+
+// sseWriter writes SSE frames with a write deadline per frame.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	cancel  context.CancelFunc
+	started bool
+	failed  bool
+}
+
+func (s *sseWriter) event(b []byte) {
+	if s.failed {
+		return
+	}
+	if !s.started {
+		s.started = true
+		hd := s.w.Header()
+		hd.Set("Content-Type", "text/event-stream")
+		hd.Set("Cache-Control", "no-cache")
+		hd.Set("X-Accel-Buffering", "no")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(SSEWriteTimeout))
+	frame := make([]byte, 0, len(b)+8)
+	frame = append(append(append(frame, "data: "...), b...), "\n\n"...)
+	_, err := s.w.Write(frame)
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	if err != nil {
+		s.failed = true
+		s.cancel() // nobody is listening: stop the work
+	}
 }
 
 func (h *HTTPHandler) route(path string) (method string, ok bool) {
@@ -370,18 +436,8 @@ func (h *HTTPHandler) route(path string) (method string, ok bool) {
 
 func (h *HTTPHandler) authorized(r *http.Request) bool {
 	if len(h.opts.BearerTokens) > 0 {
-		auth := r.Header.Get("Authorization")
-		tok, found := strings.CutPrefix(auth, "Bearer ")
-		if !found {
-			return false
-		}
-		ok := false
-		for _, want := range h.opts.BearerTokens {
-			if subtle.ConstantTimeCompare([]byte(tok), []byte(want)) == 1 {
-				ok = true
-			}
-		}
-		if !ok {
+		tok, found := BearerToken(r.Header.Get("Authorization"))
+		if !found || !TokenMatches(tok, h.opts.BearerTokens) {
 			return false
 		}
 	}
@@ -428,13 +484,72 @@ func (h *HTTPHandler) sessionFor(r *http.Request, body []byte) (*session, []byte
 		return h.stateless, nil
 	}
 	// A tokenless initialize opens a new session, kept when it succeeds.
-	if len(h.sessions) >= h.opts.MaxSessions {
-		return nil, errorFrame(idOf(body), &Error{Code: CodeRateLimited, Message: "too many sessions", Data: &ErrorData{Retryable: ptr(true), RetryAfterMs: ptr(int64(1000))}})
+	peer := remoteIP(r)
+	if wait, ok := h.makeRoomLocked(peer); !ok {
+		return nil, errorFrame(idOf(body), &Error{Code: CodeRateLimited, Message: "too many sessions, all of them busy",
+			Data: &ErrorData{Retryable: ptr(true), RetryAfterMs: ptr(max(wait.Milliseconds(), 1))}})
 	}
 	sess := h.srv.newSession(h.ctx, sessionHTTP)
-	sess.id = newToken()
+	sess.id, sess.peer = newToken(), peer
 	h.sessions[sess.id] = sess
 	return sess, nil
+}
+
+// makeRoomLocked evicts the least recently used idle session when a new
+// one from peer would exceed MaxSessionsPerClient or MaxSessions. When no
+// session can be evicted it reports how long until one can be: the
+// request deadline of the busy session used longest ago.
+func (h *HTTPHandler) makeRoomLocked(peer string) (time.Duration, bool) {
+	mine := 0
+	for _, s := range h.sessions {
+		if s.peer == peer {
+			mine++
+		}
+	}
+	var scope func(*session) bool
+	switch {
+	case mine >= h.opts.MaxSessionsPerClient:
+		scope = func(s *session) bool { return s.peer == peer }
+	case len(h.sessions) >= h.opts.MaxSessions:
+		scope = func(*session) bool { return true }
+	default:
+		return 0, true
+	}
+	var victim *session
+	var busiest time.Time
+	for _, s := range h.sessions {
+		if !scope(s) {
+			continue
+		}
+		s.mu.Lock()
+		idle, used := s.running == 0, s.lastUsed
+		s.mu.Unlock()
+		if idle && (victim == nil || used.Before(victim.lastUsed)) {
+			victim = s
+		}
+		if !idle && (busiest.IsZero() || used.Before(busiest)) {
+			busiest = used
+		}
+	}
+	if victim != nil {
+		delete(h.sessions, victim.id)
+		victim.closeSession()
+		return 0, true
+	}
+	timeout := h.srv.opts.RequestTimeout
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
+	}
+	return max(time.Until(busiest.Add(timeout)), time.Millisecond), false
+}
+
+// remoteIP identifies the client of r for the per-client session cap.
+func remoteIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // endSession forgets a session after shutdown.
@@ -560,7 +675,14 @@ func (s *Server) ListenAndServeHTTP(ctx context.Context, addr string, opts *HTTP
 // ServeListener is ListenAndServeHTTP on an existing listener.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener, opts *HTTPOptions) error {
 	h := s.HTTPHandler(opts)
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	lim := HTTPLimits{}
+	if opts != nil {
+		lim = opts.Limits
+	}
+	if lim.WriteTimeout == 0 && s.opts.RequestTimeout > 0 {
+		lim.WriteTimeout = s.opts.RequestTimeout + 30*time.Second
+	}
+	hs := NewHTTPServer(h, lim)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

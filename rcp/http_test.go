@@ -234,6 +234,7 @@ func TestHTTPSSE(t *testing.T) {
 	url := ts.URL + "/rcp/retrieve"
 	body := `{"jsonrpc":"2.0","id":9,"method":"retrieve","params":{"query":"progress","k":1,"_meta":{"progressToken":"t","logLevel":"debug"}}}`
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

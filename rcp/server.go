@@ -195,6 +195,7 @@ type session struct {
 	kind sessionKind
 	ctx  context.Context // cancelled on transport death
 	id   string          // HTTP session token ("" otherwise)
+	peer string          // HTTP client address (per-client session caps)
 
 	// write sends session-level frames (notifications) on streams.
 	write func([]byte) error
@@ -474,7 +475,14 @@ func (sess *session) serveNotification(m *jsonrpc.Message) {
 	}
 }
 
+// MaxInitializeBytes bounds the params of initialize: a session keeps the
+// client's info and capabilities for its lifetime.
+const MaxInitializeBytes = 64 << 10
+
 func (sess *session) initialize(m *jsonrpc.Message) []byte {
+	if len(m.Params) > MaxInitializeBytes {
+		return errorFrame(m.ID, InvalidParams("client", "initialize params are %d bytes; the limit is %d", len(m.Params), MaxInitializeBytes))
+	}
 	var p InitializeParams
 	if err := DecodeParams(m.Params, &p); err != nil {
 		e, _ := AsError(err)

@@ -125,13 +125,17 @@ func TestMetrics(t *testing.T) {
 	h := m.wrap(eng)
 	h.Call(context.Background(), "retrieve", json.RawMessage(`{"query":"x","k":1}`))
 	h.Call(context.Background(), "retrieve", json.RawMessage(`{"query":"x","k":-1}`))
+	h.Call(context.Background(), "x-rcpgo/"+strings.Repeat("z", 20000), json.RawMessage(`{}`))
 	rec := httptest.NewRecorder()
 	m.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
 	for _, want := range []string{`rcpd_requests_total{code="0",method="retrieve"} 1`, `rcpd_requests_total{code="-32602",method="retrieve"} 1`,
-		"rcpd_index_documents 0", "rcpd_request_duration_seconds_bucket"} {
+		"rcpd_index_documents 0", "rcpd_request_duration_seconds_bucket", `rcpd_requests_total{code="-32004",method="other"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+	if strings.Contains(body, "zzzz") {
+		t.Error("an unknown method name became a metric label")
 	}
 }

@@ -17,7 +17,8 @@ import (
 
 // metrics exports Prometheus metrics for rcpd:
 //
-//	rcpd_requests_total{method,code}           requests served by the engine (code "0" = success)
+//	rcpd_requests_total{method,code}           requests served by the engine (code "0" = success;
+//	                                           method "other" for names the engine does not serve)
 //	rcpd_request_duration_seconds{method}      their latency
 //	rcpd_index_documents / _deleted / _segments / _segment_bytes
 //	rcpd_index_version_info{version}            (value 1)
@@ -71,7 +72,11 @@ func (mh meteredHandler) Call(ctx context.Context, method string, params json.Ra
 	if err != nil {
 		code = strconv.Itoa(int(rcp.CodeOf(err)))
 	}
-	mh.m.requests.WithLabelValues(method, code).Inc()
-	mh.m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
+	label := "other" // attacker-chosen names must not become labels
+	if h, ok := mh.h.(interface{ Handles(string) bool }); ok && h.Handles(method) {
+		label = method
+	}
+	mh.m.requests.WithLabelValues(label, code).Inc()
+	mh.m.latency.WithLabelValues(label).Observe(time.Since(start).Seconds())
 	return res, err
 }

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
+
 	"net/http"
 	"os"
 	"path/filepath"
@@ -57,6 +57,9 @@ type fileConfig struct {
 	WordNet        string            `json:"wordnet"` // WordNet data directory, or "none"
 	Session        sessionConfig     `json:"session"`
 	Feedback       feedbackConfig    `json:"feedback"`
+	AllowHosts     []string          `json:"allowHosts"`
+	AllowOrigins   []string          `json:"allowOrigins"`
+	MetricsAddr    string            `json:"metricsAddr"`
 }
 
 // uriConfig is the Content uri fetch policy (engine.URIPolicy).
@@ -106,6 +109,8 @@ type serveFlags struct {
 	onnxLibrary                                              string
 	noUI                                                     bool
 	uiDatasets                                               string
+	metricsAddr                                              string
+	allowHosts, allowOrigins                                 stringList
 }
 
 func defaultDataDir() string {
@@ -152,7 +157,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&f.onLocked, "on-locked", "", "when another rcpd holds the data directory: snapshot (serve a read-only copy) or fail (env RCPD_ON_LOCKED; default snapshot)")
 	fs.StringVar(&f.rerankModel, "rerank-model", "", "--rerank onnx-*: ONNX cross-encoder or ColBERT model (env RCPD_RERANK_MODEL; needs --rerank-tokenizer and ONNX Runtime)")
 	fs.StringVar(&f.rerankTokenizer, "rerank-tokenizer", "", "tokenizer.json of the rerank model (env RCPD_RERANK_TOKENIZER)")
-	fs.StringVar(&f.token, "token", "", "require this bearer token on HTTP (env RCPD_TOKEN)")
+	fs.StringVar(&f.token, "token", "", "require this bearer token on HTTP (env RCPD_TOKEN); /metrics needs it too and /healthz shows counts only with it")
+	fs.Var(&f.allowHosts, "allow-host", "also accept this `NAME` in the HTTP Host header (repeatable; IP literals and localhost always pass; * accepts any): DNS-rebinding protection")
+	fs.Var(&f.allowOrigins, "allow-origin", "accept cross-site browser requests from this `ORIGIN` (scheme://host[:port], repeatable; * accepts any): CSRF protection")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz without auth on this separate `ADDR` (and not on --http)")
 	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web console at / on the HTTP listener (env RCPD_NO_UI=1)")
 	fs.StringVar(&f.uiDatasets, "ui-datasets", "", "directory of BEIR datasets the console's Evaluate tab may run (env RCPD_UI_DATASETS; default: running evaluations is off)")
 	if err := fs.Parse(args); err != nil {
@@ -290,48 +298,36 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		opts := &rcp.HTTPOptions{Sessions: mode, BearerTokens: fc.BearerTokens}
+		opts := &rcp.HTTPOptions{Sessions: mode, BearerTokens: fc.BearerTokens,
+			AllowedHosts: append(fc.AllowHosts, f.allowHosts...), TrustedOrigins: append(fc.AllowOrigins, f.allowOrigins...)}
 		if t := pick(f.token, os.Getenv("RCPD_TOKEN")); t != "" {
 			opts.BearerTokens = append(opts.BearerTokens, t)
 		}
-		rh := srv.HTTPHandler(opts)
-		defer rh.Close()
-		mux := http.NewServeMux()
-		mux.Handle("/rcp", rh)
-		mux.Handle("/rcp/", rh)
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			st := eng.Stats()
-			fmt.Fprintf(w, `{"status":"ok","docs":%d,"indexVersion":%q}`+"\n", st.Docs, st.Version)
-		})
-		mux.Handle("/metrics", m.handler())
 		uiOff := f.noUI || fc.NoUI || os.Getenv("RCPD_NO_UI") == "1"
+		var mount func(*http.ServeMux)
 		if !uiOff {
-			mux.Handle("/", console.New(console.Options{
-				Server: srv, Authorize: console.BearerAuth(opts.BearerTokens), Version: version, Logger: log,
-				Datasets: pick(f.uiDatasets, os.Getenv("RCPD_UI_DATASETS"), fc.UIDatasets),
-			}))
+			mount = func(mux *http.ServeMux) {
+				mux.Handle("/", console.New(console.Options{
+					Server: srv, Authorize: console.BearerAuth(opts.BearerTokens), Version: version, Logger: log,
+					Datasets: pick(f.uiDatasets, os.Getenv("RCPD_UI_DATASETS"), fc.UIDatasets),
+				}))
+			}
 		}
-		ln, err := net.Listen("tcp", httpAddr)
+		for _, o := range opts.TrustedOrigins {
+			if o != "*" {
+				if err := http.NewCrossOriginProtection().AddTrustedOrigin(o); err != nil {
+					return fmt.Errorf("--allow-origin %q: %w", o, err)
+				}
+			}
+		}
+		face, n, err := startHTTP(httpFaceConfig{addr: httpAddr, metricsAddr: pick(f.metricsAddr, fc.MetricsAddr), opts: opts, requestTimeout: timeout, mount: mount},
+			srv, eng, m, log, errc)
 		if err != nil {
 			return err
 		}
-		log.Info("rcpd: serving HTTP", "addr", ln.Addr().String(), "rcp", "http://"+ln.Addr().String()+"/rcp",
-			"console", consoleURL(ln.Addr().String(), uiOff))
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		running++
-		go func() {
-			err := hs.Serve(ln)
-			if errors.Is(err, http.ErrServerClosed) {
-				err = nil
-			}
-			errc <- err
-		}()
-		defer func() {
-			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer scancel()
-			_ = hs.Shutdown(sctx)
-		}()
+		defer face.close()
+		running += n
+		log.Info("rcpd: web console", "url", consoleURL(face.addrs[0], uiOff))
 	}
 	if f.stdio {
 		running++

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/rcpgo/rcpgo/engine/store"
 )
@@ -336,28 +338,49 @@ var ErrTooManyTerms = errors.New("index: too many distinct query terms")
 
 // queryTerms analyses q.Text into distinct terms in first-occurrence order
 // with their query term frequencies: one map lookup per token (linear in
-// the query), a cancellation check every 1024 tokens, and q.MaxTerms
-// enforced as soon as it is exceeded.
+// the query), the text analysed in pieces with a cancellation check
+// between them, and q.MaxTerms enforced as soon as it is exceeded.
 func (ix *Index) queryTerms(ctx context.Context, q Query) ([]qterm, error) {
 	var qts []qterm
 	pos := map[string]int{}
-	for n, t := range ix.an.Analyze(q.Text) {
-		if n&1023 == 1023 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	for rest := q.Text; rest != ""; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var piece string
+		piece, rest = cutPiece(rest, 8<<10)
+		for _, t := range ix.an.Analyze(piece) {
+			if i, ok := pos[t.Term]; ok {
+				qts[i].qtf++
+				continue
 			}
+			if q.MaxTerms > 0 && len(qts) == q.MaxTerms {
+				return nil, fmt.Errorf("%w: more than %d", ErrTooManyTerms, q.MaxTerms)
+			}
+			pos[t.Term] = len(qts)
+			qts = append(qts, qterm{term: t.Term, qtf: 1})
 		}
-		if i, ok := pos[t.Term]; ok {
-			qts[i].qtf++
-			continue
-		}
-		if q.MaxTerms > 0 && len(qts) == q.MaxTerms {
-			return nil, fmt.Errorf("%w: more than %d", ErrTooManyTerms, q.MaxTerms)
-		}
-		pos[t.Term] = len(qts)
-		qts = append(qts, qterm{term: t.Term, qtf: 1})
 	}
 	return qts, nil
+}
+
+// cutPiece splits about n bytes off the front of s, after a space or
+// newline when there is one (tokens never span them), else at a rune
+// boundary.
+func cutPiece(s string, n int) (piece, rest string) {
+	if len(s) <= n {
+		return s, ""
+	}
+	if i := strings.LastIndexAny(s[:n], " \n\t"); i > 0 {
+		return s[:i+1], s[i+1:]
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if n == 0 {
+		_, n = utf8.DecodeRuneInString(s)
+	}
+	return s[:n], s[n:]
 }
 
 func (ix *Index) highlight(d *Document, qset map[string]bool) []Match {

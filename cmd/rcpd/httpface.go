@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rcpgo/rcpgo/engine"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// httpFace is rcpd's HTTP side: /rcp, /healthz and /metrics on the main
+// address, or /healthz and /metrics on their own address (--metrics-addr).
+type httpFace struct {
+	rh      *rcp.HTTPHandler
+	servers []*rcp.HTTPServer
+	addrs   []string // bound addresses, main first
+}
+
+// httpFaceConfig is what startHTTP needs beyond the server and engine.
+type httpFaceConfig struct {
+	addr, metricsAddr string
+	opts              *rcp.HTTPOptions
+	requestTimeout    time.Duration
+	mount             func(*http.ServeMux) // more handlers on the main address (the console)
+}
+
+// startHTTP listens and serves; each server's end is sent on errc.
+//
+// Under a bearer token, /metrics needs the token too (it exposes counts and
+// the index version) and /healthz answers unauthenticated callers with the
+// status alone; --metrics-addr serves both without auth on a separate
+// (typically loopback or cluster-internal) address for scrapers and probes.
+func startHTTP(c httpFaceConfig, srv *rcp.Server, eng *engine.Engine, m *metrics, log *slog.Logger, errc chan<- error) (*httpFace, int, error) {
+	f := &httpFace{rh: srv.HTTPHandler(c.opts)}
+	lim := c.opts.Limits
+	if c.requestTimeout > 0 {
+		lim.WriteTimeout = c.requestTimeout + 30*time.Second
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/rcp", f.rh)
+	mux.Handle("/rcp/", f.rh)
+	authed := func(r *http.Request) bool {
+		if len(c.opts.BearerTokens) == 0 {
+			return true
+		}
+		tok, ok := rcp.BearerToken(r.Header.Get("Authorization"))
+		return ok && rcp.TokenMatches(tok, c.opts.BearerTokens)
+	}
+	if c.mount != nil {
+		c.mount(mux)
+	}
+	if c.metricsAddr == "" {
+		mux.HandleFunc("/healthz", healthz(eng, authed))
+		mux.Handle("/metrics", requireAuth(m.handler(), authed))
+	}
+	started := 0
+	serve := func(addr string, h http.Handler, what string) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		log.Info("rcpd: serving "+what, "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String())
+		hs := rcp.NewHTTPServer(h, lim)
+		f.servers = append(f.servers, hs)
+		f.addrs = append(f.addrs, ln.Addr().String())
+		started++
+		go func() {
+			err := hs.Serve(ln)
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			errc <- err
+		}()
+		return nil
+	}
+	if err := serve(c.addr, mux, "HTTP (RCP at /rcp)"); err != nil {
+		return nil, 0, err
+	}
+	if c.metricsAddr != "" {
+		mm := http.NewServeMux()
+		mm.HandleFunc("/healthz", healthz(eng, func(*http.Request) bool { return true }))
+		mm.Handle("/metrics", m.handler())
+		if err := serve(c.metricsAddr, mm, "metrics and health"); err != nil {
+			f.close()
+			return nil, 0, err
+		}
+	}
+	return f, started, nil
+}
+
+func (f *httpFace) close() {
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, hs := range f.servers {
+		_ = hs.Shutdown(sctx)
+	}
+	_ = f.rh.Close()
+}
+
+func requireAuth(h http.Handler, authed func(*http.Request) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !authed(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="rcp"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// healthz answers probes: 200 {"status":"ok"} while the engine can serve
+// and accept writes, 503 {"status":"unhealthy","reason":…} otherwise;
+// document counts and the index version only to authorised callers.
+func healthz(eng *engine.Engine, authed func(*http.Request) bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := eng.Health(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, `{"status":"unhealthy","reason":%q}`+"\n", err.Error())
+			return
+		}
+		if !authed(r) {
+			fmt.Fprintln(w, `{"status":"ok"}`)
+			return
+		}
+		st := eng.Stats()
+		fmt.Fprintf(w, `{"status":"ok","docs":%d,"indexVersion":%q}`+"\n", st.Docs, st.Version)
+	}
+}

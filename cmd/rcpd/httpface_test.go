@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rcpgo/rcpgo/engine"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// Under --token, /metrics needs the token and /healthz shows counts only
+// to authorised callers; --metrics-addr serves both without auth on their
+// own address (item 3).
+func TestHTTPFaceAuth(t *testing.T) {
+	eng, err := engine.Open(context.Background(), engine.Config{Dir: t.TempDir(), Dense: engine.DenseNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	m := newMetrics(eng)
+	srv := rcp.NewServer(m.wrap(eng), nil)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, metricsAddr := range []string{"", "127.0.0.1:0"} {
+		errc := make(chan error, 2)
+		f, _, err := startHTTP(httpFaceConfig{addr: "127.0.0.1:0", metricsAddr: metricsAddr, opts: &rcp.HTTPOptions{BearerTokens: []string{"tok"}}},
+			srv, eng, m, log, errc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		main := "http://" + f.addrs[0]
+		get := func(url, auth string) (int, string) {
+			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			c := &http.Client{Timeout: 5 * time.Second}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		if metricsAddr == "" {
+			if code, _ := get(main+"/metrics", ""); code != 401 {
+				t.Errorf("/metrics without the token: %d", code)
+			}
+			if code, body := get(main+"/metrics", "bearer tok"); code != 200 || !strings.Contains(body, "rcpd_index_documents") {
+				t.Errorf("/metrics with the token: %d", code)
+			}
+			if code, body := get(main+"/healthz", ""); code != 200 || strings.Contains(body, "indexVersion") {
+				t.Errorf("/healthz without the token: %d %s", code, body)
+			}
+			if code, body := get(main+"/healthz", "Bearer tok"); code != 200 || !strings.Contains(body, "indexVersion") {
+				t.Errorf("/healthz with the token: %d %s", code, body)
+			}
+		} else {
+			side := "http://" + f.addrs[1]
+			if code, _ := get(main+"/metrics", "Bearer tok"); code != 404 {
+				t.Errorf("/metrics on the main address with --metrics-addr: %d", code)
+			}
+			if code, _ := get(side+"/metrics", ""); code != 200 {
+				t.Errorf("/metrics on --metrics-addr: %d", code)
+			}
+			if code, body := get(side+"/healthz", ""); code != 200 || !strings.Contains(body, "indexVersion") {
+				t.Errorf("/healthz on --metrics-addr: %d %s", code, body)
+			}
+		}
+		f.close()
+	}
+}
