@@ -327,7 +327,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		}
 		defer face.close()
 		running += n
-		log.Info("rcpd: web console", "url", consoleURL(face.addrs[0], uiOff))
+		log.Info("rcpd: web console", "console", consoleURL(face.addrs[0], uiOff))
 	}
 	if f.stdio {
 		running++
