@@ -20,8 +20,8 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/url"
 	"path"
 	"strings"
 
@@ -51,6 +51,10 @@ type Options struct {
 	Title string
 	// Version is shown in the page footer.
 	Version string
+	// AllowedHosts are host names accepted in the Host header of API
+	// requests besides IP literals and localhost ("*": any); a console
+	// reached under a DNS name must list it.
+	AllowedHosts []string
 	// MaxUploadBytes caps one uploaded file (default 32 MiB).
 	MaxUploadBytes int64
 	// Logger receives diagnostics (default slog.Default()).
@@ -64,6 +68,7 @@ type Handler struct {
 	files fs.FS
 	etags map[string]string // asset name -> content hash
 	mux   *http.ServeMux
+	cop   *http.CrossOriginProtection
 }
 
 // BearerAuth returns an Options.Authorize that accepts "Authorization:
@@ -109,6 +114,7 @@ func New(opts Options) *Handler {
 		page:  template.Must(template.ParseFS(files, "index.html.tmpl")),
 		files: files,
 		etags: map[string]string{},
+		cop:   http.NewCrossOriginProtection(),
 	}
 	for _, name := range []string{"console.js", "console.css"} {
 		b, err := fs.ReadFile(files, name)
@@ -191,11 +197,18 @@ func (h *Handler) serveAsset(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-// guard applies the console API's request checks: same-origin only, the
-// endpoint's credentials, and no simple (form-postable) POST bodies.
+// guard applies the console API's request checks: a known host name,
+// same-origin only (net/http's CrossOriginProtection), the endpoint's
+// credentials, and no simple (form-postable) POST bodies.
 func (h *Handler) guard(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !sameOrigin(r) {
+		if !h.hostAllowed(r.Host) {
+			apiError(w, http.StatusForbidden, "host "+r.Host+" is not allowed (DNS rebinding protection)")
+			return
+		}
+		// The console API is for the page served beside it: no origin is
+		// trusted. Safe methods pass (a cross-site page cannot read them).
+		if err := h.cop.Check(r); err != nil {
 			apiError(w, http.StatusForbidden, "cross-origin request refused")
 			return
 		}
@@ -214,21 +227,24 @@ func (h *Handler) guard(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// sameOrigin refuses requests a browser marks as coming from another site
-// (Sec-Fetch-Site) or whose Origin names another host. Requests without
-// either header (curl, tests) pass: they carry no ambient credentials.
-func sameOrigin(r *http.Request) bool {
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
-	default:
-		return false
+// hostAllowed refuses Host names a DNS-rebinding page would use to reach
+// a loopback server under its own domain: IP literals, localhost and the
+// configured AllowedHosts pass.
+func (h *Handler) hostAllowed(hostport string) bool {
+	host := strings.ToLower(hostport)
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		host = hh
 	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
+	host = strings.Trim(host, "[]")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil {
 		return true
 	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host == r.Host
+	for _, a := range h.opts.AllowedHosts {
+		if a == "*" || strings.EqualFold(a, host) || strings.EqualFold(a, hostport) {
+			return true
+		}
+	}
+	return false
 }
 
 // simpleContentType reports whether ct is one of the CORS-safelisted types

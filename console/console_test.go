@@ -136,6 +136,8 @@ func TestExtract(t *testing.T) {
 		{name: "form post", mutate: func(r *http.Request) { r.Header.Set("Content-Type", "multipart/form-data; boundary=x") }, status: 415},
 		{name: "text/plain post", mutate: func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, status: 415},
 		{name: "same origin", mutate: func(r *http.Request) { r.Header.Set("Origin", ts.URL); r.Header.Set("Sec-Fetch-Site", "same-origin") }, status: 200},
+		{name: "rebinding host", mutate: func(r *http.Request) { r.Host = "attacker.example:80" }, status: 403, errSub: "DNS rebinding"},
+		{name: "localhost", mutate: func(r *http.Request) { r.Host = "localhost" }, status: 200},
 		{name: "unsupported type", file: "x.exe", status: 422, errSub: "unsupported file type"},
 		{name: "no name", file: "", status: 400, errSub: "name"},
 		{name: "too large", body: strings.Repeat("a", 1<<16+1), status: 413, errSub: "exceeds"},
@@ -334,4 +336,20 @@ func FuzzEvalPlan(f *testing.F) {
 			t.Fatalf("plan %+v from %q", p, body)
 		}
 	})
+}
+
+func TestHostAllowed(t *testing.T) {
+	h := New(Options{AllowedHosts: []string{"rcp.example", "intra:8443"}, Logger: quietLogger()})
+	for host, want := range map[string]bool{
+		"127.0.0.1:7700": true, "[::1]:7700": true, "localhost:7700": true, "app.localhost": true, "10.0.0.5": true,
+		"rcp.example": true, "RCP.example:7700": true, "intra:8443": true,
+		"intra:9000": false, "attacker.example": false, "rcp.example.attacker.example": false, "": false,
+	} {
+		if got := h.hostAllowed(host); got != want {
+			t.Errorf("hostAllowed(%q) = %v, want %v", host, got, want)
+		}
+	}
+	if !New(Options{AllowedHosts: []string{"*"}, Logger: quietLogger()}).hostAllowed("anything.example") {
+		t.Error(`"*" must allow any host`)
+	}
 }
