@@ -37,6 +37,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/session"
 	"github.com/rcpgo/rcpgo/engine/transform"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -149,7 +150,12 @@ type Config struct {
 	// Session bounds the trajectory state behind sessionId (§7.7.3).
 	Session session.Options
 	// Feedback configures quarantine and the ranking prior (§7.16).
-	Feedback   feedback.Options
+	Feedback feedback.Options
+	// Graph builds the knowledge graph (entities, triples, communities)
+	// in the background and serves graph and memory (engine_graph.go).
+	Graph bool
+	// Memory bounds the inline-document memories of memory/build.
+	Memory     memory.Options
 	Logger     *slog.Logger
 	IndexOpts  index.Options // Dir-independent index options (Fields is set from Fields)
 	maxAddDocs int
@@ -188,7 +194,8 @@ type Engine struct {
 	tmpDir  string // the snapshot copy served when Dir was locked
 	watch   *dirWatch
 
-	ag *agentic // transform, session and feedback (engine_agentic.go)
+	ag *agentic   // transform, session and feedback (engine_agentic.go)
+	kg *knowledge // graph and memory (engine_graph.go); nil when disabled
 
 	// catalogOpen: the catalog was made current at Open and is marked dirty
 	// until Close marks it clean; a failed write clears it (see engine_docs.go).
@@ -322,6 +329,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	if err := e.openGraph(); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if err := e.preload(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -374,6 +385,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if len(e.fields) > 0 {
 		rcp.Handle(e.router, rcp.MethodRCPGoValues, e.fieldValuesMethod)
 	}
+	if err := e.startGraph(); err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -389,6 +404,9 @@ var fieldTypes = map[string]index.FieldType{
 // Close releases the engine's resources.
 func (e *Engine) Close() error {
 	var errs []error
+	if e.kg != nil {
+		errs = append(errs, e.closeGraph())
+	}
 	if e.ix != nil {
 		errs = append(errs, e.ix.Close())
 	}
@@ -465,6 +483,7 @@ func (e *Engine) describe() rcp.Description {
 		vendor.Methods = append(vendor.Methods, rcp.MethodRCPGoValues)
 	}
 	e.describeAgentic(&caps, &vendor)
+	e.describeGraph(&caps)
 	rcp.SetRCPGoCap(&caps, vendor)
 	level := rcp.LevelL0
 	if e.dense != nil {

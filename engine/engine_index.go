@@ -288,6 +288,9 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 			if err := putRecord(docs, vals, id, rec); err != nil {
 				return err
 			}
+			if err := e.graphEnqueue(tx, id); err != nil {
+				return err
+			}
 		}
 		if e.cfg.Dense == DenseNone {
 			return nil
@@ -351,6 +354,7 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 			return nil, 0, err
 		}
 	}
+	e.graphNotify()
 	return ids, nchunks, nil
 }
 
@@ -451,6 +455,9 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 				if err := putRecord(docs, vals, id, nil); err != nil {
 					return err
 				}
+				if err := e.graphEnqueue(tx, topLevel(id)); err != nil {
+					return err
+				}
 			}
 			if e.cfg.Dense == DenseNone {
 				return nil
@@ -474,6 +481,7 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 			}
 		}
 	}
+	e.graphNotify()
 	return &rcp.IndexDeleteResult{Deleted: n, IndexVersion: e.ix.Version()}, nil
 }
 

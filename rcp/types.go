@@ -410,6 +410,7 @@ type GraphParams struct {
 	K         *int     `json:"k,omitempty"`
 	SeedIDs   []string `json:"seedIds,omitempty"`
 	Hops      *int     `json:"hops,omitempty"`
+	Level     *int     `json:"level,omitempty"`
 	Cursor    string   `json:"cursor,omitempty"`
 	SessionID string   `json:"sessionId,omitempty"`
 	Meta      Meta     `json:"_meta,omitempty"`

@@ -53,6 +53,7 @@ type fileConfig struct {
 	Fusion         fusionConfig      `json:"fusion"`
 	FetchURIs      uriConfig         `json:"fetchURIs"`
 	NoUI           bool              `json:"noUI"`
+	Graph          bool              `json:"graph"`
 	UIDatasets     string            `json:"uiDatasets"`
 	WordNet        string            `json:"wordnet"` // WordNet data directory, or "none"
 	Session        sessionConfig     `json:"session"`
@@ -99,7 +100,7 @@ var demoFields = map[string]string{"topic": "keyword", "year": "int", "lang": "k
 type serveFlags struct {
 	data, httpAddr, config, logLevel, sessions, dense, token string
 	onLocked, rerankModel, rerankTokenizer                   string
-	stdio, demo, readOnly                                    bool
+	stdio, demo, readOnly, graph                             bool
 
 	embedURL, embedModel, embedKeyEnv, embedDimension        string
 	embedQueryPrefix, embedDocPrefix                         string
@@ -133,6 +134,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&f.config, "config", "", "JSON configuration file (env RCPD_CONFIG)")
 	fs.BoolVar(&f.demo, "demo", false, "load the built-in demo corpus (idempotent)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "refuse index/add and index/delete")
+	fs.BoolVar(&f.graph, "graph", false, "build the knowledge graph in the background and serve graph and memory/build|recall (env RCPD_GRAPH=1; on with --demo)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (env RCPD_LOG_LEVEL; default info)")
 	fs.StringVar(&f.sessions, "http-sessions", "", "HTTP session mode: single, stateful or stateless (env RCPD_HTTP_SESSIONS; default stateful: a session per client that initializes, stateless for clients that send no RCP-Session; single: one shared session, what the reference harness check.py expects)")
 	fs.StringVar(&f.dense, "dense", "", "dense encoder: lsa, openai, onnx or none (env RCPD_DENSE; default lsa)")
@@ -221,6 +223,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		Chunk:          fc.Chunk,
 		TrustedSources: map[string]string{},
 		NoScreen:       fc.NoScreen,
+		Graph:          f.graph || f.demo || fc.Graph || os.Getenv("RCPD_GRAPH") == "1",
 		Logger:         log,
 	}
 	switch onLocked := pick(f.onLocked, os.Getenv("RCPD_ON_LOCKED"), "snapshot"); onLocked {

@@ -188,6 +188,14 @@ func (g *Graph) summarize(c *Community, ids []int32) {
 	}
 }
 
+// Depth is the number of levels (0 for a nil hierarchy).
+func (h *Hierarchy) Depth() int {
+	if h == nil {
+		return 0
+	}
+	return len(h.Levels)
+}
+
 // Level returns the communities of one level (nil when out of range).
 func (h *Hierarchy) Level(l int) []*Community {
 	if h == nil || l < 0 || l >= len(h.Levels) {

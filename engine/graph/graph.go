@@ -253,3 +253,19 @@ func (g *Graph) lookupNode(name string) (int32, bool) {
 	n, ok := g.byName[strings.ToLower(strings.TrimSpace(name))]
 	return n, ok
 }
+
+// Tokens estimates the graph's size in words: node names and unit leads.
+func (g *Graph) Tokens() int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := 0
+	for name := range g.byName {
+		n += strings.Count(name, " ") + 1
+	}
+	for _, u := range g.units {
+		if u != nil {
+			n += len(strings.Fields(u.lead))
+		}
+	}
+	return n
+}

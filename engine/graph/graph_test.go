@@ -174,7 +174,7 @@ func TestNeighborsAndClues(t *testing.T) {
 	if err != nil || len(clues) == 0 {
 		t.Fatalf("clues %v %v", clues, err)
 	}
-	if clues[0].Node != "boris kent" || clues[0].Query != "boris kent mentor born" || clues[0].Weight != 1 {
+	if clues[0].Node != "boris kent" || clues[0].Query != "boris kent born" || clues[0].Weight != 1 {
 		t.Fatalf("first clue = %+v", clues[0])
 	}
 }
@@ -286,3 +286,32 @@ func TestLocalDeadline(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// FuzzLoad: a damaged snapshot is rejected (ErrSnapshot), never a panic or
+// a half-loaded graph.
+func FuzzLoad(f *testing.F) {
+	g := build(f, chain)
+	path := filepath.Join(f.TempDir(), "seed.snap")
+	if err := g.Save(path); err != nil {
+		f.Fatal(err)
+	}
+	good, _ := os.ReadFile(path)
+	f.Add(good)
+	f.Add([]byte(snapshotMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "g.snap")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		h := build(t, map[string]string{"z": "Zed Isle is an island."})
+		before := h.Stats()
+		if err := h.Load(p); err != nil {
+			if !errors.Is(err, ErrSnapshot) {
+				t.Fatalf("error %v is not ErrSnapshot", err)
+			}
+			if h.Stats() != before {
+				t.Fatal("a failed Load changed the graph")
+			}
+		}
+	})
+}

@@ -364,9 +364,12 @@ type Clue struct {
 }
 
 // Clues returns up to n follow-ups from the neighbourhood of the query's
-// seeds: the highest-ranked nodes that are not seeds, each turned into a
-// surrogate query (the node's name plus the query's own content words,
-// so a retrieve on it finds what the question asks about that node).
+// seeds: the highest-ranked nodes that are not seeds — a node a seed
+// reaches through a triple whose predicate the query uses (the relation
+// asked about: "the person who trained A") ranks first — each turned into
+// a surrogate query: the node's name plus the query's content words minus
+// those of the relation already followed, so a retrieve on it finds what
+// the question asks about that node.
 func (g *Graph) Clues(ctx context.Context, s Seeds, n, hops int) ([]Clue, error) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
@@ -374,37 +377,78 @@ func (g *Graph) Clues(ctx context.Context, s Seeds, n, hops int) ([]Clue, error)
 	if err != nil || r == nil {
 		return nil, err
 	}
-	rest := residualWords(s.Query, r.seeds, g)
-	top := g.topNodes(r, n, r.seeds)
-	var max float64
-	for _, nd := range top {
-		max = math.Max(max, r.rank[nd])
+	bonus, via := g.relationLinks(r)
+	score := func(nd int32) float64 { return r.rank[nd] * (1 + 2*bonus[nd]) }
+	cands := g.topNodes(r, len(r.order), r.seeds)
+	sort.SliceStable(cands, func(i, j int) bool { return score(cands[i]) > score(cands[j]) })
+	cands = cands[:min(n, len(cands))]
+	var best float64
+	for _, nd := range cands {
+		best = math.Max(best, score(nd))
 	}
-	out := make([]Clue, len(top))
-	for i, nd := range top {
-		q := g.nodes[nd].name
-		if rest != "" {
-			q += " " + rest
+	words := g.contentWords(s.Query, r.seeds)
+	out := make([]Clue, len(cands))
+	for i, nd := range cands {
+		q := []string{g.nodes[nd].name}
+		for _, w := range words {
+			if !via[nd][w.term] {
+				q = append(q, w.word)
+			}
 		}
-		out[i] = Clue{Query: q, Node: g.nodes[nd].name, Weight: r.rank[nd] / max}
+		out[i] = Clue{Query: strings.Join(q, " "), Node: g.nodes[nd].name, Weight: score(nd) / best}
 	}
 	return out, nil
 }
 
-// residualWords is the query without the words naming a seed node and
-// without stop words.
-func residualWords(query string, seeds map[int32]float64, g *Graph) string {
+// relationLinks finds, for nodes joined to a seed by a triple, how much of
+// the triple's predicate the query uses (bonus) and the predicate's terms
+// (via: the part of the question that link already answers).
+func (g *Graph) relationLinks(r *region) (map[int32]float64, map[int32]map[string]bool) {
+	bonus := map[int32]float64{}
+	via := map[int32]map[string]bool{}
+	for seed := range r.seeds {
+		for _, un := range g.nodes[seed].units {
+			for _, t := range g.units[un].triples {
+				other := t.o
+				if t.o == seed {
+					other = t.s
+				} else if t.s != seed {
+					continue
+				}
+				if m := overlap(t.terms, r.qterms); m > bonus[other] {
+					bonus[other] = m
+					via[other] = map[string]bool{}
+					for _, term := range t.terms {
+						via[other][term] = true
+					}
+				}
+			}
+		}
+	}
+	return bonus, via
+}
+
+type queryWord struct{ word, term string }
+
+// contentWords is the query without the words naming a seed node and
+// without stop words, each with its analysed term.
+func (g *Graph) contentWords(query string, seeds map[int32]float64) []queryWord {
 	names := map[string]bool{}
 	for n := range seeds {
 		for _, w := range strings.Fields(g.nodes[n].name) {
 			names[w] = true
 		}
 	}
-	var keep []string
+	var out []queryWord
 	for _, t := range tokenize(query) {
-		if !t.stop && !names[t.lower] {
-			keep = append(keep, t.lower)
+		if t.stop || names[t.lower] {
+			continue
 		}
+		term := ""
+		if ts := g.an.Terms(t.lower); len(ts) > 0 {
+			term = ts[0]
+		}
+		out = append(out, queryWord{word: t.lower, term: term})
 	}
-	return strings.Join(keep, " ")
+	return out
 }
