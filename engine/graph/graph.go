@@ -269,3 +269,29 @@ func (g *Graph) Tokens() int {
 	}
 	return n
 }
+
+// UnitNodes returns the node names of unit id (nil when absent).
+func (g *Graph) UnitNodes(id string) []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	un, ok := g.unitByID[id]
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(g.units[un].nodes))
+	for i, n := range g.units[un].nodes {
+		out[i] = g.nodes[n].name
+	}
+	return out
+}
+
+// Parents returns the top-level documents the graph holds units of.
+func (g *Graph) Parents() []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	out := make([]string, 0, len(g.byParent))
+	for p := range g.byParent {
+		out = append(out, p)
+	}
+	return out
+}
