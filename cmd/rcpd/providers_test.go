@@ -218,8 +218,9 @@ func TestProviderCapabilities(t *testing.T) {
 	emb, _ := fakeEmbeddings(t, 32)
 	chat := fakeChat(t)
 	base := []string{"citations", "feedback", "index", "log", "pagination", "retrieve", "session", "streaming", "transform"}
-	withFilter := append(slices.Clone(base), "filter")
+	withFilter := append(slices.Clone(base), "filter", "graph", "memory") // --demo turns the graph on
 	sort.Strings(withFilter)
+	withGraph := sorted(append(slices.Clone(base), "graph", "memory"))
 	cases := []struct {
 		name     string
 		args     []string
@@ -232,6 +233,7 @@ func TestProviderCapabilities(t *testing.T) {
 		{name: "none", args: []string{"--dense", "none"}, caps: base, modes: []string{"sparse"}},
 		{name: "none demo", args: []string{"--dense", "none", "--demo"}, caps: withFilter, modes: []string{"sparse"}},
 		{name: "lsa below minFitDocs", args: nil, caps: base, modes: []string{"sparse"}},
+		{name: "graph", args: []string{"--dense", "none", "--graph"}, caps: withGraph, modes: []string{"sparse"}},
 		{name: "lsa demo", args: []string{"--demo"}, caps: sorted(append(slices.Clone(withFilter), "embed")),
 			modes: []string{"dense", "sparse", "hybrid"}, identity: "lsa-"},
 		{name: "openai", args: []string{"--dense", "openai", "--embed-url", emb.URL + "/v1", "--embed-model", "hash-embed",
