@@ -467,6 +467,22 @@ func consoleEvaluate(t *testing.T, ctx context.Context, base, dir string) {
 		t.Errorf("chart size %v", size)
 	}
 	shot(t, ctx, dir, "console-evaluate.png")
+
+	// A stored report (what rcp eval -json writes) is shown with its chart.
+	report := filepath.Join(t.TempDir(), "stored.json")
+	stored := `{"dataset":"stored-set","split":"test","queries":2,"metrics":["ndcg@10","recall@10"],"started":"2026-01-01T00:00:00Z",
+		"modes":[{"mode":{"name":"bm25-baseline"},"k":10,"scores":{"metrics":["ndcg@10","recall@10"],"mean":{"ndcg@10":0.5,"recall@10":0.75},"numQueries":2,"unranked":0},
+		"latency":{"meanMs":1,"p50Ms":1,"p95Ms":2,"p99Ms":2,"maxMs":2},"elapsedSeconds":0.1,"queriesPerSecond":20,"failures":0,
+		"recallCurve":[{"k":1,"recall":0.25},{"k":10,"recall":0.75}]}]}`
+	if err := os.WriteFile(report, []byte(stored), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "show a stored report", chromedp.SetUploadFiles(`#report-file`, []string{report}),
+		discard(chromedp.Poll[bool](`(document.querySelector("#eval-result h2")||{}).textContent?.startsWith("stored-set")`)),
+		chromedp.WaitVisible(`#eval-result img.chart`))
+	if table := js[string](t, ctx, `document.querySelector("#eval-result table").textContent`); !strings.Contains(table, "bm25-baseline") || !strings.Contains(table, "0.7500") {
+		t.Errorf("stored report table %q", table)
+	}
 }
 
 func consoleGateway(t *testing.T, ctx context.Context, gw, dir string) {
