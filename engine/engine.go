@@ -39,6 +39,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/session"
+	"github.com/rcpgo/rcpgo/engine/store"
 	"github.com/rcpgo/rcpgo/engine/transform"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
@@ -188,7 +189,8 @@ type Engine struct {
 	rmu   sync.RWMutex
 	dense *denseIndex // nil when dense retrieval is unavailable
 
-	uriClient *http.Client // fetches Content uris under cfg.URIPolicy
+	uriClient *http.Client  // fetches Content uris under cfg.URIPolicy
+	uriSem    chan struct{} // bounds concurrent fetches (URIPolicy.MaxConcurrent)
 
 	release func() // the data directory lock
 	tmpDir  string // the snapshot copy served when Dir was locked
@@ -290,7 +292,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w (%s)", err, cfg.Dir)
 	}
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
-		uriClient: cfg.URIPolicy.client()}
+		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
 	if e.watch, err = newDirWatch(cfg.Dir); err != nil {
 		e.Close()
 		return nil, err
@@ -305,29 +307,31 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	// engine.db opens first: the document catalog is checked (and rebuilt
 	// from the index's record store when needed) before the index opens.
-	if e.db, err = bolt.Open(filepath.Join(cfg.Dir, "engine.db"), 0o600, &bolt.Options{Timeout: 2 * time.Second}); err != nil {
-		e.Close()
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	if err := e.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketIdem, bucketDense, bucketCatalog, bucketDocs, bucketValues} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
+	// A damaged engine.db is refused with its name (store.OpenBolt checks
+	// it before bbolt maps it; a panic or fault while reading it becomes an
+	// error): `rcpd repair` moves it aside.
+	dbPath := filepath.Join(cfg.Dir, "engine.db")
+	if e.db, err = store.OpenBolt(dbPath, 0o600, &bolt.Options{Timeout: 2 * time.Second}, func(db *bolt.DB) error {
+		return db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bucketIdem, bucketDense, bucketCatalog, bucketDocs, bucketValues} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
+			return nil
+		})
 	}); err != nil {
 		e.Close()
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
 	}
-	if err := e.openCatalog(ctx); err != nil {
+	if err := store.Protect(dbPath, func() error { return e.openCatalog(ctx) }); err != nil {
 		e.Close()
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
 	}
 	e.catalogOpen.Store(true)
 	if e.ix, err = index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts); err != nil {
 		e.Close()
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
 	}
 	if err := e.openGraph(); err != nil {
 		e.Close()
@@ -438,6 +442,7 @@ func (e *Engine) Call(ctx context.Context, method string, params json.RawMessage
 	if err != nil {
 		if _, ok := rcp.AsError(err); !ok && ctx.Err() == nil {
 			e.log.Error("engine: request failed", "method", method, "err", err)
+			err = storageError(err)
 		}
 	}
 	return res, err

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rcpgo/rcpgo/rcp"
@@ -86,3 +88,12 @@ func (e *Engine) writable() error {
 }
 
 func ptrBool(b bool) *bool { return &b }
+
+// storageError says what a full disk is instead of a bare -32603.
+func storageError(err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "no space left on device",
+			Data: &rcp.ErrorData{Retryable: ptrBool(true), Detail: "the file system of the data directory is full: nothing was stored; free space and retry"}}
+	}
+	return err
+}

@@ -185,7 +185,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 	}
 	ix := &Index{dir: dir, opts: opts, an: opts.Analyzer, st: st, log: opts.Logger,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), bgDone: make(chan struct{})}
-	if err := ix.recover(ctx); err != nil {
+	if err := store.Protect(filepath.Join(dir, storeFile), func() error { return ix.recover(ctx) }); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -195,6 +195,32 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 		go ix.background()
 	}
 	return ix, nil
+}
+
+// ErrOrphanSegments reports segment files without the manifest that
+// lists them: the store (store.db) was lost or replaced. Nothing is
+// deleted; see Repair.
+var ErrOrphanSegments = errors.New("index: segment files without a manifest")
+
+// noOrphanSegments refuses to start a fresh manifest over existing
+// segments: they would be deleted as unreferenced, and with them the
+// evidence of the lost store.
+func (ix *Index) noOrphanSegments() error {
+	ents, err := os.ReadDir(filepath.Join(ix.dir, segDir))
+	if err != nil {
+		return nil
+	}
+	n := 0
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), segExt) && !strings.HasPrefix(e.Name(), ".tmp-") {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s has %d segment files but %s holds no manifest (lost or replaced?); refusing to start so that nothing is deleted: restore %s from a backup, or run `rcpd repair` to move the segments aside and start empty",
+		ErrOrphanSegments, filepath.Join(ix.dir, segDir), n, filepath.Join(ix.dir, storeFile), storeFile)
 }
 
 // recover loads the manifest and segments, rebuilds tombstones from the
@@ -219,6 +245,9 @@ func (ix *Index) recover(ctx context.Context) error {
 		return fmt.Errorf("index: open: %w", err)
 	}
 	if !found {
+		if err := ix.noOrphanSegments(); err != nil {
+			return err
+		}
 		var e [4]byte
 		rand.Read(e[:])
 		man = store.Manifest{Format: formatLevel, Epoch: hex.EncodeToString(e[:]), NextSeq: 1, NextSegID: 1, Analyzer: ix.an.Fingerprint(),

@@ -91,7 +91,7 @@ type Store struct {
 // Open opens (creating if needed) the store file at path. It fails rather
 // than waits if another process holds the file.
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o644, &bolt.Options{
+	db, err := OpenBolt(path, 0o644, &bolt.Options{
 		Timeout:      2 * time.Second,
 		FreelistType: bolt.FreelistMapType,
 		// The freelist is written with every commit (bbolt's default): without
@@ -99,21 +99,18 @@ func Open(path string) (*Store, error) {
 		// the whole file resident on a 1.6 GB store of 1 M passages, against
 		// under 1 ms with it).
 		NoFreelistSync: false,
+	}, func(db *bolt.DB) error {
+		return db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bktDocs, bktIDs, bktChildren, bktDead, bktMeta} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bktDocs, bktIDs, bktChildren, bktDead, bktMeta} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: init %s: %w", path, err)
 	}
 	return &Store{db: db}, nil
 }
