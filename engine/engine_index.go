@@ -28,6 +28,9 @@ type addDoc struct {
 	page            int
 	chunk           bool
 	contextual      bool
+	// units are the chunks of a chunked document, prepared (split and
+	// annotated) before the write lock is taken.
+	units []index.Document
 }
 
 // wireDoc is index/add's document with presence-aware fields.
@@ -68,6 +71,11 @@ func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAdd
 	}
 	var key string
 	p.Meta.Get(rcp.MetaIdempotencyKey, &key)
+	// Chunking is CPU work on the request's own data: done before the
+	// write lock so that it never delays other writers.
+	if err := e.prepareChunks(ctx, docs); err != nil {
+		return nil, err
+	}
 
 	e.wmu.Lock()
 	defer e.wmu.Unlock()
@@ -127,8 +135,11 @@ func decodeWireDoc(raw json.RawMessage, i int) (addDoc, error) {
 		if err := json.Unmarshal(w.ID, &d.id); err != nil {
 			return addDoc{}, rcp.InvalidParams(field+".id", "id must be a string")
 		}
-		if d.id == "" || len(d.id) > 1024 || strings.IndexByte(d.id, 0) >= 0 || !utf8.ValidString(d.id) {
-			return addDoc{}, rcp.InvalidParams(field+".id", "id must be a non-empty UTF-8 string of at most 1024 bytes without NUL")
+		if d.id == "" || len(d.id) > 1024 || strings.IndexByte(d.id, 0) >= 0 || !utf8.ValidString(d.id) || hasLoneSurrogate(w.ID) {
+			return addDoc{}, rcp.InvalidParams(field+".id", "id must be a non-empty UTF-8 string of at most 1024 bytes without NUL or unpaired surrogates")
+		}
+		if _, _, ok := parseChunkID(d.id); ok {
+			return addDoc{}, rcp.InvalidParams(field+".id", "id %q has the form <id>#c<n> reserved for the chunks of chunked documents", d.id)
 		}
 	}
 	if w.Text == nil {
@@ -233,43 +244,22 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 		} else if old != nil && old.Chunk == nil {
 			transitions = append(transitions, d.id) // was a whole document
 		}
-		pieces := chunk.Split(d.text, e.cfg.Chunk)
-		if len(pieces) == 0 {
-			pieces = []chunk.Chunk{{Text: d.text, End: len(d.text)}}
+		if d.units == nil {
+			var err error
+			if d.units, err = e.chunkUnits(ctx, d); err != nil {
+				return nil, 0, err
+			}
 		}
-		var kp []string
-		if d.contextual {
-			kp = keyphrases(e, d.text, 5)
+		for j := range d.units {
+			if err := e.chunkIDFree(ctx, d.units[j].ID, d.id); err != nil {
+				return nil, 0, err
+			}
+			d.units[j].Source = src
 		}
-		for _, pc := range pieces {
-			info := map[string]any{
-				"start": float64(utf8.RuneCountInString(d.text[:pc.Start])),
-				"end":   float64(utf8.RuneCountInString(d.text[:pc.End])),
-			}
-			if len(pc.Section) > 0 {
-				sec := make([]any, len(pc.Section))
-				for j, s := range pc.Section {
-					sec[j] = s
-				}
-				info["section"] = sec
-			}
-			title := d.title
-			if d.contextual {
-				c := situating(d.title, pc.Section, kp)
-				info["context"] = c
-				title = c
-			}
-			meta := make(map[string]any, len(d.meta)+1)
-			for k, v := range d.meta {
-				meta[k] = v
-			}
-			meta[pipeline.MetaKey] = info
-			idocs = append(idocs, index.Document{ID: chunkID(d.id, pc.Index), Title: title, Text: pc.Text, Meta: meta,
-				Source: src, Chunk: &index.ChunkRef{DocID: d.id, Index: pc.Index, Start: pc.Start, End: pc.End}})
-		}
-		chunkSets[d.id] = len(pieces)
-		nchunks += len(pieces)
-		catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Chunks: len(pieces), Text: d.text,
+		idocs = append(idocs, d.units...)
+		chunkSets[d.id] = len(d.units)
+		nchunks += len(d.units)
+		catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Chunks: len(d.units), Text: d.text,
 			Context: d.contextual, Values: e.fieldValues(d.meta)}
 	}
 	// The dense text log is written first: after a crash it may name
@@ -356,6 +346,137 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 	}
 	e.graphNotify()
 	return ids, nchunks, nil
+}
+
+// prepareChunks splits the chunked documents of docs into their units.
+func (e *Engine) prepareChunks(ctx context.Context, docs []addDoc) error {
+	for i := range docs {
+		if !docs[i].chunk {
+			continue
+		}
+		units, err := e.chunkUnits(ctx, docs[i])
+		if err != nil {
+			return err
+		}
+		docs[i].units = units
+	}
+	return nil
+}
+
+// chunkUnits splits d into its chunk documents (Source left to the
+// writer). Character offsets are counted incrementally: the chunks' starts
+// and ends only move forward, so the whole is linear in the text.
+func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]index.Document, error) {
+	pieces, err := chunk.SplitContext(ctx, d.text, e.cfg.Chunk)
+	if err != nil {
+		return nil, err
+	}
+	if len(pieces) == 0 {
+		pieces = []chunk.Chunk{{Text: d.text, End: len(d.text)}}
+	}
+	var kp []string
+	if d.contextual {
+		kp = keyphrases(e, d.text, 5)
+	}
+	starts, ends := runeOffsets{text: d.text}, runeOffsets{text: d.text}
+	units := make([]index.Document, 0, len(pieces))
+	for j, pc := range pieces {
+		if j&255 == 255 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		info := map[string]any{"start": float64(starts.at(pc.Start)), "end": float64(ends.at(pc.End))}
+		if len(pc.Section) > 0 {
+			sec := make([]any, len(pc.Section))
+			for k, s := range pc.Section {
+				sec[k] = s
+			}
+			info["section"] = sec
+		}
+		title := d.title
+		if d.contextual {
+			c := situating(d.title, pc.Section, kp)
+			info["context"] = c
+			title = c
+		}
+		meta := make(map[string]any, len(d.meta)+1)
+		for k, v := range d.meta {
+			meta[k] = v
+		}
+		meta[pipeline.MetaKey] = info
+		units = append(units, index.Document{ID: chunkID(d.id, pc.Index), Title: title, Text: pc.Text, Meta: meta,
+			Chunk: &index.ChunkRef{DocID: d.id, Index: pc.Index, Start: pc.Start, End: pc.End}})
+	}
+	return units, nil
+}
+
+// runeOffsets converts non-decreasing byte offsets of text to character
+// offsets, counting only the runes since the previous call.
+type runeOffsets struct {
+	text        string
+	byteAt, got int
+}
+
+func (r *runeOffsets) at(b int) int {
+	if b < r.byteAt { // not monotonic: count afresh
+		r.byteAt, r.got = 0, 0
+	}
+	r.got += utf8.RuneCountInString(r.text[r.byteAt:b])
+	r.byteAt = b
+	return r.got
+}
+
+// chunkIDFree refuses to write chunk id over a document that is not one of
+// parent's chunks: an index written before chunk-form ids were refused may
+// hold a user document under that id, and replacing it would lose it.
+func (e *Engine) chunkIDFree(ctx context.Context, id, parent string) error {
+	old, err := e.ix.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if old != nil && (old.Chunk == nil || old.Chunk.DocID != parent) {
+		return &rcp.Error{Code: rcp.CodeConflict, Message: fmt.Sprintf("chunk id %q is taken by another document", id),
+			Data: &rcp.ErrorData{Field: "documents", Detail: fmt.Sprintf("delete %q or add %q without chunking", id, parent)}}
+	}
+	return nil
+}
+
+// hasLoneSurrogate reports a JSON string literal with a \uD800–\uDFFF
+// escape that is not part of a surrogate pair: encoding/json decodes it to
+// U+FFFD, so two different ids would collide.
+func hasLoneSurrogate(lit []byte) bool {
+	isHi := func(r rune) bool { return r >= 0xD800 && r < 0xDC00 }
+	isLo := func(r rune) bool { return r >= 0xDC00 && r < 0xE000 }
+	esc := func(i int) (rune, bool) { // the \uXXXX escape at lit[i:], if any
+		if i+6 > len(lit) || lit[i] != '\\' || lit[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(lit[i+2:i+6]), 16, 32)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '\\' {
+			continue
+		}
+		r, ok := esc(i)
+		if !ok {
+			i++ // skip the escaped character
+			continue
+		}
+		switch {
+		case isHi(r):
+			if lo, ok := esc(i + 6); ok && isLo(lo) {
+				i += 11
+				continue
+			}
+			return true
+		case isLo(r):
+			return true
+		}
+		i += 5
+	}
+	return false
 }
 
 // denseText is what the dense encoder sees of a document.

@@ -83,8 +83,8 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	if len(p.KRaw) == 0 || string(p.KRaw) == "null" {
 		return nil, rcp.InvalidParams("k", "k is required")
 	}
-	var n int64
-	if err := json.Unmarshal(p.KRaw, &n); err != nil || n > rcp.MaxSafeInteger {
+	n, ok := rcp.DecodeInteger(p.KRaw)
+	if !ok {
 		return nil, rcp.InvalidParams("k", "k must be a positive integer, got %s", p.KRaw)
 	}
 	if n < 1 {

@@ -30,14 +30,22 @@ type URIPolicy struct {
 	// Hosts, when non-empty, is the allow-list of host names (exact, or
 	// ".example.com" for a domain and its subdomains).
 	Hosts []string
-	// AllowPrivate permits loopback, private (RFC 1918, ULA), link-local,
-	// CGNAT and unspecified addresses; they are refused by default, checked
-	// on the address actually dialled (so DNS cannot smuggle them in).
+	// AllowPrivate permits every special-purpose address (loopback,
+	// private, link-local, CGNAT, documentation, benchmarking, reserved,
+	// NAT64, 6to4, Teredo, …; see blockedPrefixes) and this host's own
+	// interface addresses; they are refused by default, checked on the
+	// address actually dialled (so DNS cannot smuggle them in).
 	AllowPrivate bool
-	// MaxBytes bounds a body (default 1 MiB); Timeout bounds a fetch
+	// MaxBytes bounds one body (default 1 MiB); Timeout bounds a fetch
 	// (default 10 s).
 	MaxBytes int64
 	Timeout  time.Duration
+	// MaxBlocks bounds the uri blocks of one request (default 8) and
+	// MaxTotalBytes their bodies together (default 4 MiB); MaxConcurrent
+	// bounds the fetches in flight across all requests (default 4).
+	MaxBlocks     int
+	MaxTotalBytes int64
+	MaxConcurrent int
 }
 
 func (p URIPolicy) withDefaults() URIPolicy {
@@ -50,17 +58,71 @@ func (p URIPolicy) withDefaults() URIPolicy {
 	if p.Timeout <= 0 {
 		p.Timeout = 10 * time.Second
 	}
+	if p.MaxBlocks <= 0 {
+		p.MaxBlocks = 8
+	}
+	if p.MaxTotalBytes <= 0 {
+		p.MaxTotalBytes = 4 << 20
+	}
+	if p.MaxConcurrent <= 0 {
+		p.MaxConcurrent = 4
+	}
 	return p
 }
 
-var errPrivateAddress = errors.New("address is loopback, private, link-local or unspecified")
+var errPrivateAddress = errors.New("address is loopback, private, link-local, reserved or this host's own")
 
-// privateAddr reports addresses refused unless AllowPrivate.
-func privateAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsUnspecified() || a.IsMulticast() ||
-		netip.MustParsePrefix("100.64.0.0/10").Contains(a) // CGNAT
+// errFetchFailed is the one answer for every network-side failure (DNS,
+// refused, unreachable, refused address, timeout, HTTP status): telling
+// them apart would make the server a port scanner for its callers.
+var errFetchFailed = errors.New("the uri could not be fetched")
+
+// blockedPrefixes is the IANA special-purpose address registry (IPv4 and
+// IPv6) plus multicast: nothing a public document lives at.
+var blockedPrefixes = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24", "192.168.0.0/16",
+		"192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+		"::/128", "::1/128", "::/96", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
+		"2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+	} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// blockedAddr reports addresses refused unless AllowPrivate: the special
+// purpose registry (an IPv4-mapped address is judged as IPv4) and this
+// host's own interface addresses, public ones included.
+func blockedAddr(a netip.Addr) bool {
+	if a.Is4In6() {
+		a = a.Unmap()
+	}
+	a = a.WithZone("")
+	for _, p := range blockedPrefixes {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return ownAddr(a)
+}
+
+// ownAddr reports one of this host's interface addresses.
+func ownAddr(a netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true // cannot tell: refuse
+	}
+	for _, ia := range addrs {
+		if pn, ok := ia.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(pn.IP); ok && ip.Unmap() == a {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // check validates u against the policy without network access.
@@ -96,7 +158,7 @@ func (p URIPolicy) check(raw string) (*url.URL, error) {
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 			return nil, fmt.Errorf("uri host %q: %w", host, errPrivateAddress)
 		}
-		if a, err := netip.ParseAddr(host); err == nil && privateAddr(a) {
+		if a, err := netip.ParseAddr(host); err == nil && blockedAddr(a) {
 			return nil, fmt.Errorf("uri host %q: %w", host, errPrivateAddress)
 		}
 	}
@@ -113,7 +175,7 @@ func (p URIPolicy) client() *http.Client {
 		if err != nil {
 			return err
 		}
-		if privateAddr(ap.Addr()) {
+		if blockedAddr(ap.Addr()) {
 			return fmt.Errorf("dial %s: %w", address, errPrivateAddress)
 		}
 		return nil
@@ -128,16 +190,28 @@ func (p URIPolicy) client() *http.Client {
 	}}
 }
 
-// fetchText dereferences one uri under the policy; the body must be
-// text/* in UTF-8.
-func (e *Engine) fetchText(ctx context.Context, raw string) (string, error) {
+// fetchText dereferences one uri under the policy, reading at most limit
+// bytes; the body must be text/* in UTF-8. Policy refusals name their
+// reason; every failure on the network side is errFetchFailed (the cause
+// is logged at debug level).
+func (e *Engine) fetchText(ctx context.Context, raw string, limit int64) (string, error) {
 	p := e.cfg.URIPolicy
 	u, err := p.check(raw)
 	if err != nil {
 		return "", err
 	}
+	select {
+	case e.uriSem <- struct{}{}:
+		defer func() { <-e.uriSem }()
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
+	failed := func(cause any) (string, error) {
+		e.log.Debug("engine: content uri fetch failed", "uri", raw, "cause", cause)
+		return "", fmt.Errorf("fetching %q: %w", raw, errFetchFailed)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return "", fmt.Errorf("uri %q: %w", raw, err)
@@ -145,11 +219,11 @@ func (e *Engine) fetchText(ctx context.Context, raw string) (string, error) {
 	req.Header.Set("Accept", "text/*")
 	resp, err := e.uriClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("fetching %q: %w", raw, err)
+		return failed(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("fetching %q: HTTP %d", raw, resp.StatusCode)
+		return failed(resp.Status)
 	}
 	mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil || !strings.HasPrefix(mt, "text/") {
@@ -158,12 +232,15 @@ func (e *Engine) fetchText(ctx context.Context, raw string) (string, error) {
 	if cs := strings.ToLower(params["charset"]); cs != "" && cs != "utf-8" && cs != "us-ascii" {
 		return "", fmt.Errorf("fetching %q: charset %q is not UTF-8", raw, cs)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, p.MaxBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("fetching %q: %w", raw, err)
+	if resp.ContentLength > limit {
+		return "", fmt.Errorf("fetching %q: body exceeds %d bytes", raw, limit)
 	}
-	if int64(len(body)) > p.MaxBytes {
-		return "", fmt.Errorf("fetching %q: body exceeds %d bytes", raw, p.MaxBytes)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return failed(err)
+	}
+	if int64(len(body)) > limit {
+		return "", fmt.Errorf("fetching %q: body exceeds %d bytes", raw, limit)
 	}
 	if !utf8.Valid(body) {
 		return "", fmt.Errorf("fetching %q: body is not UTF-8", raw)
@@ -175,8 +252,11 @@ func (e *Engine) fetchText(ctx context.Context, raw string) (string, error) {
 // (option = the type; no multimodal model is configured); a text block
 // carrying a uri instead of text has the uri fetched under
 // Config.URIPolicy, its text/* body becoming the text, and -32602 (field
-// "<field>[i].uri") when the policy refuses it or the fetch fails.
+// "<field>[i].uri") when the policy refuses it, the fetch fails, or the
+// blocks exceed MaxBlocks or MaxTotalBytes together.
 func (e *Engine) resolveBlocks(ctx context.Context, blocks []rcp.Content, field string) error {
+	p := e.cfg.URIPolicy
+	fetched, budget := 0, p.MaxTotalBytes
 	for i := range blocks {
 		b := &blocks[i]
 		f := fmt.Sprintf("%s[%d]", field, i)
@@ -192,13 +272,20 @@ func (e *Engine) resolveBlocks(ctx context.Context, blocks []rcp.Content, field 
 		if b.Text != "" {
 			return rcp.InvalidParams(f+".uri", "a text block carries text or uri, not both")
 		}
-		text, err := e.fetchText(ctx, b.URI)
+		if fetched++; fetched > p.MaxBlocks {
+			return rcp.InvalidParams(f+".uri", "at most %d uri blocks per request", p.MaxBlocks)
+		}
+		if budget <= 0 {
+			return rcp.InvalidParams(f+".uri", "the uri bodies of one request exceed %d bytes together", p.MaxTotalBytes)
+		}
+		text, err := e.fetchText(ctx, b.URI, min(p.MaxBytes, budget))
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return rcp.InvalidParams(f+".uri", "%v", err)
 		}
+		budget -= int64(len(text))
 		b.Text, b.URI = text, ""
 	}
 	return nil

@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,4 +97,142 @@ func TestDataDirDeletedWhileRunning(t *testing.T) {
 	if rerr == nil || rerr.Code != rcp.CodeBackendUnavailable {
 		t.Fatalf("index/delete into a deleted directory: %+v, want -32010", rerr)
 	}
+}
+
+// Chunked adds are linear in the text (item 7: 0.5 MB 0.8 s, 2 MB 3.9 s,
+// 4 MB 9.7 s; the character offsets of every chunk were counted from the
+// start of the text).
+func TestChunkedAddIsLinear(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Preload = nil })
+	add := func(id string, mb float64) time.Duration {
+		text := strings.Repeat("A sentence about nothing in particular. ", int(mb*(1<<20)/40))
+		start := processCPU()
+		if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": id, "text": text}}, "chunk": true}); rerr != nil {
+			t.Fatal(rerr)
+		}
+		return processCPU() - start
+	}
+	add("warm", 0.05)
+	small, big := add("small", 0.25), add("big", 4)
+	t.Logf("chunked add: 0.25 MB %v, 4 MB %v of CPU", small, big)
+	if ratio := float64(big) / float64(small); ratio > 48 { // 16× the text; quadratic: 256×
+		t.Errorf("16× the text took %.1f× the time (%v vs %v)", ratio, big, small)
+	}
+}
+
+// Ids of the chunk form <id>#c<n> are refused (item 10: adding P#c0 made
+// chunk 0 of P unretrievable; chunking Q deleted a document Q#c1), and so
+// are ids with unpaired surrogates (they decoded to U+FFFD and collided).
+func TestReservedAndInvalidIDs(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Preload = nil })
+	for _, tc := range []struct{ name, doc string }{
+		{"chunk form", `{"id":"P#c0","text":"x"}`},
+		{"chunk form 12", `{"id":"a#b#c12","text":"x"}`},
+		{"lone high surrogate", `{"id":"a\ud800b","text":"x"}`},
+		{"lone low surrogate", `{"id":"\udc00","text":"x"}`},
+		{"reversed pair", `{"id":"\udc00\ud800","text":"x"}`},
+	} {
+		_, rerr := call(t, e, rcp.MethodIndexAdd, `{"documents":[`+tc.doc+`]}`)
+		if rerr == nil || rerr.Code != rcp.CodeInvalidParams || rerr.Data == nil || rerr.Data.Field != "documents[0].id" {
+			t.Errorf("%s: %+v, want -32602 documents[0].id", tc.name, rerr)
+		}
+	}
+	for _, id := range []string{`"P#c"`, `"P#cx"`, `"#c1"`, `"P#c01"`, `"\ud83d\ude00"`, `"a\\ud800"`} {
+		if _, rerr := call(t, e, rcp.MethodIndexAdd, `{"documents":[{"id":`+id+`,"text":"x"}]}`); rerr != nil {
+			t.Errorf("id %s refused: %v", id, rerr)
+		}
+	}
+}
+
+// A user document stored under a chunk-form id by an older version is not
+// silently replaced when its would-be parent is chunked: -32016.
+func TestChunkIDCollisionWithLegacyDocument(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Preload = nil })
+	// what an older rcpd accepted
+	if _, _, err := e.write(context.Background(), []addDoc{{id: "Q#c1", text: "a user document", source: WireSource}}, false); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("Some words to split into several chunks here. ", 200)
+	_, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": "Q", "text": text}}, "chunk": true})
+	if rerr == nil || rerr.Code != rcp.CodeConflict {
+		t.Fatalf("chunking Q over a document Q#c1: %+v, want -32016", rerr)
+	}
+	if d, err := e.ix.Get(context.Background(), "Q#c1"); err != nil || d == nil || d.Text != "a user document" {
+		t.Fatalf("Q#c1 = %+v, %v", d, err)
+	}
+}
+
+// k is an integer however it is spelled (§4.6), clamped to maxK (item 15).
+func TestKSpellings(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone })
+	for _, k := range []string{"5", "5.0", "1E2", "1e1", "1e15"} {
+		if _, rerr := call(t, e, rcp.MethodRetrieve, `{"query":"bm25","k":`+k+`}`); rerr != nil {
+			t.Errorf("k %s: %v", k, rerr)
+		}
+	}
+	for _, k := range []string{"5.5", "0", "-1", "1e300", `"5"`} {
+		if _, rerr := call(t, e, rcp.MethodRetrieve, `{"query":"bm25","k":`+k+`}`); rerr == nil || rerr.Code != rcp.CodeInvalidParams || rerr.Data.Field != "k" {
+			t.Errorf("k %s: %+v, want -32602 k", k, rerr)
+		}
+	}
+	_, rerr := call(t, e, rcp.MethodRetrieve, `{"query":"bm25","k":5,"candidateK":1.5}`)
+	if rerr == nil || rerr.Data == nil || rerr.Data.Field != "candidateK" {
+		t.Errorf("candidateK 1.5: %+v, want field candidateK", rerr)
+	}
+	if _, rerr := call(t, e, rcp.MethodRetrieve, `{"query":"bm25","k":5,"candidateK":2E2}`); rerr != nil {
+		t.Errorf("candidateK 2E2: %v", rerr)
+	}
+}
+
+func TestStorageErrorNamesFullDisk(t *testing.T) {
+	err := storageError(fmt.Errorf("engine: %w", &os.PathError{Op: "write", Path: "store.db", Err: syscall.ENOSPC}))
+	re, ok := rcp.AsError(err)
+	if !ok || re.Code != rcp.CodeBackendUnavailable || !strings.Contains(re.Message, "no space left") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Repair moves aside what stops Open and nothing else; the directory then
+// opens (item 11/12: an explicit recovery path).
+func TestRepair(t *testing.T) {
+	dir := t.TempDir()
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Dir = dir; c.Preload = nil })
+	if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": "a", "text": "alpha"}}}); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err := e.ix.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if moved, err := Repair(dir); err != nil || len(moved) != 0 {
+		t.Fatalf("a sound directory: moved %v, %v", moved, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "index", "store.db")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "engine.db"), []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), Config{Dir: dir, Dense: DenseNone})
+	if err == nil || !strings.Contains(err.Error(), "rcpd repair") {
+		t.Fatalf("Open = %v, want a refusal pointing at rcpd repair", err)
+	}
+	moved, err := Repair(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(moved) < 2 || moved[0] != "engine.db" {
+		t.Fatalf("moved %v", moved)
+	}
+	for _, m := range moved {
+		matches, _ := filepath.Glob(filepath.Join(dir, "quarantine-*", m))
+		if len(matches) != 1 {
+			t.Errorf("%s is not in the quarantine", m)
+		}
+	}
+	e2, err := Open(context.Background(), Config{Dir: dir, Dense: DenseNone})
+	if err != nil {
+		t.Fatalf("after repair: %v", err)
+	}
+	e2.Close()
 }

@@ -37,8 +37,21 @@ type Engine struct {
 // NewEngine returns a handle that connects with spec.Connect(opts).
 func NewEngine(spec EngineSpec, opts *rcp.ClientOptions) *Engine {
 	s := spec
+	var o rcp.ClientOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxEngineResponse
+	}
+	opts = &o
 	return NewEngineFunc(spec, func(ctx context.Context) (*rcp.Client, error) { return s.Connect(ctx, opts) })
 }
+
+// DefaultMaxEngineResponse bounds one engine answer read by the gateway
+// (the default request frame of an RCP server): an engine is not trusted
+// to size its hits.
+const DefaultMaxEngineResponse = 16 << 20
 
 // NewEngineFunc returns a handle that connects with dial; spec supplies the
 // id, priority, weight and required flag (its transport fields are only

@@ -377,6 +377,9 @@ func (g *Gateway) retrieve(ctx context.Context, params json.RawMessage) (any, er
 	if p.Query.IsZero() {
 		return nil, rcp.InvalidParams("query", "query is required")
 	}
+	if n := len(p.Query.String()); n > MaxQueryBytes {
+		return nil, rcp.InvalidParams("query", "the query text is %d bytes; the limit is %d", n, MaxQueryBytes)
+	}
 	if p.K < 1 {
 		return nil, rcp.InvalidParams("k", "k must be an integer >= 1")
 	}
@@ -424,10 +427,32 @@ func (g *Gateway) retrieve(ctx context.Context, params json.RawMessage) (any, er
 		return nil, err
 	}
 	g.origins.record(res.Hits)
+	stripUnasked(&p, res)
 	if len(notes) > 0 {
 		res.Usage.Notes = append(notes, res.Usage.Notes...)
 	}
 	return res, nil
+}
+
+// MaxQueryBytes caps the query text the gateway fans out (as rcpd does):
+// one oversized query would otherwise be analysed by every engine.
+const MaxQueryBytes = 64 << 10
+
+// stripUnasked drops from the fused hits what the caller did not ask for:
+// an engine may send text or vectors regardless, and the gateway passes on
+// only what was requested.
+func stripUnasked(p *rcp.RetrieveParams, res *rcp.RetrieveResult) {
+	noText := p.IncludeText != nil && !*p.IncludeText
+	noVectors := p.IncludeVectors == nil || !*p.IncludeVectors
+	for i := range res.Hits {
+		h := &res.Hits[i]
+		if noText {
+			h.Text, h.Content = nil, nil
+		}
+		if noVectors {
+			h.Vector = nil
+		}
+	}
 }
 
 // sessionCaps returns the capabilities frozen for the caller's session

@@ -2,7 +2,6 @@ package mcpbridge
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/rcpgo/rcpgo/mcpbridge/tasks"
+	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // HTTPOptions configure the streamable HTTP face.
@@ -27,6 +27,12 @@ type HTTPOptions struct {
 	TrustedOrigins []string
 	// SessionTimeout closes idle MCP sessions (default 30 min).
 	SessionTimeout time.Duration
+	// MaxSessions caps live sessions (default DefaultMaxSessions); a new
+	// session beyond it closes the least recently used one.
+	MaxSessions int
+	// Limits bound the connections of ServeHTTP (rcp.HTTPLimits; the write
+	// timeout is off: standalone SSE streams stay open).
+	Limits rcp.HTTPLimits
 }
 
 // HTTPHandler returns the streamable HTTP handler of the bridge with its
@@ -50,12 +56,16 @@ func (b *Bridge) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv },
 		&mcp.StreamableHTTPOptions{Logger: b.log, SessionTimeout: timeout})
-	var out http.Handler = cop.Handler(tasks.LiftHTTP(h, MaxFrameBytes))
+	maxSess := opts.MaxSessions
+	if maxSess <= 0 {
+		maxSess = DefaultMaxSessions
+	}
+	var out http.Handler = cop.Handler(&sessionGuard{b: b, max: maxSess, next: tasks.LiftHTTP(h, MaxFrameBytes), used: map[string]time.Time{}})
 	if tok := opts.BearerToken; tok != "" {
 		next := out
 		out = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
+			got, ok := rcp.BearerToken(r.Header.Get("Authorization"))
+			if !ok || !rcp.TokenMatches(got, []string{tok}) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="rcpd-mcp"`)
 				http.Error(w, "Unauthorized", http.StatusUnauthorized)
 				return
@@ -133,7 +143,9 @@ func (b *Bridge) ServeHTTP(ctx context.Context, ln net.Listener, path string, op
 	}
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	lim := opts.Limits
+	lim.WriteTimeout = -1
+	srv := rcp.NewHTTPServer(mux, lim)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

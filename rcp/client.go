@@ -56,6 +56,11 @@ type ClientOptions struct {
 	HTTPClient  *http.Client
 	Header      http.Header
 	BearerToken string
+
+	// MaxResponseBytes bounds one answer (HTTP body or SSE frame; default
+	// 256 MiB); a larger one fails the call with -32013 instead of being
+	// read into memory. A gateway sets it low: it must not trust engines.
+	MaxResponseBytes int64
 }
 
 // RetryPolicy is the opt-in §12.2 policy: exponential backoff with full

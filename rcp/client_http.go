@@ -24,6 +24,7 @@ type httpTransport struct {
 	hc     *http.Client
 	header http.Header
 	onLog  func(LogParams)
+	max    int64 // bytes of one answer
 
 	mu      sync.Mutex
 	session string
@@ -40,7 +41,11 @@ func ConnectHTTP(ctx context.Context, baseURL string, opts *ClientOptions) (*Cli
 	if opts == nil {
 		opts = &ClientOptions{}
 	}
-	t := &httpTransport{base: strings.TrimRight(baseURL, "/"), hc: opts.HTTPClient, header: http.Header{}, onLog: opts.OnLog}
+	t := &httpTransport{base: strings.TrimRight(baseURL, "/"), hc: opts.HTTPClient, header: http.Header{}, onLog: opts.OnLog,
+		max: opts.MaxResponseBytes}
+	if t.max <= 0 {
+		t.max = clientMaxFrame
+	}
 	if t.hc == nil {
 		t.hc = http.DefaultClient
 	}
@@ -112,14 +117,20 @@ func (t *httpTransport) roundTrip(ctx context.Context, id int64, method string, 
 		}
 		return r, err
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, clientMaxFrame))
+	if resp.ContentLength > t.max {
+		return nil, t.tooLarge()
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, t.max+1))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("%w: reading response: %w", ErrClosed, err)
 	}
-	r, derr := decodeHTTPAnswer(data)
+	if int64(len(data)) > t.max {
+		return nil, t.tooLarge()
+	}
+	r, derr := decodeHTTPAnswer(data, id)
 	if derr != nil {
 		// Non-200 without a JSON-RPC body is a transport fault (§5.2).
 		return nil, httpStatusError(resp.StatusCode, data, derr)
@@ -132,6 +143,10 @@ func (t *httpTransport) roundTrip(ctx context.Context, id int64, method string, 
 		r.err.Data.RetryAfterMs = ptr(retryAfter.Milliseconds())
 	}
 	return r, nil
+}
+
+func (t *httpTransport) tooLarge() error {
+	return &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("the server's answer exceeds %d bytes", t.max)}
 }
 
 func httpStatusError(status int, body []byte, cause error) error {
@@ -153,13 +168,18 @@ func httpStatusError(status int, body []byte, cause error) error {
 }
 
 // decodeHTTPAnswer parses a JSON-RPC response body (status is secondary:
-// §5.2 says prefer error.code when a body is present).
-func decodeHTTPAnswer(data []byte) (*response, error) {
+// §5.2 says prefer error.code when a body is present). The response must
+// carry the request's id, or null on an error (a request the server could
+// not parse): anything else is not the answer to this call.
+func decodeHTTPAnswer(data []byte, id int64) (*response, error) {
 	f := jsonrpc.Decode(data, jsonrpc.Options{MaxDepth: 1024})
 	if f.Code != 0 || f.Batch || len(f.Messages) != 1 || f.Messages[0].Kind != jsonrpc.KindResponse {
 		return nil, errors.New("not a JSON-RPC response")
 	}
 	m := f.Messages[0]
+	if got := string(bytes.TrimSpace(m.ID)); got != strconv.FormatInt(id, 10) && (m.Error == nil || got != "null") {
+		return nil, fmt.Errorf("the response id %s does not match the request id %d", got, id)
+	}
 	if m.Error != nil {
 		return &response{err: decodeWireError(m.Error.Code, m.Error.Message, m.Error.Data)}, nil
 	}
@@ -177,13 +197,13 @@ func (t *httpTransport) readSSE(ctx context.Context, body io.Reader, id int64, t
 	var data bytes.Buffer
 	for {
 		line, err := br.ReadBytes('\n')
-		if len(line) > clientMaxFrame {
+		if int64(len(line)) > t.max {
 			return nil, fmt.Errorf("%w: SSE frame too large", ErrClosed)
 		}
 		trimmed := bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(trimmed) == 0 && data.Len() > 0:
-			if r, done := t.sseFrame(data.Bytes(), token, progress); done {
+			if r, done := t.sseFrame(data.Bytes(), id, token, progress); done {
 				return r, nil
 			}
 			data.Reset()
@@ -195,7 +215,7 @@ func (t *httpTransport) readSSE(ctx context.Context, body io.Reader, id int64, t
 		}
 		if err != nil {
 			if data.Len() > 0 {
-				if r, done := t.sseFrame(data.Bytes(), token, progress); done {
+				if r, done := t.sseFrame(data.Bytes(), id, token, progress); done {
 					return r, nil
 				}
 			}
@@ -207,7 +227,7 @@ func (t *httpTransport) readSSE(ctx context.Context, body io.Reader, id int64, t
 	}
 }
 
-func (t *httpTransport) sseFrame(payload []byte, token string, progress func(ProgressParams)) (*response, bool) {
+func (t *httpTransport) sseFrame(payload []byte, id int64, token string, progress func(ProgressParams)) (*response, bool) {
 	f := jsonrpc.Decode(payload, jsonrpc.Options{MaxDepth: 1024})
 	if f.Code != 0 || f.Batch || len(f.Messages) != 1 {
 		return nil, false
@@ -215,7 +235,7 @@ func (t *httpTransport) sseFrame(payload []byte, token string, progress func(Pro
 	m := &f.Messages[0]
 	switch m.Kind {
 	case jsonrpc.KindResponse:
-		r, err := decodeHTTPAnswer(payload)
+		r, err := decodeHTTPAnswer(payload, id)
 		if err != nil {
 			return nil, false
 		}

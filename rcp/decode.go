@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -31,10 +32,18 @@ func DecodeParams(raw json.RawMessage, v any) error {
 	if raw[0] != '{' {
 		return InvalidParams("params", "params must be an object")
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		var te *json.UnmarshalTypeError
+	err := json.Unmarshal(raw, v)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+		// 5.0, 1E2, 1e1 are integers (§4.6: a number without a fractional
+		// part); encoding/json only takes the plain spelling.
+		if norm, ok := integralNumbers(raw); ok {
+			err = json.Unmarshal(norm, v)
+		}
+	}
+	if err != nil {
 		if errors.As(err, &te) {
-			field := te.Field
+			field := wirePath(reflect.TypeOf(v), te.Field)
 			if field == "" {
 				field = "params"
 			}
@@ -44,7 +53,7 @@ func DecodeParams(raw json.RawMessage, v any) error {
 		if errors.As(err, &se) {
 			return InvalidParams("params", "malformed JSON: %v", err)
 		}
-		return InvalidParams(fieldFromError(err), "%v", err)
+		return InvalidParams(wirePath(reflect.TypeOf(v), fieldFromError(err)), "%v", err)
 	}
 	if path, ok := checkIntegers(reflect.ValueOf(v), ""); !ok {
 		return InvalidParams(path, "%s: integer outside the 53-bit range", path)
@@ -79,6 +88,101 @@ func jsonKind(t reflect.Type) string {
 
 // fieldFromError extracts a field name from custom unmarshaler errors of
 // the form `json: ... Go struct field X.y of type ...`; "" otherwise.
+// DecodeInteger decodes one JSON integer (§4.6): any spelling of an
+// integral number within ±MaxSafeInteger (5, 5.0, 1E2).
+func DecodeInteger(raw json.RawMessage) (int64, bool) {
+	raw = bytes.TrimSpace(raw)
+	var n json.Number
+	if len(raw) == 0 || raw[0] == '"' || json.Unmarshal(raw, &n) != nil { // never a string (§4.6)
+		return 0, false
+	}
+	return integral(n)
+}
+
+func integral(n json.Number) (int64, bool) {
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		return i, i >= -MaxSafeInteger && i <= MaxSafeInteger
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > MaxSafeInteger {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// integralNumbers rewrites every integral number of raw spelled with a
+// fraction or exponent (5.0, 1E2) in plain digits; ok is false when there
+// was none.
+func integralNumbers(raw []byte) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var tree any
+	if dec.Decode(&tree) != nil {
+		return nil, false
+	}
+	changed := false
+	var walk func(x any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case map[string]any:
+			for k, e := range t {
+				t[k] = walk(e)
+			}
+		case []any:
+			for i, e := range t {
+				t[i] = walk(e)
+			}
+		case json.Number:
+			if strings.ContainsAny(string(t), ".eE") {
+				if i, ok := integral(t); ok {
+					changed = true
+					return json.Number(strconv.FormatInt(i, 10))
+				}
+			}
+		}
+		return x
+	}
+	tree = walk(tree)
+	if !changed {
+		return nil, false
+	}
+	out, err := json.Marshal(tree)
+	return out, err == nil
+}
+
+// wirePath removes from a Go decoding path the names of embedded structs
+// ("RetrieveParams.candidateK" when params embed rcp.RetrieveParams): the
+// wire path is "candidateK".
+func wirePath(t reflect.Type, path string) string {
+	embedded := map[string]bool{}
+	var collect func(t reflect.Type, depth int)
+	collect = func(t reflect.Type, depth int) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || depth > 8 {
+			return
+		}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.Anonymous {
+				embedded[f.Name] = true
+			}
+			collect(f.Type, depth+1)
+		}
+	}
+	if t != nil {
+		collect(t, 0)
+	}
+	var keep []string
+	for _, seg := range strings.Split(path, ".") {
+		if seg != "" && !embedded[seg] {
+			keep = append(keep, seg)
+		}
+	}
+	return strings.Join(keep, ".")
+}
+
 func fieldFromError(err error) string {
 	s := err.Error()
 	if i := strings.Index(s, "Go struct field "); i >= 0 {

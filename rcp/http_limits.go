@@ -14,7 +14,7 @@ import (
 type HTTPLimits struct {
 	// MaxConns caps open connections (default 1024). At the cap a new
 	// connection first evicts the longest-idle keep-alive connection, else
-	// the oldest one still sending its request headers; when every
+	// the oldest one that has not sent a complete request; when every
 	// connection is serving a request the new one is closed.
 	MaxConns int
 	// ReadTimeout bounds reading one request, headers and body (default
@@ -37,10 +37,6 @@ const SSEWriteTimeout = 10 * time.Second
 // sseQueue bounds the progress and log frames buffered for one SSE client;
 // beyond it frames are dropped (they are advisory; the final frame is not).
 const sseQueue = 64
-
-// minHeaderWait is how long a new connection may stay silent before it can
-// be evicted to admit another.
-const minHeaderWait = 500 * time.Millisecond
 
 func (l HTTPLimits) withDefaults() HTTPLimits {
 	def := func(d *time.Duration, v time.Duration) {
@@ -133,8 +129,9 @@ func (t *connTable) admit(c net.Conn) bool {
 }
 
 // victimLocked picks the longest-idle keep-alive connection, else the
-// oldest connection that has not sent its request headers within
-// minHeaderWait.
+// oldest connection that has not sent a complete request yet. A client
+// sends its request right after connecting, so under a flood of silent
+// connections the flood churns while real requests get through.
 func (t *connTable) victimLocked() net.Conn {
 	var idle, fresh net.Conn
 	var idleSince, freshSince time.Time
@@ -145,9 +142,6 @@ func (t *connTable) victimLocked() net.Conn {
 				idle, idleSince = c, ci.since
 			}
 		case http.StateNew:
-			if time.Since(ci.since) < minHeaderWait {
-				continue // give every new connection a moment to send its request
-			}
 			if fresh == nil || ci.since.Before(freshSince) {
 				fresh, freshSince = c, ci.since
 			}

@@ -81,7 +81,6 @@ func TestHTTPConnectionCap(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	time.Sleep(2 * minHeaderWait)
 	pingOK(t, base)
 	if n := hs.Conns(); n > 8 {
 		t.Errorf("%d connections open, cap 8", n)

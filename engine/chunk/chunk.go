@@ -36,6 +36,7 @@
 package chunk
 
 import (
+	"context"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -94,11 +95,26 @@ type unit struct {
 // Split cuts text into chunks; see the package documentation. An empty or
 // all-space text yields no chunks.
 func Split(text string, opts Options) []Chunk {
+	out, _ := SplitContext(context.Background(), text, opts)
+	return out
+}
+
+// SplitContext is Split that stops with ctx's error when ctx ends. Its
+// time is linear in the length of text.
+func SplitContext(ctx context.Context, text string, opts Options) ([]Chunk, error) {
 	o := opts.fill()
-	units := segment(text, o.Size)
+	units, err := segment(ctx, text, o.Size)
+	if err != nil {
+		return nil, err
+	}
 	var out []Chunk
 	i := 0
 	for i < len(units) {
+		if len(out)&255 == 255 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		start := i
 		tokens := 0
 		for i < len(units) {
@@ -136,17 +152,22 @@ func Split(text string, opts Options) []Chunk {
 		}
 		i = back
 	}
-	return out
+	return out, nil
 }
 
 // segment splits text into heading lines and sentences.
-func segment(text string, size int) []unit {
+func segment(ctx context.Context, text string, size int) ([]unit, error) {
 	var units []unit
 	var section []string
 	var levels []int
 	paraStart := true
 	pos := 0
-	for pos < len(text) {
+	for lines := 0; pos < len(text); lines++ {
+		if lines&1023 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		nl := strings.IndexByte(text[pos:], '\n')
 		lineEnd := len(text)
 		next := len(text)
@@ -182,7 +203,7 @@ func segment(text string, size int) []unit {
 		}
 		pos = next
 	}
-	return units
+	return units, nil
 }
 
 func headingLevel(line string) int {
@@ -246,21 +267,23 @@ func sentences(text string, s, e int) [][2]int {
 	return out
 }
 
-// hardSplit cuts a span longer than size tokens at word boundaries.
+// hardSplit cuts a span longer than size tokens at word boundaries. The
+// token count of the growing piece is kept incrementally (a counter that
+// is fed rune by rune), so the cost is linear in the span.
 func hardSplit(text string, s, e, size int) [][2]int {
 	if Tokens(text[s:e]) <= size {
 		return [][2]int{{s, e}}
 	}
 	var out [][2]int
-	cur, tokens, lastSpace := s, 0, -1
+	cur, lastSpace := s, -1
+	var tc tokenCounter
 	for i := s; i < e; {
 		r, n := utf8.DecodeRuneInString(text[i:])
 		if unicode.IsSpace(r) {
 			lastSpace = i
 		}
 		i += n
-		tokens = Tokens(text[cur:i])
-		if tokens > size {
+		if tc.add(r) > size {
 			cut := i - n
 			if lastSpace > cur {
 				cut = lastSpace
@@ -273,6 +296,7 @@ func hardSplit(text string, s, e, size int) [][2]int {
 			}
 			cur, lastSpace = cut, -1
 			i = cut
+			tc = tokenCounter{}
 		}
 	}
 	if a, b := trimSpan(text, cur, e); a < b {
@@ -284,24 +308,31 @@ func hardSplit(text string, s, e, size int) [][2]int {
 // Tokens returns the approximate token count of s (see the package
 // documentation).
 func Tokens(s string) int {
-	n, run := 0, 0
-	flush := func() {
-		if run > 0 {
-			n += (run + 5) / 6
-			run = 0
-		}
-	}
+	var tc tokenCounter
+	n := 0
 	for _, r := range s {
-		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
-			run++
-		case unicode.IsSpace(r):
-			flush()
-		default:
-			flush()
-			n++
-		}
+		n = tc.add(r)
 	}
-	flush()
 	return n
+}
+
+// tokenCounter counts Tokens incrementally: add returns the count of the
+// runes added so far.
+type tokenCounter struct {
+	done int // tokens of finished word runs and symbols
+	run  int // runes of the current word run
+}
+
+func (t *tokenCounter) add(r rune) int {
+	switch {
+	case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
+		t.run++
+	case unicode.IsSpace(r):
+		t.done += (t.run + 5) / 6
+		t.run = 0
+	default:
+		t.done += (t.run+5)/6 + 1
+		t.run = 0
+	}
+	return t.done + (t.run+5)/6
 }

@@ -24,6 +24,10 @@ import (
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
+// MaxFileBytes caps one text, Markdown, HTML or PDF file (a document);
+// JSONL corpora are streamed line by line instead.
+const MaxFileBytes = 64 << 20
+
 // Formats recognised by file extension.
 var formats = map[string]string{
 	".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
@@ -47,6 +51,9 @@ func Collect(paths []string) ([]string, error) {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
 		if !fi.IsDir() {
+			if !fi.Mode().IsRegular() {
+				return nil, fmt.Errorf("ingest: %s is not a regular file (%s)", p, fi.Mode().Type())
+			}
 			if !Supported(p) {
 				return nil, fmt.Errorf("ingest: %s: unsupported file type (want txt, md, html, pdf or jsonl)", p)
 			}
@@ -89,17 +96,32 @@ func ContentID(text string) string {
 // "format"; JSONL documents keep their own "_id" and "metadata".
 func ReadFile(ctx context.Context, path string) ([]rcp.Document, error) {
 	format := formats[strings.ToLower(filepath.Ext(path))]
-	if format == "jsonl" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("ingest: %w", err)
-		}
-		defer f.Close()
-		return ReadJSONL(ctx, f, path)
+	// Stat before opening: opening a FIFO blocks until a writer appears.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("ingest: %s is not a regular file (%s)", path, fi.Mode().Type())
+	} else if format != "jsonl" && fi.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("ingest: %s is %d bytes; documents are read up to %d (split it, or use JSONL)", path, fi.Size(), int64(MaxFileBytes))
 	}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	defer f.Close()
+	if format == "jsonl" {
+		return ReadJSONL(ctx, f, path)
+	}
+	// The size is checked again while reading: the file may have grown.
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("ingest: %s exceeds %d bytes", path, int64(MaxFileBytes))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	title, text, err := extract(format, path, b)
 	if err != nil || text == "" {

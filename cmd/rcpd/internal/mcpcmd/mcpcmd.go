@@ -32,26 +32,32 @@ import (
 // alternative to --token-file; never pass secrets on the command line).
 const TokenEnv = "RCPD_MCP_TOKEN"
 
+// ConnectTokenEnv holds the bearer token sent to the --connect engine (an
+// rcpd serve --token); --connect-token-file is the alternative.
+const ConnectTokenEnv = "RCPD_CONNECT_TOKEN"
+
 // config is what both subcommands parse.
 type config struct {
 	httpAddr    string
 	path        string
 	allowRemote bool
 	tokenFile   string
-	origins     stringList
-	connect     string
-	registry    string
-	engineID    string
-	data        string
-	readOnly    bool
-	fields      stringList
-	trust       stringList
-	command     []string
-	name        string
-	logLevel    string
-	refresh     time.Duration
-	format      string
-	sourceArgs  []string // the engine-selection flags, for mcpdesc's stdio transport
+	// connectTokenFile holds the bearer token of the --connect engine.
+	connectTokenFile string
+	origins          stringList
+	connect          string
+	registry         string
+	engineID         string
+	data             string
+	readOnly         bool
+	fields           stringList
+	trust            stringList
+	command          []string
+	name             string
+	logLevel         string
+	refresh          time.Duration
+	format           string
+	sourceArgs       []string // the engine-selection flags, for mcpdesc's stdio transport
 }
 
 type stringList []string
@@ -66,6 +72,7 @@ func newFlags(name string, stderr io.Writer, c *config, desc bool) *flag.FlagSet
 	fs.StringVar(&c.path, "path", "/mcp", "HTTP endpoint `PATH`")
 	fs.StringVar(&c.tokenFile, "token-file", "", "require the bearer token read from `FILE` over HTTP (or set $"+TokenEnv+")")
 	fs.StringVar(&c.connect, "connect", "", "RCP engine at HTTP base `URL`")
+	fs.StringVar(&c.connectTokenFile, "connect-token-file", "", "with --connect: send the bearer token read from `FILE` to the engine (or set $"+ConnectTokenEnv+")")
 	fs.StringVar(&c.registry, "registry", "", "rcp.json `FILE` (with --engine)")
 	fs.StringVar(&c.engineID, "engine", "", "engine `ID` in --registry")
 	fs.StringVar(&c.data, "data", "", "run the rcpd engine in-process on data `DIR`")
@@ -150,19 +157,22 @@ func (c *config) logger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 }
 
-func (c *config) token() (string, error) {
-	if c.tokenFile != "" {
-		b, err := os.ReadFile(c.tokenFile)
+func (c *config) token() (string, error) { return readToken(c.tokenFile, TokenEnv, "--token-file") }
+
+// readToken reads a bearer token from file, else from the environment.
+func readToken(file, env, flagName string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fmt.Errorf("--token-file: %w", err)
+			return "", fmt.Errorf("%s: %w", flagName, err)
 		}
 		t := strings.TrimSpace(string(b))
 		if t == "" {
-			return "", errors.New("--token-file: the file is empty")
+			return "", fmt.Errorf("%s: the file is empty", flagName)
 		}
 		return t, nil
 	}
-	return strings.TrimSpace(os.Getenv(TokenEnv)), nil
+	return strings.TrimSpace(os.Getenv(env)), nil
 }
 
 // dial connects to the engine the flags name. close releases the client
@@ -174,6 +184,11 @@ func (c *config) dial(ctx context.Context, log *slog.Logger, stderr io.Writer, r
 	}
 	switch {
 	case c.connect != "":
+		tok, err := readToken(c.connectTokenFile, ConnectTokenEnv, "--connect-token-file")
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.BearerToken = tok
 		cl, err := rcp.ConnectHTTP(ctx, c.connect, opts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("connecting to %s: %w", c.connect, err)
