@@ -28,6 +28,8 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 	budget := fs.Int("token-budget", 0, "pack hits up to this many tokens")
 	minScore := fs.Float64("min-score", 0, "drop hits scoring below this (server scale)")
 	fusion := fs.String("fusion", "", "fusion method for hybrid (rrf | weighted | convex)")
+	rewrite := fs.String("rewrite", "", "rewrite the query inside the server first (rewrite | multi-query | decompose | step-back)")
+	session := fs.String("session", "", "sessionId: hits returned earlier in this session are skipped (servers with session.dedup)")
 	jsonOut := fs.Bool("json", false, "print the raw retrieve result as JSON")
 	var filters multiFlag
 	fs.Var(&filters, "filter", "metadata filter KEY=VALUE (also != >= <= > <); repeatable, AND-ed")
@@ -65,6 +67,11 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 	if *fusion != "" {
 		p.Fusion = &rcp.FusionOptions{Method: *fusion}
 	}
+	if *rewrite != "" {
+		rw := rcp.Rewrite(*rewrite)
+		p.Rewrite = &rw
+	}
+	p.SessionID = *session
 	switch {
 	case *filterJSON != "" && len(filters) > 0:
 		return usageErr("use --filter or --filter-json, not both")
@@ -150,6 +157,10 @@ func isTTY(w io.Writer) bool {
 func printHits(w io.Writer, query string, res *rcp.RetrieveResult, color bool) {
 	if len(res.Hits) == 0 {
 		fmt.Fprintln(w, "no hits")
+	}
+	if res.RewrittenQuery != "" {
+		fmt.Fprintf(w, "rewritten: %s\n", res.RewrittenQuery)
+		query += " " + res.RewrittenQuery // highlight the rewritten words too
 	}
 	terms := queryTerms(query)
 	bold, dim, reset := "", "", ""

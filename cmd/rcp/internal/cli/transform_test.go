@@ -51,6 +51,12 @@ func TestTransformAndFeedbackAgainstRcpd(t *testing.T) {
 	if out := run("transform", "how does bm25 rank and what is an inverted index", "--method", "decompose"); strings.Count(out, "\n") != 2 {
 		t.Fatalf("transform decompose: %q", out)
 	}
+	if out := run("query", "invertd index", "--k", "2", "--rewrite", "rewrite"); !strings.HasPrefix(out, "rewritten: inverted index") {
+		t.Fatalf("query --rewrite: %q", out)
+	}
+	// (--session: each stdio invocation starts its own rcpd, whose session
+	// state lives in memory, so dedup across invocations needs one HTTP rcpd;
+	// the engine and agentloop tests cover it.)
 	if out := run("feedback", "--session", "s1", "--signal", "bm25:used,helpful", "--signal", "no-such-id:helpful"); out != "accepted 1 of 2 signals\n" {
 		t.Fatalf("feedback: %q", out)
 	}
