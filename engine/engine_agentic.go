@@ -247,17 +247,20 @@ type agenticPlan struct {
 }
 
 // planAgentic validates retrieve.rewrite, the PRF option and sessionId
-// against the capabilities; nil when none applies.
-func (e *Engine) planAgentic(p *retrieveParams, unsupported func(option, format string, args ...any) error) (*agenticPlan, error) {
+// against the capabilities; the plan is nil when none applies, and note
+// says what strict:false let it ignore. It takes no closure and allocates
+// nothing for a plain retrieve.
+func (e *Engine) planAgentic(p *retrieveParams) (_ *agenticPlan, note string, _ error) {
 	caps := e.desc.Capabilities
-	plan := &agenticPlan{}
+	var plan agenticPlan
 	if p.Rewrite != nil && *p.Rewrite != "" {
 		m := string(*p.Rewrite)
 		if caps.Transform == nil || !slices.Contains(caps.Transform.Methods, m) || m == transform.HyDE {
 			// hyde yields a passage, not queries: served by query/transform only.
-			if err := unsupported(m, "query rewrite %q is not advertised for retrieve", m); err != nil {
-				return nil, err
+			if p.IsStrict() {
+				return nil, "", rcp.OptionUnsupported(m, "query rewrite %q is not advertised for retrieve", m)
 			}
+			note = fmt.Sprintf("query rewrite %q is not advertised for retrieve; ignored (strict:false)", m)
 		} else {
 			plan.method = m
 		}
@@ -271,16 +274,17 @@ func (e *Engine) planAgentic(p *retrieveParams, unsupported func(option, format 
 	}
 	if p.SessionID != "" {
 		if len(p.SessionID) > session.MaxIDBytes {
-			return nil, rcp.InvalidParams("sessionId", "sessionId is %d bytes; at most %d", len(p.SessionID), session.MaxIDBytes)
+			return nil, "", rcp.InvalidParams("sessionId", "sessionId is %d bytes; at most %d", len(p.SessionID), session.MaxIDBytes)
 		}
 		if caps.Session != nil && caps.Session.Dedup {
 			plan.session = p.SessionID
 		}
 	}
-	if *plan == (agenticPlan{seed: plan.seed}) {
-		return nil, nil
+	if plan == (agenticPlan{seed: plan.seed}) {
+		return nil, note, nil
 	}
-	return plan, nil
+	out := plan
+	return &out, note, nil
 }
 
 // rewriteKey is the part of the cursor hash the agentic options define.

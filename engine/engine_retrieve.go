@@ -264,9 +264,12 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			req.MMRLambda = &lambda
 		}
 	}
-	plan, err := e.planAgentic(p, unsupported)
+	plan, note, err := e.planAgentic(p)
 	if err != nil {
 		return nil, err
+	}
+	if note != "" {
+		notes = append(notes, note)
 	}
 	switch p.Unit {
 	case "", rcp.UnitChunk:
