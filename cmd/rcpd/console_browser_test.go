@@ -609,7 +609,7 @@ func consoleMobile(t *testing.T, ctx context.Context, base, dir string) {
 // the console at / beside /rcp, and --no-ui leaves / unanswered.
 func TestServeConsole(t *testing.T) {
 	for _, noUI := range []bool{false, true} {
-		args := []string{"--data", t.TempDir(), "--http", "127.0.0.1:0", "--log-level", "info"}
+		args := []string{"--data", t.TempDir(), "--http", "127.0.0.1:0", "--log-level", "info", "--allow-host", "rcp.test"}
 		want := http.StatusOK
 		if noUI {
 			args = append(args, "--no-ui")
@@ -623,6 +623,22 @@ func TestServeConsole(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want || !noUI && !strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'") {
 			t.Errorf("--no-ui=%v: GET / = %d (CSP %q), want %d", noUI, resp.StatusCode, resp.Header.Get("Content-Security-Policy"), want)
+		}
+		// The console API takes the endpoint's --allow-host list.
+		for host, wantAPI := range map[string]int{"rcp.test": http.StatusOK, "evil.test": http.StatusForbidden} {
+			if noUI {
+				break
+			}
+			req, _ := http.NewRequest("GET", base+"/console/api/datasets", nil)
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != wantAPI {
+				t.Errorf("console API under Host %s: %d, want %d", host, resp.StatusCode, wantAPI)
+			}
 		}
 		resp, err = http.Post(base+"/rcp/ping", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		if err != nil {

@@ -312,7 +312,8 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 			mount = func(mux *http.ServeMux) {
 				mux.Handle("/", console.New(console.Options{
 					Server: srv, Authorize: console.BearerAuth(opts.BearerTokens), Version: version, Logger: log,
-					Datasets: pick(f.uiDatasets, os.Getenv("RCPD_UI_DATASETS"), fc.UIDatasets),
+					Datasets:     pick(f.uiDatasets, os.Getenv("RCPD_UI_DATASETS"), fc.UIDatasets),
+					AllowedHosts: opts.AllowedHosts, // the RCP endpoint's DNS-rebinding list
 				}))
 			}
 		}
