@@ -70,6 +70,12 @@ func renderHits(sb *strings.Builder, hits []Hit) {
 func renderSearch(out *SearchOutput) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d passage%s from engine %q for query %q.\n", len(out.Hits), plural(len(out.Hits), "", "s"), out.Engine, out.Query)
+	if out.Hypothetical != "" {
+		boundary := newBoundary()
+		fmt.Fprintf(&sb, "Searched together with this hypothetical passage that your model wrote (generated, not evidence; boundary %s):\n"+
+			"<hypothetical boundary=\"%s\">\n%s\n</hypothetical boundary=\"%s\">\n",
+			boundary, boundary, strings.ReplaceAll(out.Hypothetical, boundary, "[boundary]"), boundary)
+	}
 	renderHits(&sb, out.Hits)
 	if out.NextCursor != "" {
 		fmt.Fprintf(&sb, "More results: call search again with cursor=%q.\n", out.NextCursor)

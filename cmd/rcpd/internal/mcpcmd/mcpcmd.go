@@ -52,6 +52,7 @@ type config struct {
 	readOnly         bool
 	fields           stringList
 	trust            stringList
+	sampling         bool
 	command          []string
 	name             string
 	logLevel         string
@@ -79,6 +80,7 @@ func newFlags(name string, stderr io.Writer, c *config, desc bool) *flag.FlagSet
 	fs.BoolVar(&c.readOnly, "read-only", false, "with --data: open the index read-only")
 	fs.Var(&c.fields, "field", "with --data: filterable metadata field `NAME=TYPE` (repeatable)")
 	fs.Var(&c.trust, "trust", "with --data: trust level of documents ingested from source `NAME=LEVEL` (trusted, community or untrusted; repeatable; like trustedSources of rcpd serve)")
+	fs.BoolVar(&c.sampling, "sampling", false, "let search use the MCP client's model through sampling (hyde=true) when the client supports it; off by default")
 	fs.StringVar(&c.name, "name", "", "engine `NAME` in resource URIs rcp://NAME/… (default: the engine's name)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "stderr log `LEVEL` (debug, info, warn, error)")
 	if desc {
@@ -100,7 +102,7 @@ func parse(name string, args []string, stderr io.Writer, desc bool) (*config, er
 	c.command = fs.Args()
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "connect", "registry", "engine", "data", "read-only", "field", "trust", "name":
+		case "connect", "registry", "engine", "data", "read-only", "field", "trust", "name", "sampling":
 			if f.Name == "field" || f.Name == "trust" {
 				vals := c.fields
 				if f.Name == "trust" {
@@ -109,6 +111,10 @@ func parse(name string, args []string, stderr io.Writer, desc bool) (*config, er
 				for _, v := range vals {
 					c.sourceArgs = append(c.sourceArgs, "--"+f.Name, v)
 				}
+				return
+			}
+			if f.Name == "read-only" || f.Name == "sampling" { // bool flags take no separate value
+				c.sourceArgs = append(c.sourceArgs, "--"+f.Name+"="+f.Value.String())
 				return
 			}
 			c.sourceArgs = append(c.sourceArgs, "--"+f.Name, f.Value.String())
@@ -287,7 +293,7 @@ func run(ctx context.Context, c *config, log *slog.Logger, stdin io.Reader, stdo
 	}
 	current := closeClient
 	defer func() { release(ctx, log, current) }()
-	b, err := mcpbridge.New(client, mcpbridge.Options{EngineID: c.name, Logger: log, Relay: relay})
+	b, err := mcpbridge.New(client, mcpbridge.Options{EngineID: c.name, Sampling: c.sampling, Logger: log, Relay: relay})
 	if err != nil {
 		return err
 	}
@@ -404,7 +410,7 @@ func describe(ctx context.Context, c *config, log *slog.Logger, stderr io.Writer
 		return nil, err
 	}
 	defer closeClient()
-	b, err := mcpbridge.New(client, mcpbridge.Options{EngineID: c.name, Logger: log})
+	b, err := mcpbridge.New(client, mcpbridge.Options{EngineID: c.name, Sampling: c.sampling, Logger: log})
 	if err != nil {
 		return nil, err
 	}

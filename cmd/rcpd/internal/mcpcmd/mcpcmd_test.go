@@ -370,7 +370,7 @@ func TestDescMainRealEngine(t *testing.T) {
 	dir := t.TempDir()
 	for _, format := range []string{"json", "yaml"} {
 		var stdout, stderr bytes.Buffer
-		code := DescMain(context.Background(), []string{"--data", dir, "--format", format, "--http", "127.0.0.1:8765"}, nil, &stdout, &stderr)
+		code := DescMain(context.Background(), []string{"--data", dir, "--read-only", "--sampling", "--format", format, "--http", "127.0.0.1:8765"}, nil, &stdout, &stderr)
 		if code != 0 {
 			t.Fatalf("rcpd mcpdesc --format %s: exit %d\n%s", format, code, stderr.String())
 		}
@@ -391,7 +391,8 @@ func TestDescMainRealEngine(t *testing.T) {
 		if err := json.Unmarshal(doc, &d); err != nil {
 			t.Fatal(err)
 		}
-		if d.Transports[0].Type != "stdio" || !slices.Equal(d.Transports[0].Args, []string{"mcp", "--data", dir}) ||
+		if d.Transports[0].Type != "stdio" || !slices.Equal(d.Transports[0].Args, []string{"mcp", "--data", dir, "--read-only=true", "--sampling=true"}) ||
+			!strings.Contains(mustJSON(t, d.Tools), `"hyde"`) ||
 			d.Transports[1].URL != "http://127.0.0.1:8765/mcp" || len(d.Tools) == 0 || d.Capabilities == nil || d.Capabilities.Tasks == nil {
 			t.Errorf("document = %+v", d)
 		}
@@ -474,4 +475,13 @@ func TestTrustFlag(t *testing.T) {
 		!strings.Contains(stderr.String(), "--trust") {
 		t.Errorf("--trust handbook=very: exit %d, %s", code, stderr.String())
 	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
