@@ -438,16 +438,15 @@ func requestHash(r *pipeline.Request, p *retrieveParams) string {
 	var b strings.Builder
 	b.WriteString(r.Query)
 	b.WriteByte(0)
-	fmt.Fprintf(&b, "%s|%s|%d|%d|", r.Mode, r.Unit, r.CandidateK, r.RerankTopN)
+	for _, s := range [...]string{r.Mode, "|", r.Unit, "|", strconv.Itoa(r.CandidateK), "|", strconv.Itoa(r.RerankTopN), "|"} {
+		b.WriteString(s)
+	}
 	if r.Filter != nil {
 		b.WriteString(r.Filter.String())
 	}
-	fj, _ := json.Marshal(p.Fusion)
-	mj, _ := json.Marshal(p.MMR)
-	rj, _ := json.Marshal(p.Recency)
-	b.Write(fj)
-	b.Write(mj)
-	b.Write(rj)
+	writeJSON(&b, p.Fusion)
+	writeJSON(&b, p.MMR)
+	writeJSON(&b, p.Recency)
 	b.WriteString(rewriteKey(p))
 	if r.MinScore != nil {
 		b.WriteString(strconv.FormatFloat(*r.MinScore, 'g', -1, 64))
@@ -464,4 +463,15 @@ func queryBytes(blocks []rcp.Content) int {
 		n += len(b.Text)
 	}
 	return n
+}
+
+// writeJSON writes v's JSON encoding ("null" for nil, without the
+// encoder: most requests leave these options out).
+func writeJSON[T any](b *strings.Builder, v *T) {
+	if v == nil {
+		b.WriteString("null")
+		return
+	}
+	j, _ := json.Marshal(v)
+	b.Write(j)
 }
