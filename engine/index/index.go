@@ -709,6 +709,7 @@ type Stats struct {
 	Segments         int   // all segments
 	MemSegments      int   // segments not yet flushed to disk
 	SegmentBytes     int64 // bytes of segment images
+	PositionBytes    int64 // of which positions (for phrase queries)
 	Terms            int   // sum of per-segment dictionary sizes
 	RetainedVersions int
 }
@@ -720,6 +721,9 @@ func (ix *Index) Stats() Stats {
 	for _, v := range s.segs {
 		st.Deleted += v.ndel
 		st.SegmentBytes += int64(len(v.seg.data))
+		if v.seg.hasFwd {
+			st.PositionBytes += int64(len(v.seg.sec[secFwd]) + len(v.seg.sec[secFwdOff]))
+		}
 		st.Terms += v.seg.nTerms
 		if v.seg.name == "" {
 			st.MemSegments++
