@@ -467,7 +467,7 @@ func (e *Engine) describe() rcp.Description {
 	floor := 0.0
 	ret := &rcp.RetrieveCap{
 		MaxK: e.cfg.MaxK, Modes: []string{rcp.ModeSparse},
-		Units:       []string{rcp.UnitChunk, rcp.UnitDocument},
+		Units:       []string{rcp.UnitChunk, rcp.UnitPassage, rcp.UnitDocument},
 		TokenBudget: true, Confidence: true, ScoreScale: "bm25", ScoreFloor: &floor,
 		Deterministic: true, Snapshots: true, DefaultMode: rcp.ModeSparse,
 		Modalities: []string{rcp.ModalityText},

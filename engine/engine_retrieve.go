@@ -271,11 +271,19 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	if note != "" {
 		notes = append(notes, note)
 	}
+	passage := false
 	switch p.Unit {
 	case "", rcp.UnitChunk:
 		req.Unit = rcp.UnitChunk
+	case rcp.UnitPassage: // a passage is a chunk, echoed under its own name
+		req.Unit, passage = rcp.UnitChunk, true
 	case rcp.UnitDocument:
 		req.Unit = rcp.UnitDocument
+	case rcp.UnitCommunity, rcp.UnitNode, rcp.UnitTriplet:
+		if e.kg != nil {
+			return e.retrieveGraphUnit(ctx, p, k, unsupported, &notes, started)
+		}
+		fallthrough
 	default:
 		if err := unsupported(p.Unit, "unit %q is not advertised", p.Unit); err != nil {
 			return nil, err
@@ -407,6 +415,13 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		}
 		if encoding == rcp.EncodingF32Base64 {
 			res.Meta = res.Meta.Set("encoding", encoding)
+		}
+	}
+	if passage {
+		for i := range res.Hits {
+			if res.Hits[i].Unit == rcp.UnitChunk {
+				res.Hits[i].Unit = rcp.UnitPassage
+			}
 		}
 	}
 	cands := page.Candidates

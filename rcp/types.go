@@ -184,6 +184,14 @@ const (
 	UnitChunk    = "chunk"
 	UnitPassage  = "passage"
 	UnitDocument = "document"
+	// Graph and hierarchy units of §7.7.2.
+	UnitNode      = "node"
+	UnitTriplet   = "triplet"
+	UnitPath      = "path"
+	UnitSubgraph  = "subgraph"
+	UnitCommunity = "community"
+	UnitTreeNode  = "tree-node"
+	UnitPage      = "page"
 )
 
 // FusionOptions is retrieve.fusion.

@@ -18,7 +18,7 @@ const (
 	summaryEntities = 6
 	summaryLeads    = 3
 	maxLeaves       = 20
-	maxLevels       = 4
+	MaxLevels       = 4
 )
 
 // Hierarchy is the community structure of one graph version: Louvain
@@ -83,8 +83,8 @@ func (g *Graph) Rebuild(ctx context.Context) error {
 		for i, j := 0, len(levels)-1; i < j; i, j = i+1, j-1 {
 			levels[i], levels[j] = levels[j], levels[i]
 		}
-		if len(levels) > maxLevels {
-			levels = levels[:maxLevels]
+		if len(levels) > MaxLevels {
+			levels = levels[:MaxLevels]
 		}
 		if err := ctx.Err(); err != nil {
 			return err

@@ -1,0 +1,94 @@
+package engine
+
+// Graph units of retrieve (§7.7.2): unit "community" returns community
+// summaries of one level (level 0 the finest; provenance.leaves the units
+// behind the summary), "node" entities with their facts, "triplet" the
+// (subject, predicate, object) facts themselves. All come from the
+// knowledge graph (engine_graph.go); options that only make sense for text
+// units (filter, mode, rerank, mmr, cursor) follow strict.
+
+import (
+	"context"
+	"time"
+
+	"github.com/rcpgo/rcpgo/engine/graph"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int,
+	unsupported func(option, format string, args ...any) error, notes *[]string, started time.Time) (*rcp.RetrieveResult, error) {
+	for _, o := range []struct {
+		set  bool
+		name string
+	}{
+		{p.HasFilter(), "filter"}, {p.Cursor != "", "cursor"}, {p.Rerank != nil && !p.Rerank.Disabled, "rerank"},
+		{p.MMR != nil, "mmr"}, {p.IncludeVectors != nil && *p.IncludeVectors, "includeVectors"},
+	} {
+		if o.set {
+			if err := unsupported(o.name, "%s does not apply to unit %q", o.name, p.Unit); err != nil {
+				return nil, err
+			}
+		}
+	}
+	level := 0
+	if p.Level != nil {
+		level = *p.Level
+	}
+	if level > 0 && p.Unit != rcp.UnitCommunity {
+		if err := unsupported("level", "unit %q has only level 0", p.Unit); err != nil {
+			return nil, err
+		}
+		level = 0
+	}
+	query := p.Query.String()
+	g := e.kg.g
+	var hits []rcp.Hit
+	switch p.Unit {
+	case rcp.UnitCommunity:
+		h := g.Communities()
+		if d := h.Depth(); level >= d && d > 0 {
+			*notes = append(*notes, "level clamped to the deepest community level built so far")
+			level = d - 1
+		}
+		ranked, err := h.Rank(ctx, g, query, level, k)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range ranked {
+			text, lv := c.Summary, c.Level
+			hits = append(hits, rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Score, Text: &text, Unit: rcp.UnitCommunity, Level: &lv,
+				Modality: rcp.ModalityText, Provenance: &rcp.Provenance{Leaves: c.Leaves}})
+		}
+	case rcp.UnitNode:
+		nodes, err := g.Nodes(ctx, graph.Seeds{Query: query}, k, 1)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range nodes {
+			text := n.Name
+			for _, f := range n.Facts {
+				text += "\n" + f + "."
+			}
+			hits = append(hits, rcp.Hit{ID: rcp.StringID(n.Name), Score: n.Score, Text: &text, Unit: rcp.UnitNode, Level: &level,
+				Modality: rcp.ModalityText, Provenance: &rcp.Provenance{Nodes: []string{n.Name}}})
+		}
+	default: // triplet
+		triples, err := g.Triples(ctx, graph.Seeds{Query: query}, k, 1)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range triples {
+			text := t.S + " " + t.Pred + " " + t.O + "."
+			hits = append(hits, rcp.Hit{ID: rcp.StringID(t.Unit + "#" + t.S + "|" + t.Pred + "|" + t.O), Score: t.Score, Text: &text,
+				Unit: rcp.UnitTriplet, Level: &level, Modality: rcp.ModalityText,
+				Provenance: &rcp.Provenance{Nodes: []string{t.S, t.O}, Edges: []rcp.Edge{{Src: t.S, Dst: t.O}}, Leaves: []string{t.Unit}}})
+		}
+	}
+	if hits == nil {
+		hits = []rcp.Hit{}
+	}
+	lat := float64(time.Since(started).Microseconds()) / 1000
+	n := len(hits)
+	return &rcp.RetrieveResult{Hits: hits, IndexVersion: e.ix.Version(),
+		Usage: &rcp.Usage{Candidates: &n, LatencyMs: &lat, Notes: *notes}}, nil
+}
