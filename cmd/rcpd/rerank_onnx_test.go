@@ -94,7 +94,7 @@ func TestONNXProviders(t *testing.T) {
 			"--sparse-model", fx("splade.onnx"), "--sparse-tokenizer", tok,
 			"--multi-model", fx("colbert.onnx"), "--multi-tokenizer", tok)
 		caps := s.capabilities()
-		if got, want := capNames(caps), []string{"citations", "embed", "filter", "index", "log", "multiVector", "pagination", "retrieve", "sparseEmbed", "streaming"}; !slices.Equal(got, want) {
+		if got, want := capNames(caps), []string{"citations", "embed", "feedback", "filter", "graph", "index", "log", "memory", "multiVector", "pagination", "retrieve", "session", "sparseEmbed", "streaming", "transform"}; !slices.Equal(got, want) {
 			t.Fatalf("capabilities %v, want %v", got, want)
 		}
 		if id := caps["embed"].(map[string]any)["identity"].(string); !strings.HasPrefix(id, "onnx-") || !strings.Contains(id, "encoder") {
@@ -131,7 +131,7 @@ func TestONNXProviders(t *testing.T) {
 		s := startRcpd(t, "--data", t.TempDir(), "--dense", "none", "--onnx-library", lib,
 			"--rerank", "onnx-colbert", "--rerank-model", fx("colbert.onnx"), "--rerank-tokenizer", tok)
 		caps := s.capabilities()
-		if got, want := capNames(caps), []string{"citations", "index", "log", "multiVector", "pagination", "rerank", "retrieve", "streaming"}; !slices.Equal(got, want) {
+		if got, want := capNames(caps), []string{"citations", "feedback", "index", "log", "multiVector", "pagination", "rerank", "retrieve", "session", "streaming", "transform"}; !slices.Equal(got, want) {
 			t.Fatalf("capabilities %v, want %v", got, want)
 		}
 		if m := fmt.Sprint(caps["rerank"].(map[string]any)["methods"]); m != "[colbert]" {
