@@ -615,7 +615,7 @@ func (e *Engine) listDocuments(ctx context.Context, p *rcp.ListDocumentsParams) 
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return fmt.Errorf("catalog record %q: %w", k, err)
 			}
-			res.Documents = append(res.Documents, rcp.DocumentRef{ID: string(k), Title: rec.Title, Size: rec.Size})
+			res.Documents = append(res.Documents, rcp.DocumentRef{ID: string(k), Title: rec.Title, Size: rec.Size, Chunks: rec.Chunks})
 		}
 		return nil
 	})

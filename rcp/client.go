@@ -46,11 +46,14 @@ type ClientOptions struct {
 	Logger *slog.Logger
 
 	// Stdio: extra environment entries ("K=V") for the spawned server, on
-	// top of a least-privilege base (PATH, HOME, LANG, LC_ALL, TMPDIR, TZ);
+	// top of a least-privilege base (PATH, HOME, LANG, LC_ALL, TMPDIR, TZ),
+	// or on top of this process's whole environment with InheritEnv (for a
+	// command the user typed, which should see what their shell sees);
 	// working directory; where the child's stderr goes (default os.Stderr).
-	Env    []string
-	Dir    string
-	Stderr interface{ Write([]byte) (int, error) }
+	Env        []string
+	InheritEnv bool
+	Dir        string
+	Stderr     interface{ Write([]byte) (int, error) }
 
 	// HTTP: client, extra headers and bearer token.
 	HTTPClient  *http.Client

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 )
 
 // Typed methods of §7. Each applies client-side gating before any I/O
@@ -42,6 +43,14 @@ func (c *Client) Shutdown(ctx context.Context) error {
 
 func optionErr(option, format string, args ...any) error {
 	return OptionUnsupported(option, format, args...)
+}
+
+// advertised lists values for an error message.
+func advertised(vals []string) string {
+	if len(vals) == 0 {
+		return "none"
+	}
+	return strings.Join(vals, ", ")
 }
 
 func encodingAllowed(enc string, advertised []string) bool {
@@ -142,10 +151,10 @@ func (c *Client) prepareRetrieve(p *RetrieveParams) (*RetrieveParams, error) {
 	q := *p
 	if q.IsStrict() {
 		if modes := caps.RetrieveModes(); q.Mode != "" && len(modes) > 0 && !Contains(modes, q.Mode) {
-			return nil, optionErr("mode", "server did not advertise mode %q", q.Mode)
+			return nil, optionErr("mode", "server did not advertise mode %q (advertised: %s)", q.Mode, advertised(modes))
 		}
 		if q.Fusion != nil && q.Fusion.Method != "" && !Contains(rc.Fusion, q.Fusion.Method) {
-			return nil, optionErr("fusion.method", "server did not advertise fusion %q", q.Fusion.Method)
+			return nil, optionErr("fusion.method", "server did not advertise fusion %q (advertised: %s)", q.Fusion.Method, advertised(rc.Fusion))
 		}
 		if q.Rerank != nil && !q.Rerank.Disabled {
 			if !rc.RerankBuiltin {
@@ -161,7 +170,7 @@ func (c *Client) prepareRetrieve(p *RetrieveParams) (*RetrieveParams, error) {
 				units = []string{UnitChunk, UnitPassage}
 			}
 			if !Contains(units, q.Unit) {
-				return nil, optionErr("unit", "server did not advertise unit %q", q.Unit)
+				return nil, optionErr("unit", "server did not advertise unit %q (advertised: %s)", q.Unit, advertised(units))
 			}
 		}
 		if q.Modality != "" {
@@ -170,7 +179,7 @@ func (c *Client) prepareRetrieve(p *RetrieveParams) (*RetrieveParams, error) {
 				mods = []string{ModalityText}
 			}
 			if !Contains(mods, q.Modality) {
-				return nil, optionErr("modality", "server did not advertise modality %q", q.Modality)
+				return nil, optionErr("modality", "server did not advertise modality %q (advertised: %s)", q.Modality, advertised(mods))
 			}
 		}
 		if !encodingAllowed(q.Encoding, rc.Encodings) {
@@ -180,7 +189,7 @@ func (c *Client) prepareRetrieve(p *RetrieveParams) (*RetrieveParams, error) {
 			return nil, optionErr("mmr", "server did not advertise mmr")
 		}
 		if q.Filter != nil && caps.Filter == nil {
-			return nil, optionErr("filter", "server did not advertise filter")
+			return nil, optionErr("filter", "server did not advertise filter (it declares no filterable metadata fields)")
 		}
 		if q.Cursor != "" && caps.Pagination == nil {
 			return nil, optionErr("cursor", "server did not advertise pagination")

@@ -185,7 +185,7 @@ func (t *streamTransport) close() error {
 // ConnectStdio spawns argv as an RCP server and speaks NDJSON over its stdin
 // and stdout (§5.1), then performs the handshake. The child gets a
 // least-privilege environment (§15.1): PATH, HOME, LANG, LC_ALL, TMPDIR and
-// TZ from ours, plus opts.Env. Close sends EOF and waits for the child (it is
+// TZ from ours (all of ours with opts.InheritEnv), plus opts.Env. Close sends EOF and waits for the child (it is
 // killed after 5 s).
 func ConnectStdio(ctx context.Context, argv []string, opts *ClientOptions) (*Client, error) {
 	if len(argv) == 0 {
@@ -196,6 +196,9 @@ func ConnectStdio(ctx context.Context, argv []string, opts *ClientOptions) (*Cli
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = leastPrivilegeEnv(opts.Env)
+	if opts.InheritEnv {
+		cmd.Env = append(os.Environ(), opts.Env...)
+	}
 	cmd.Dir = opts.Dir
 	if opts.Stderr != nil {
 		cmd.Stderr = opts.Stderr

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -421,6 +422,15 @@ func TestClientStdioAndTransportDeath(t *testing.T) {
 			t.Fatal("parent environment leaked to the child")
 		}
 	}
+	// A command the user typed inherits the whole environment.
+	inherit, err := ConnectStdio(context.Background(), []string{exe}, &ClientOptions{Env: []string{"RCPGO_TEST_HELPER=1"}, InheritEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inherit.Call(context.Background(), "x-acme/env", nil, &env); err != nil || !slices.Contains(env.Env, "RCPGO_SECRET_FOR_TEST=do-not-leak") {
+		t.Fatalf("InheritEnv: child environment %q (%v)", env.Env, err)
+	}
+	inherit.Close()
 	// several calls in flight when the server dies: all fail with ErrClosed
 	errc := make(chan error, 3)
 	for range 3 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Code is a JSON-RPC / RCP error code (spec §12).
@@ -104,7 +105,7 @@ func (e *Error) Error() string {
 		if e.Data.Option != "" {
 			msg += " [option " + e.Data.Option + "]"
 		}
-		if e.Data.Detail != "" && e.Data.Detail != e.Message {
+		if e.Data.Detail != "" && !strings.Contains(e.Message, e.Data.Detail) {
 			msg += ": " + e.Data.Detail
 		}
 	}

@@ -274,3 +274,23 @@ func TestMethodTable(t *testing.T) {
 		}
 	}
 }
+
+// Finding 8 of issue 16: an option error says what the server advertises
+// and does not repeat its detail.
+func TestOptionErrorSaysWhatIsAdvertised(t *testing.T) {
+	c := &Client{}
+	c.init.Capabilities.Retrieve = &RetrieveCap{Modes: []string{ModeSparse}, Units: []string{UnitChunk, UnitDocument}}
+	for _, tc := range []struct {
+		p    RetrieveParams
+		want string
+	}{
+		{RetrieveParams{Mode: "semantic"}, `rcp: OptionUnsupported (-32005): option unsupported: server did not advertise mode "semantic" (advertised: sparse) [option mode]`},
+		{RetrieveParams{Unit: "page"}, `rcp: OptionUnsupported (-32005): option unsupported: server did not advertise unit "page" (advertised: chunk, document) [option unit]`},
+		{RetrieveParams{Filter: []byte(`{"field":"a","op":"eq","value":1}`)}, `rcp: OptionUnsupported (-32005): option unsupported: server did not advertise filter (it declares no filterable metadata fields) [option filter]`},
+	} {
+		_, err := c.prepareRetrieve(&tc.p)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("got  %v\nwant %s", err, tc.want)
+		}
+	}
+}

@@ -115,9 +115,10 @@ type ListDocumentsResult struct {
 
 // DocumentRef names a document in a listing.
 type DocumentRef struct {
-	ID    string `json:"id"`
-	Title string `json:"title,omitempty"`
-	Size  int64  `json:"size,omitempty"` // bytes of text
+	ID     string `json:"id"`
+	Title  string `json:"title,omitempty"`
+	Size   int64  `json:"size,omitempty"`   // bytes of text
+	Chunks int    `json:"chunks,omitempty"` // chunks the server split it into (0: not chunked)
 }
 
 // FieldValuesParams are the params of x-rcpgo/values: distinct values of

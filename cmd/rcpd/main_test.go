@@ -139,3 +139,49 @@ func TestMetrics(t *testing.T) {
 		t.Error("an unknown method name became a metric label")
 	}
 }
+
+// Finding 3 of issue 16: the demo corpus stays out of the user's own data
+// directory unless --data names one.
+func TestDemoUsesItsOwnDataDir(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", xdg)
+	t.Setenv("RCPD_DATA", "")
+	t.Setenv("RCPD_CONFIG", "")
+	serveEOF := func(args ...string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		args = append([]string{"serve", "--stdio", "--demo", "--dense", "none", "--log-level", "error"}, args...)
+		if code := dispatch(context.Background(), args, strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errb.String())
+		}
+	}
+	serveEOF()
+	if _, err := os.Stat(filepath.Join(xdg, "rcpd-demo")); err != nil {
+		t.Fatalf("demo data dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(xdg, "rcpd")); !os.IsNotExist(err) {
+		t.Fatalf("--demo wrote into the default data dir (%v)", err)
+	}
+	explicit := filepath.Join(t.TempDir(), "mine")
+	serveEOF("--data", explicit)
+	if _, err := os.Stat(explicit); err != nil {
+		t.Fatalf("--demo --data: %v", err)
+	}
+}
+
+func TestFieldFlag(t *testing.T) {
+	var f fieldFlags
+	for _, ok := range []string{"lang=keyword", " year = int "} {
+		if err := f.Set(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	if len(f) != 2 || f[1].name != "year" || f[1].typ != "int" {
+		t.Fatalf("%+v", f)
+	}
+	for _, bad := range []string{"lang", "=keyword", "lang=string"} {
+		if err := f.Set(bad); err == nil || !strings.Contains(err.Error(), "keyword, text, int, float, bool, date") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/internal/demo"
 	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
 // fileConfig is the JSON configuration file (--config). Every key is
@@ -101,6 +103,7 @@ type serveFlags struct {
 	data, httpAddr, config, logLevel, sessions, dense, token string
 	onLocked, rerankModel, rerankTokenizer                   string
 	stdio, demo, readOnly, graph                             bool
+	fields                                                   fieldFlags
 
 	embedURL, embedModel, embedKeyEnv, embedDimension        string
 	embedQueryPrefix, embedDocPrefix                         string
@@ -112,6 +115,24 @@ type serveFlags struct {
 	uiDatasets                                               string
 	metricsAddr                                              string
 	allowHosts, allowOrigins                                 stringList
+}
+
+// fieldTypeNames are the filter field types the engine indexes.
+var fieldTypeNames = []string{filter.TypeKeyword, filter.TypeText, filter.TypeInt, filter.TypeFloat, filter.TypeBool, filter.TypeDate}
+
+// fieldFlags is the repeatable --field NAME=TYPE.
+type fieldFlags []struct{ name, typ string }
+
+func (f *fieldFlags) String() string { return fmt.Sprint(*f) }
+
+func (f *fieldFlags) Set(v string) error {
+	name, typ, ok := strings.Cut(v, "=")
+	name, typ = strings.TrimSpace(name), strings.TrimSpace(typ)
+	if !ok || name == "" || !slices.Contains(fieldTypeNames, typ) {
+		return fmt.Errorf("want NAME=TYPE with TYPE one of %s", strings.Join(fieldTypeNames, ", "))
+	}
+	*f = append(*f, struct{ name, typ string }{name, typ})
+	return nil
 }
 
 func defaultDataDir() string {
@@ -132,7 +153,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&f.httpAddr, "http", "", "serve HTTP on this address, e.g. 127.0.0.1:7700 (env RCPD_HTTP; default 127.0.0.1:7700 unless --stdio)")
 	fs.BoolVar(&f.stdio, "stdio", false, "serve one session over stdin/stdout (NDJSON)")
 	fs.StringVar(&f.config, "config", "", "JSON configuration file (env RCPD_CONFIG)")
-	fs.BoolVar(&f.demo, "demo", false, "load the built-in demo corpus (idempotent)")
+	fs.BoolVar(&f.demo, "demo", false, "load the built-in demo corpus (idempotent) into its own data directory ($XDG_DATA_HOME/rcpd-demo) unless --data is given")
+	fs.Var(&f.fields, "field", "declare a filterable metadata field NAME=TYPE (keyword, text, int, float, bool, date); repeatable, added to the config file's fields")
 	fs.BoolVar(&f.readOnly, "read-only", false, "refuse index/add and index/delete")
 	fs.BoolVar(&f.graph, "graph", false, "build the knowledge graph in the background and serve graph and memory/build|recall (env RCPD_GRAPH=1; on with --demo)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (env RCPD_LOG_LEVEL; default info)")
@@ -237,6 +259,11 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		cfg.TrustedSources[k] = v
 	}
 	if f.demo {
+		// The demo stays out of the user's own index: its own directory
+		// unless one was named.
+		if pick(f.data, os.Getenv("RCPD_DATA"), fc.Data) == "" {
+			cfg.Dir = defaultDataDir() + "-demo"
+		}
 		for k, v := range demoFields {
 			cfg.Fields[k] = v
 		}
@@ -251,6 +278,9 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	}
 	for k, v := range fc.Fields {
 		cfg.Fields[k] = v
+	}
+	for _, fl := range f.fields {
+		cfg.Fields[fl.name] = fl.typ
 	}
 	if err := applyAgentic(&cfg, &fc); err != nil {
 		return err

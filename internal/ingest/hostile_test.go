@@ -25,7 +25,7 @@ func TestIngestRefusesNonRegularFiles(t *testing.T) {
 	}
 	for _, p := range []string{fifo, zero} {
 		start := time.Now()
-		if _, err := Collect([]string{p}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		if _, _, err := Collect([]string{p}, Options{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("Collect(%s) = %v", p, err)
 		}
 		if _, err := ReadFile(context.Background(), p); err == nil || !strings.Contains(err.Error(), "not a regular file") {

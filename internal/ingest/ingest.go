@@ -1,7 +1,8 @@
 // Package ingest turns files into RCP documents for `rcp index add`: it walks
-// paths, extracts text from plain text, Markdown, HTML, PDF and BEIR-style
-// JSONL, and gives every document a content-hash id so that re-running an
-// ingest is an idempotent upsert (§7.10).
+// paths, reports what it leaves out and why, extracts text from plain text,
+// Markdown (and MDX), reStructuredText, Org, AsciiDoc, HTML, PDF, BEIR-style
+// JSONL and (when asked) source code, and gives every file's document a
+// stable id, its file:// URI, plus a content hash for change detection.
 package ingest
 
 import (
@@ -17,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -28,36 +30,82 @@ import (
 // JSONL corpora are streamed line by line instead.
 const MaxFileBytes = 64 << 20
 
-// Formats recognised by file extension.
+// Formats recognised by file extension. Source code ("code") is read only
+// when Options.Code asks for it.
 var formats = map[string]string{
-	".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
+	".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
+	".rst": "rst", ".org": "org", ".adoc": "asciidoc", ".asciidoc": "asciidoc",
 	".html": "html", ".htm": "html", ".pdf": "pdf", ".jsonl": "jsonl", ".ndjson": "jsonl",
 }
 
-// Supported reports whether path has an extension Collect reads.
-func Supported(path string) bool {
-	_, ok := formats[strings.ToLower(filepath.Ext(path))]
-	return ok
+// codeExts are the source code extensions read as plain text with --code.
+var codeExts = []string{
+	".go", ".py", ".js", ".mjs", ".ts", ".tsx", ".jsx", ".java", ".kt", ".scala", ".c", ".h", ".cc", ".cpp", ".hpp",
+	".rs", ".rb", ".php", ".cs", ".swift", ".m", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".sql", ".lua", ".pl",
+	".r", ".jl", ".hs", ".ex", ".exs", ".erl", ".clj", ".dart", ".vue", ".svelte", ".css", ".scss",
+	".yaml", ".yml", ".toml", ".ini", ".cfg", ".proto", ".graphql", ".tf", ".nix", ".zig",
+}
+
+// Options select what Collect reads.
+type Options struct {
+	// Code reads source code (.go, .py, .ts, …) as plain text.
+	Code bool
+}
+
+// formatOf returns the format of path by extension ("" when unsupported).
+func formatOf(path string) string {
+	ext := strings.ToLower(filepath.Ext(path))
+	if f, ok := formats[ext]; ok {
+		return f
+	}
+	if slices.Contains(codeExts, ext) {
+		return "code"
+	}
+	return ""
+}
+
+// Supported reports whether Collect reads path under opt.
+func (opt Options) Supported(path string) bool {
+	f := formatOf(path)
+	return f != "" && (f != "code" || opt.Code)
+}
+
+// Skip is a file Collect or ReadFile left out, and why.
+type Skip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// unsupportedReason says why a walked file is not read.
+func (opt Options) unsupportedReason(path string) string {
+	ext := strings.ToLower(filepath.Ext(path))
+	switch {
+	case formatOf(path) == "code":
+		return fmt.Sprintf("source code (%s): pass --code to index it as text", ext)
+	case ext == "":
+		return "no file extension"
+	}
+	return fmt.Sprintf("unsupported type %s", ext)
 }
 
 // Collect expands paths (files and directories, recursively) into the sorted
-// list of supported files. Hidden files and directories are skipped unless
-// named explicitly.
-func Collect(paths []string) ([]string, error) {
-	var out []string
+// list of files it reads, and lists the other files it met with the reason
+// each was left out. Hidden files and directories are ignored unless named
+// explicitly; a named file of an unsupported type is an error.
+func Collect(paths []string, opt Options) (files []string, skipped []Skip, err error) {
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("ingest: %w", err)
+			return nil, nil, fmt.Errorf("ingest: %w", err)
 		}
 		if !fi.IsDir() {
 			if !fi.Mode().IsRegular() {
-				return nil, fmt.Errorf("ingest: %s is not a regular file (%s)", p, fi.Mode().Type())
+				return nil, nil, fmt.Errorf("ingest: %s is not a regular file (%s)", p, fi.Mode().Type())
 			}
-			if !Supported(p) {
-				return nil, fmt.Errorf("ingest: %s: unsupported file type (want txt, md, html, pdf or jsonl)", p)
+			if !opt.Supported(p) {
+				return nil, nil, fmt.Errorf("ingest: %s: %s (read: txt, md, mdx, rst, org, adoc, html, pdf, jsonl; source code with --code)", p, opt.unsupportedReason(p))
 			}
-			out = append(out, p)
+			files = append(files, p)
 			continue
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
@@ -70,32 +118,55 @@ func Collect(paths []string) ([]string, error) {
 				}
 				return nil
 			}
-			if !d.IsDir() && d.Type().IsRegular() && Supported(path) {
-				out = append(out, path)
+			switch {
+			case d.IsDir():
+			case !d.Type().IsRegular():
+				skipped = append(skipped, Skip{path, "not a regular file"})
+			case opt.Supported(path):
+				files = append(files, path)
+			default:
+				skipped = append(skipped, Skip{path, opt.unsupportedReason(path)})
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("ingest: %w", err)
+			return nil, nil, fmt.Errorf("ingest: %w", err)
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(files)
+	return files, skipped, nil
 }
 
-// ContentID returns the id of a document: "sha256:" and the first 32 hex
-// digits of the SHA-256 of its text. Equal text gives an equal id, so a
-// re-run replaces rather than duplicates.
+// ContentID returns "sha256:" and the first 32 hex digits of the SHA-256 of
+// text: the id of a JSONL line without one, and the content hash a file's
+// document carries (meta "contentHash") for change detection.
 func ContentID(text string) string {
 	sum := sha256.Sum256([]byte(text))
 	return "sha256:" + hex.EncodeToString(sum[:16])
 }
 
-// ReadFile extracts the documents of one file (one for text formats, one per
-// line for JSONL). Each document's meta carries "path", "title" and
-// "format"; JSONL documents keep their own "_id" and "metadata".
+// SourceID returns the stable id of the document read from the file at
+// path: its absolute file:// URI. Re-adding an edited file therefore
+// replaces its document (an upsert, §7.10) instead of adding a second one.
+func SourceID(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("ingest: %w", err)
+	}
+	return "file://" + filepath.ToSlash(abs), nil
+}
+
+// MetaContentHash is the meta key holding a file document's ContentID.
+const MetaContentHash = "contentHash"
+
+// ReadFile extracts the documents of one file: one for text formats, whose
+// id is SourceID(path) and whose meta carries "path", "title", "format",
+// "source" and MetaContentHash; one per line for JSONL, which keeps its own
+// "_id" and "metadata". Binary content is refused with ErrBinary, a file
+// without text with ErrNoText; UTF-16 (with or without a byte order mark)
+// and UTF-8 with a BOM are decoded.
 func ReadFile(ctx context.Context, path string) ([]rcp.Document, error) {
-	format := formats[strings.ToLower(filepath.Ext(path))]
+	format := formatOf(path)
 	// Stat before opening: opening a FIFO blocks until a writer appears.
 	if fi, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -124,30 +195,39 @@ func ReadFile(ctx context.Context, path string) ([]rcp.Document, error) {
 		return nil, err
 	}
 	title, text, err := extract(format, path, b)
-	if err != nil || text == "" {
+	if err != nil {
+		return nil, err
+	}
+	id, err := SourceID(path)
+	if err != nil {
 		return nil, err
 	}
 	abs, _ := filepath.Abs(path)
-	return []rcp.Document{{
-		ID:   ContentID(text),
-		Text: text,
-		Meta: map[string]any{"path": abs, "title": title, "format": format, "source": "file://" + filepath.ToSlash(abs)},
-	}}, nil
+	meta := map[string]any{"path": abs, "title": title, "format": format, "source": id, MetaContentHash: ContentID(text)}
+	if format == "code" {
+		meta["language"] = strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
+	}
+	return []rcp.Document{{ID: id, Text: text, Meta: meta}}, nil
 }
 
 // ReadUpload extracts the documents of a file received by name rather than
 // read from disk (an upload): its format comes from name's extension, and
-// meta carries "filename", "title" and "format" instead of a path.
+// meta carries "filename", "title" and "format" instead of a path. Its id
+// is the content hash (there is no path to name it by); a file without
+// text gives no document.
 func ReadUpload(ctx context.Context, name string, b []byte) ([]rcp.Document, error) {
-	format, ok := formats[strings.ToLower(filepath.Ext(name))]
-	if !ok {
-		return nil, fmt.Errorf("ingest: %s: unsupported file type (want txt, md, html, pdf or jsonl)", name)
+	format := formatOf(name)
+	if format == "" {
+		return nil, fmt.Errorf("ingest: %s: unsupported file type (want txt, md, mdx, rst, org, adoc, html, pdf, jsonl or source code)", name)
 	}
 	if format == "jsonl" {
 		return ReadJSONL(ctx, bytes.NewReader(b), name)
 	}
 	title, text, err := extract(format, name, b)
-	if err != nil || text == "" {
+	if errors.Is(err, ErrNoText) {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	return []rcp.Document{{
@@ -158,20 +238,14 @@ func ReadUpload(ctx context.Context, name string, b []byte) ([]rcp.Document, err
 }
 
 // extract returns the title and the trimmed, valid UTF-8 text of one
-// non-JSONL file; an empty text means the file holds nothing to index. The
-// title falls back to the file name without its extension.
+// non-JSONL file (ErrBinary for content that is not text, ErrNoText for a
+// file holding nothing to index). The title falls back to the file name
+// without its extension.
 func extract(format, name string, b []byte) (title, text string, err error) {
-	switch format {
-	case "text":
-		text = string(b)
-	case "markdown":
-		title, text = markdownTitle(string(b)), string(b)
-	case "html":
-		title, text, err = htmlText(b)
-	case "pdf":
+	if format == "pdf" {
 		title, text, err = pdfText(b)
-	default:
-		return "", "", fmt.Errorf("ingest: %s: unsupported file type", name)
+	} else {
+		title, text, err = decodeFormat(format, b)
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("ingest: %s: %w", name, err)
@@ -180,8 +254,37 @@ func extract(format, name string, b []byte) (title, text string, err error) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
 	text = strings.TrimSpace(text)
+	if text == "" {
+		return "", "", fmt.Errorf("ingest: %s: %w", name, ErrNoText)
+	}
 	if title == "" {
 		title = strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
+	}
+	return title, text, nil
+}
+
+// decodeFormat decodes b as text and extracts the title of format.
+func decodeFormat(format string, b []byte) (title, text string, err error) {
+	if format == "html" {
+		if b, err = decodeBytes(b); err != nil {
+			return "", "", err
+		}
+		return htmlText(b)
+	}
+	b, err = decodeBytes(b)
+	if err != nil {
+		return "", "", err
+	}
+	text = string(b)
+	switch format {
+	case "markdown":
+		title = markdownTitle(text)
+	case "rst":
+		title = rstTitle(text)
+	case "org":
+		title = orgTitle(text)
+	case "asciidoc":
+		title = asciidocTitle(text)
 	}
 	return title, text, nil
 }
@@ -250,16 +353,8 @@ func idString(raw json.RawMessage) string {
 	return string(raw) // a numeric id, as written
 }
 
-// markdownTitle returns the text of the first ATX heading.
-func markdownTitle(s string) string {
-	for _, line := range strings.Split(s, "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "#") {
-			return strings.TrimSpace(strings.TrimLeft(t, "#"))
-		}
-	}
-	return ""
-}
-
 // ErrNoText is returned for files with no extractable text.
 var ErrNoText = errors.New("no extractable text")
+
+// ErrBinary is returned for files whose content is not text.
+var ErrBinary = errors.New("binary content, not text")

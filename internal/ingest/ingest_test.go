@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,12 +56,15 @@ func TestReadFileFormats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	paths, err := Collect([]string{dir})
+	paths, skipped, err := Collect([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(paths) != 5 {
 		t.Fatalf("collected %v, want 5 supported visible files", paths)
+	}
+	if len(skipped) != 1 || !strings.HasSuffix(skipped[0].Path, "image.png") || skipped[0].Reason != "unsupported type .png" {
+		t.Fatalf("skipped %+v, want image.png as an unsupported type", skipped)
 	}
 	ctx := context.Background()
 	tests := []struct {
@@ -104,11 +108,113 @@ func TestReadFileFormats(t *testing.T) {
 	if docs[0].Meta["year"] != float64(2020) {
 		t.Errorf("metadata not kept: %v", docs[0].Meta)
 	}
-	// Content-hash ids make re-runs idempotent.
-	again, _ := ReadFile(ctx, filepath.Join(dir, "notes.txt"))
-	first, _ := ReadFile(ctx, filepath.Join(dir, "notes.txt"))
-	if again[0].ID != first[0].ID {
-		t.Error("content id not stable")
+}
+
+// A file's document is named by its path, not its content: an edited file
+// keeps its id (so re-adding it replaces the old text) and only its content
+// hash changes.
+func TestReadFileStableIdentity(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "plan.md")
+	write := func(s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("# Plan\n\nship on Monday\n")
+	first, err := ReadFile(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("# Plan\n\nship on Friday\n")
+	edited, err := ReadFile(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := SourceID(p)
+	if first[0].ID != want || edited[0].ID != want || !strings.HasPrefix(want, "file:///") {
+		t.Fatalf("ids %q %q, want both %q", first[0].ID, edited[0].ID, want)
+	}
+	if first[0].Meta[MetaContentHash] == edited[0].Meta[MetaContentHash] {
+		t.Fatal("content hash did not change with the text")
+	}
+	again, _ := ReadFile(context.Background(), p)
+	if again[0].Meta[MetaContentHash] != edited[0].Meta[MetaContentHash] {
+		t.Fatal("content hash not stable")
+	}
+}
+
+// Finding 7: what ingest leaves out it reports, binary content is refused
+// whatever its extension, UTF-16 and BOMs are decoded, and the common note
+// formats are read.
+func TestReadFileEncodingsAndFormats(t *testing.T) {
+	dir := t.TempDir()
+	utf16le := []byte{0xFF, 0xFE}
+	for _, r := range "Grüße aus UTF-16" {
+		utf16le = append(utf16le, byte(r), byte(r>>8))
+	}
+	var utf16beNoBOM []byte
+	for _, r := range "big endian notes" {
+		utf16beNoBOM = append(utf16beNoBOM, byte(r>>8), byte(r))
+	}
+	elf := append([]byte("\x7fELF\x02\x01\x01\x00\x00\x00"), bytes.Repeat([]byte{0, 1, 2, 3}, 64)...)
+	files := map[string][]byte{
+		"le.txt":      utf16le,
+		"be.txt":      utf16beNoBOM,
+		"bom.md":      []byte("\xEF\xBB\xBF# Title after BOM\n\nbody"),
+		"program.txt": elf,
+		"empty.txt":   []byte("  \n"),
+		"page.mdx":    []byte("---\ntitle: \"MDX page\"\n---\n\nimport X from 'x'\n\n# Heading\n"),
+		"doc.rst":     []byte("Retrieval notes\n===============\n\nSome text.\n"),
+		"todo.org":    []byte("#+TITLE: Org agenda\n* TODO write\n"),
+		"book.adoc":   []byte("= AsciiDoc book\n\nChapter text.\n"),
+		"main.go":     []byte("package main\n\nfunc main() {}\n"),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths, skipped, err := Collect([]string{dir}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 9 || len(skipped) != 1 || !strings.Contains(skipped[0].Reason, "--code") {
+		t.Fatalf("paths %v skipped %+v", paths, skipped)
+	}
+	if paths, _, _ = Collect([]string{dir}, Options{Code: true}); len(paths) != 10 {
+		t.Fatalf("with Code: %v", paths)
+	}
+	tests := []struct {
+		file, title, text string
+		err               error
+	}{
+		{"le.txt", "le", "Grüße aus UTF-16", nil},
+		{"be.txt", "be", "big endian notes", nil},
+		{"bom.md", "Title after BOM", "# Title after BOM", nil},
+		{"program.txt", "", "", ErrBinary},
+		{"empty.txt", "", "", ErrNoText},
+		{"page.mdx", "MDX page", "# Heading", nil},
+		{"doc.rst", "Retrieval notes", "Some text.", nil},
+		{"todo.org", "Org agenda", "* TODO write", nil},
+		{"book.adoc", "AsciiDoc book", "Chapter text.", nil},
+		{"main.go", "main", "func main() {}", nil},
+	}
+	for _, tt := range tests {
+		docs, err := ReadFile(context.Background(), filepath.Join(dir, tt.file))
+		if tt.err != nil {
+			if !errors.Is(err, tt.err) {
+				t.Errorf("%s: err %v, want %v", tt.file, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.file, err)
+			continue
+		}
+		if d := docs[0]; d.Meta["title"] != tt.title || !strings.HasPrefix(d.Text, strings.SplitN(tt.text, "\n", 2)[0]) && !strings.Contains(d.Text, tt.text) {
+			t.Errorf("%s: title %q text %q", tt.file, d.Meta["title"], d.Text)
+		}
 	}
 }
 
@@ -127,7 +233,7 @@ func TestReadFileBadInput(t *testing.T) {
 			t.Errorf("%s: want an error", name)
 		}
 	}
-	if _, err := Collect([]string{filepath.Join(dir, "missing")}); err == nil {
+	if _, _, err := Collect([]string{filepath.Join(dir, "missing")}, Options{}); err == nil {
 		t.Error("missing path: want an error")
 	}
 }
@@ -199,4 +305,15 @@ func TestReadUpload(t *testing.T) {
 			}
 		})
 	}
+}
+
+func FuzzDecodeBytes(f *testing.F) {
+	f.Add([]byte("plain"))
+	f.Add([]byte{0xFF, 0xFE, 'a', 0})
+	f.Add([]byte{0, 'a', 0, 'b'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if out, err := decodeBytes(b); err == nil && bytes.IndexByte(out, 0) >= 0 {
+			t.Fatalf("decoded text %q holds NUL", out)
+		}
+	})
 }

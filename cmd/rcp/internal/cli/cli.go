@@ -5,12 +5,15 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -126,7 +129,10 @@ func (t *target) register(fs *flag.FlagSet) {
 	fs.DurationVar(&t.timeout, "timeout", 60*time.Second, "per-call timeout")
 }
 
-// connect opens a client to the selected target.
+// connect opens a client to the selected target. A command given after --
+// is the user's own: it inherits their whole environment (GOCACHE,
+// RCPD_DATA, …). Engines from a registry get the least-privilege
+// environment plus what the registry names (§15.1).
 func (t *target) connect(ctx context.Context, env *Env, opts *rcp.ClientOptions) (*rcp.Client, error) {
 	var o rcp.ClientOptions
 	if opts != nil {
@@ -143,7 +149,11 @@ func (t *target) connect(ctx context.Context, env *Env, opts *rcp.ClientOptions)
 		if t.http != "" || t.registry != "" {
 			return nil, usageErr("choose one target: --http, --registry or -- CMD")
 		}
-		return rcp.ConnectStdio(ctx, t.argv, &o)
+		o.InheritEnv = true
+		if o.Stderr == nil {
+			o.Stderr = env.Stderr
+		}
+		return t.spawn(ctx, env, &o)
 	case t.registry != "":
 		reg, err := federation.LoadRegistry(t.registry)
 		if err != nil {
@@ -156,7 +166,8 @@ func (t *target) connect(ctx context.Context, env *Env, opts *rcp.ClientOptions)
 		if !ok {
 			return nil, fmt.Errorf("registry %s has no engine %q", t.registry, t.engine)
 		}
-		return spec.Connect(ctx, &o)
+		c, err := spec.Connect(ctx, &o)
+		return c, t.explain(err, "engine "+t.engine)
 	default:
 		url := t.http
 		if url == "" {
@@ -169,8 +180,46 @@ func (t *target) connect(ctx context.Context, env *Env, opts *rcp.ClientOptions)
 		if o.BearerToken == "" {
 			o.BearerToken = env.Getenv("RCP_TOKEN")
 		}
-		return rcp.ConnectHTTP(ctx, url, &o)
+		c, err := rcp.ConnectHTTP(ctx, url, &o)
+		if err != nil {
+			if u, perr := neturl.Parse(url); perr == nil && strings.Trim(u.Path, "/") == "" {
+				return nil, fmt.Errorf("%w\nhint: %s has no path; RCP servers answer at a base path, e.g. %s", err, url, strings.TrimSuffix(url, "/")+"/rcp")
+			}
+		}
+		return c, t.explain(err, url)
 	}
+}
+
+// startNotice is how long a spawned server may take before rcp says it is
+// still starting it.
+const startNotice = time.Second
+
+// spawn starts the user's command and says so on stderr when its handshake
+// takes a while (a `go run` compiling, a model loading).
+func (t *target) spawn(ctx context.Context, env *Env, o *rcp.ClientOptions) (*rcp.Client, error) {
+	name := filepath.Base(t.argv[0])
+	if name == "go" && len(t.argv) > 2 && t.argv[1] == "run" {
+		name = strings.Join(t.argv[:3], " ")
+	}
+	timer := time.AfterFunc(startNotice, func() {
+		fmt.Fprintf(env.Stderr, "starting %s… (waiting up to %s for its initialize answer)\n", name, t.timeout)
+	})
+	c, err := rcp.ConnectStdio(ctx, t.argv, o)
+	timer.Stop()
+	return c, t.explain(err, name)
+}
+
+// explain turns an initialize timeout into an error naming the flag and the
+// likely cause.
+func (t *target) explain(err error, what string) error {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	hint := "is it running and reachable?"
+	if len(t.argv) > 0 {
+		hint = "a server started with 'go run' may still be compiling: build it once (go build ./cmd/rcpd) or give it more time"
+	}
+	return fmt.Errorf("%s did not answer initialize within --timeout %s (%w); %s", what, t.timeout, err, hint)
 }
 
 // parse parses flags that may be interspersed with positional arguments and
@@ -216,6 +265,13 @@ func newFlags(name string, env *Env, synopsis string) *flag.FlagSet {
 
 // Version is the CLI's version, reported in initialize.
 const Version = "0.1.0"
+
+// writeJSON prints v as indented JSON (the --json output of every command).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
 
 // multiFlag collects a repeatable string flag.
 type multiFlag []string

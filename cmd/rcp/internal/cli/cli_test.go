@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
 )
 
 func TestBuildFilter(t *testing.T) {
@@ -24,7 +22,8 @@ func TestBuildFilter(t *testing.T) {
 		{[]string{"year>=2020"}, `{"field":"year","op":"gte","value":2020}`},
 		{[]string{"year!=2020", "score<0.5"}, `{"and":[{"field":"year","op":"ne","value":2020},{"field":"score","op":"lt","value":0.5}]}`},
 		{[]string{"ok=true", "year>7"}, `{"and":[{"field":"ok","op":"eq","value":true},{"field":"year","op":"gt","value":7}]}`},
-		{[]string{"year=abc"}, `{"field":"year","op":"eq","value":"abc"}`}, // left for the server to reject with -32602
+		{[]string{"year=abc"}, `{"field":"year","op":"eq","value":"abc"}`},        // left for the server to reject with -32602
+		{[]string{"format==html"}, `{"field":"format","op":"eq","value":"html"}`}, // finding 9: == is equality, not "=html"
 	}
 	for _, tt := range tests {
 		got, err := buildFilter(tt.exprs, types)
@@ -85,17 +84,8 @@ func TestSnippetHighlight(t *testing.T) {
 // stdio on a five-document fixture whose BM25 ranking is known, and checks
 // the metrics exactly (values worked out in the comments).
 func TestEvalAgainstRcpd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds rcpd; skipped with -short")
-	}
-	root := shared.Root(t)
+	rcpd := rcpdBinary(t)
 	dir := t.TempDir()
-	rcpd := filepath.Join(dir, "rcpd")
-	build := exec.Command("go", "build", "-o", rcpd, "./cmd/rcpd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	ds := filepath.Join(dir, "tiny")
 	write := func(name, body string) {
 		p := filepath.Join(ds, name)

@@ -2,34 +2,80 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/rcpgo/rcpgo/internal/ingest"
 	"github.com/rcpgo/rcpgo/internal/progress"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
+const indexSynopsis = `index add PATH… [--prune] | index sync DIR… | index list | index delete ID… | index delete --source PATH…`
+
 func runIndex(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
-		return usageErr("index add PATH… | index delete ID…")
+		return usageErr("%s", indexSynopsis)
 	}
 	switch args[0] {
 	case "add":
-		return runIndexAdd(ctx, env, args[1:])
-	case "delete":
+		return runIndexAdd(ctx, env, "index add", args[1:], false)
+	case "sync":
+		return runIndexAdd(ctx, env, "index sync", args[1:], true)
+	case "list", "ls":
+		return runIndexList(ctx, env, args[1:])
+	case "delete", "rm":
 		return runIndexDelete(ctx, env, args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprintf(env.Stderr, "Usage: rcp %s\n\n", indexSynopsis)
+		fmt.Fprintln(env.Stderr, "  add PATH…        index files and folders; an edited file replaces its document, an unchanged one is skipped")
+		fmt.Fprintln(env.Stderr, "  sync DIR…        add, then delete the documents of files no longer in DIR (same as add --prune)")
+		fmt.Fprintln(env.Stderr, "  list             list the stored documents (id = source, chunks, size, title), a page at a time")
+		fmt.Fprintln(env.Stderr, "  delete ID…       delete documents by id; --source PATH deletes a file's document (or a folder's)")
+		fmt.Fprintln(env.Stderr, "\nrun 'rcp index SUBCOMMAND -h' for its flags")
+		return nil
 	default:
-		return usageErr("unknown index subcommand %q (want add or delete)", args[0])
+		return usageErr("unknown index subcommand %q (want add, sync, list or delete)", args[0])
 	}
 }
 
-func runIndexAdd(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags("index add", env, "PATH… [flags] [target]")
+// addPlan is a parsed `rcp index add|sync`.
+type addPlan struct {
+	paths             []string
+	opt               ingest.Options
+	batch             int
+	chunk, contextual bool
+	prune, verbose    bool
+	json              bool
+}
+
+// addReport is what an add did; it is also the --json output.
+type addReport struct {
+	Files     int           `json:"files"`
+	Added     int           `json:"added"`
+	Updated   int           `json:"updated"`
+	Unchanged int           `json:"unchanged"`
+	Documents int           `json:"documents"` // documents sent (added + updated, and JSONL lines)
+	Chunks    int           `json:"chunks,omitempty"`
+	Pruned    int           `json:"pruned"`
+	Skipped   []ingest.Skip `json:"skipped"`
+}
+
+func runIndexAdd(ctx context.Context, env *Env, name string, args []string, sync bool) error {
+	fs := newFlags(name, env, "PATH… [flags] [target]")
 	var t target
 	t.register(fs)
 	batch := fs.Int("batch", 256, "documents per index/add request")
 	chunk := fs.Bool("chunk", false, "ask the server to chunk documents (needs index.chunking)")
 	contextual := fs.Bool("contextual", false, "ask for contextual chunk indexing (needs index.contextual)")
+	prune := fs.Bool("prune", sync, "delete the documents of files no longer found under the given folders")
+	code := fs.Bool("code", false, "also index source code (.go, .py, .ts, …) as plain text")
+	verbose := fs.Bool("verbose", false, "list every skipped file with its reason")
+	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parse(fs, &t, args)
 	if err != nil {
 		return err
@@ -40,83 +86,391 @@ func runIndexAdd(ctx context.Context, env *Env, args []string) error {
 	if *batch < 1 {
 		return usageErr("--batch must be ≥ 1")
 	}
-	files, err := ingest.Collect(pos)
+	plan := addPlan{paths: pos, opt: ingest.Options{Code: *code}, batch: *batch, chunk: *chunk, contextual: *contextual,
+		prune: *prune, verbose: *verbose, json: *jsonOut}
+	return plan.run(ctx, env, &t)
+}
+
+func (p *addPlan) run(ctx context.Context, env *Env, t *target) error {
+	files, skipped, err := ingest.Collect(p.paths, p.opt)
 	if err != nil {
 		return err
 	}
+	rep := &addReport{Skipped: skipped}
+	docs, present := p.read(ctx, files, rep)
 	c, err := t.connect(ctx, env, nil)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	if !c.Capabilities().Allows(rcp.MethodIndexAdd) {
-		return fmt.Errorf("the server does not advertise a writable index")
+		return errors.New("the server does not advertise a writable index (capabilities.index.writable)")
 	}
-	// Read every file first so the bar knows the document total.
-	var docs []rcp.Document
-	skipped := 0
+	vendor, _ := rcp.ReadRCPGoCap(c.Capabilities())
+	if p.prune && !vendor.Has(rcp.MethodRCPGoList) {
+		return fmt.Errorf("--prune needs a server that lists its documents (%s); this one does not", rcp.MethodRCPGoList)
+	}
+	if docs, err = p.changed(ctx, c, vendor, docs, rep); err != nil {
+		return err
+	}
+	if err := p.send(ctx, env, c, docs, rep); err != nil {
+		return err
+	}
+	if p.prune {
+		if rep.Pruned, err = prune(ctx, c, p.paths, present); err != nil {
+			return err
+		}
+	}
+	return p.print(env, rep)
+}
+
+// read extracts the documents of files; unreadable files join rep.Skipped.
+// present holds the ids of every file that still exists (read or not), so
+// a transient read error never prunes a document.
+func (p *addPlan) read(ctx context.Context, files []string, rep *addReport) (docs []rcp.Document, present map[string]bool) {
+	present = map[string]bool{}
 	for _, f := range files {
 		ds, err := ingest.ReadFile(ctx, f)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "skip %s: %v\n", f, err)
-			skipped++
+			reason := err.Error()
+			switch {
+			case errors.Is(err, ingest.ErrBinary):
+				reason = ingest.ErrBinary.Error()
+			case errors.Is(err, ingest.ErrNoText):
+				reason = ingest.ErrNoText.Error()
+			default:
+				id, _ := ingest.SourceID(f)
+				present[id] = true
+			}
+			rep.Skipped = append(rep.Skipped, ingest.Skip{Path: f, Reason: reason})
 			continue
+		}
+		rep.Files++
+		for _, d := range ds {
+			present[d.ID] = true
 		}
 		docs = append(docs, ds...)
 	}
+	return docs, present
+}
+
+// changed drops the file documents the server already holds with the same
+// content hash; it counts added, updated and unchanged files. Without
+// x-rcpgo/get every document is sent (an upsert: still no duplicates).
+func (p *addPlan) changed(ctx context.Context, c *rcp.Client, vendor *rcp.RCPGoCap, docs []rcp.Document, rep *addReport) ([]rcp.Document, error) {
+	stored := map[string]string{} // id → stored content hash
+	if vendor.Has(rcp.MethodRCPGoGet) {
+		var ids []string
+		for _, d := range docs {
+			if _, ok := d.Meta[ingest.MetaContentHash]; ok {
+				ids = append(ids, d.ID)
+			}
+		}
+		for chunk := range slices.Chunk(ids, 500) {
+			var res rcp.GetDocumentsResult
+			if err := c.Call(ctx, rcp.MethodRCPGoGet, rcp.GetDocumentsParams{IDs: chunk}, &res); err != nil {
+				return nil, fmt.Errorf("reading stored content hashes: %w", err)
+			}
+			for _, d := range res.Documents {
+				h, _ := d.Meta[ingest.MetaContentHash].(string)
+				stored[d.ID] = h
+			}
+		}
+	}
+	out := docs[:0]
+	for _, d := range docs {
+		h, isFile := d.Meta[ingest.MetaContentHash]
+		old, known := stored[d.ID]
+		switch {
+		case !isFile:
+		case !known:
+			rep.Added++
+		case old == h:
+			rep.Unchanged++
+			continue
+		default:
+			rep.Updated++
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// send writes docs in batches with a progress bar on stderr.
+func (p *addPlan) send(ctx context.Context, env *Env, c *rcp.Client, docs []rcp.Document, rep *addReport) error {
+	if len(docs) == 0 {
+		return nil
+	}
 	bar := progress.New(env.Stderr, "indexing", int64(len(docs)), progress.WithUnit("docs"))
-	chunks := 0
-	for start := 0; start < len(docs); start += *batch {
-		end := min(start+*batch, len(docs))
-		p := &rcp.IndexAddParams{Documents: docs[start:end]}
-		if *chunk {
-			p.Chunk = chunk
+	defer bar.Finish()
+	for start := 0; start < len(docs); start += p.batch {
+		end := min(start+p.batch, len(docs))
+		params := &rcp.IndexAddParams{Documents: docs[start:end]}
+		if p.chunk {
+			params.Chunk = &p.chunk
 		}
-		if *contextual {
-			p.Contextual = contextual
+		if p.contextual {
+			params.Contextual = &p.contextual
 		}
-		res, err := c.IndexAdd(ctx, p)
+		res, err := c.IndexAdd(ctx, params)
 		if err != nil {
-			bar.Finish()
 			return fmt.Errorf("documents %d–%d: %w", start, end-1, err)
 		}
 		if res.Chunks != nil {
-			chunks += *res.Chunks
+			rep.Chunks += *res.Chunks
 		}
+		rep.Documents += end - start
 		bar.Add(int64(end - start))
 	}
-	bar.Finish()
-	msg := fmt.Sprintf("indexed %d documents from %d files", len(docs), len(files)-skipped)
-	if chunks > 0 {
-		msg += fmt.Sprintf(" (%d chunks)", chunks)
-	}
-	if skipped > 0 {
-		msg += fmt.Sprintf(", skipped %d files", skipped)
-	}
-	fmt.Fprintln(env.Stdout, msg)
 	return nil
 }
 
-func runIndexDelete(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags("index delete", env, "ID… [flags] [target]")
+// prune deletes the stored file documents under the folders among paths
+// whose ids are not in present.
+func prune(ctx context.Context, c *rcp.Client, paths []string, present map[string]bool) (int, error) {
+	var stale []string
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+			continue
+		}
+		root, err := ingest.SourceID(p)
+		if err != nil {
+			return 0, err
+		}
+		err = listAll(ctx, c, strings.TrimSuffix(root, "/")+"/", func(d rcp.DocumentRef) {
+			if !present[d.ID] {
+				stale = append(stale, d.ID)
+			}
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return deleteIDs(ctx, c, stale)
+}
+
+func deleteIDs(ctx context.Context, c *rcp.Client, ids []string) (int, error) {
+	n := 0
+	for chunk := range slices.Chunk(ids, 500) {
+		res, err := c.IndexDelete(ctx, &rcp.IndexDeleteParams{IDs: chunk})
+		if err != nil {
+			return n, err
+		}
+		n += res.Deleted
+	}
+	return n, nil
+}
+
+// listAll pages through x-rcpgo/list under prefix.
+func listAll(ctx context.Context, c *rcp.Client, prefix string, fn func(rcp.DocumentRef)) error {
+	cursor := ""
+	for {
+		var res rcp.ListDocumentsResult
+		if err := c.Call(ctx, rcp.MethodRCPGoList, rcp.ListDocumentsParams{Prefix: prefix, Cursor: cursor, Limit: 1000}, &res); err != nil {
+			return fmt.Errorf("listing documents: %w", err)
+		}
+		for _, d := range res.Documents {
+			fn(d)
+		}
+		if res.NextCursor == "" {
+			return nil
+		}
+		cursor = res.NextCursor
+	}
+}
+
+func (p *addPlan) print(env *Env, rep *addReport) error {
+	if p.json {
+		return writeJSON(env.Stdout, rep)
+	}
+	if p.verbose {
+		for _, s := range rep.Skipped {
+			fmt.Fprintf(env.Stderr, "skipped %s: %s\n", s.Path, s.Reason)
+		}
+	}
+	msg := fmt.Sprintf("indexed %d files: %d new, %d updated, %d unchanged", rep.Files, rep.Added, rep.Updated, rep.Unchanged)
+	if other := rep.Documents - rep.Added - rep.Updated; other > 0 {
+		msg += fmt.Sprintf("; %d JSONL documents", other)
+	}
+	if rep.Chunks > 0 {
+		msg += fmt.Sprintf(" (%d chunks)", rep.Chunks)
+	}
+	if p.prune {
+		msg += fmt.Sprintf("; pruned %d", rep.Pruned)
+	}
+	fmt.Fprintln(env.Stdout, msg)
+	if len(rep.Skipped) > 0 {
+		fmt.Fprintf(env.Stdout, "skipped %d files: %s", len(rep.Skipped), skipSummary(rep.Skipped))
+		if !p.verbose {
+			fmt.Fprint(env.Stdout, " (--verbose lists them)")
+		}
+		fmt.Fprintln(env.Stdout)
+	}
+	return nil
+}
+
+// skipSummary counts the skipped files by reason, most frequent first.
+func skipSummary(skipped []ingest.Skip) string {
+	counts := map[string]int{}
+	for _, s := range skipped {
+		counts[s.Reason]++
+	}
+	reasons := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+		if counts[a] != counts[b] {
+			return counts[b] - counts[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%d %s", counts[r], r)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func runIndexList(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags("index list", env, "[--source PATH | --prefix P] [--limit N] [--cursor C | --all] [flags] [target]")
 	var t target
 	t.register(fs)
+	prefix := fs.String("prefix", "", "only ids starting with this prefix")
+	source := fs.String("source", "", "only the documents of this file or folder")
+	limit := fs.Int("limit", 50, "documents per page")
+	cursor := fs.String("cursor", "", "continue a listing (the cursor a previous page printed)")
+	all := fs.Bool("all", false, "list every page")
+	jsonOut := fs.Bool("json", false, "print the page as JSON (documents, nextCursor)")
 	pos, err := parse(fs, &t, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usageErr("at least one ID is required")
+	switch {
+	case len(pos) > 0:
+		return usageErr("unexpected arguments %q", pos)
+	case *limit < 1:
+		return usageErr("--limit must be ≥ 1")
+	case *prefix != "" && *source != "":
+		return usageErr("use --prefix or --source, not both")
+	}
+	if *source != "" {
+		if *prefix, err = ingest.SourceID(*source); err != nil {
+			return err
+		}
 	}
 	c, err := t.connect(ctx, env, nil)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	res, err := c.IndexDelete(ctx, &rcp.IndexDeleteParams{IDs: pos})
+	if vendor, _ := rcp.ReadRCPGoCap(c.Capabilities()); !vendor.Has(rcp.MethodRCPGoList) {
+		return fmt.Errorf("the server does not list its documents (no %s capability)", rcp.MethodRCPGoList)
+	}
+	page := rcp.ListDocumentsResult{Documents: []rcp.DocumentRef{}}
+	next := *cursor
+	for {
+		var res rcp.ListDocumentsResult
+		if err := c.Call(ctx, rcp.MethodRCPGoList, rcp.ListDocumentsParams{Prefix: *prefix, Cursor: next, Limit: *limit}, &res); err != nil {
+			return err
+		}
+		page.Documents = append(page.Documents, res.Documents...)
+		page.NextCursor, next = res.NextCursor, res.NextCursor
+		if !*all || next == "" {
+			break
+		}
+	}
+	if *jsonOut {
+		return writeJSON(env.Stdout, page)
+	}
+	printDocuments(env.Stdout, page)
+	return nil
+}
+
+func printDocuments(w io.Writer, page rcp.ListDocumentsResult) {
+	if len(page.Documents) == 0 {
+		fmt.Fprintln(w, "no documents")
+	} else {
+		fmt.Fprintf(w, "%-6s %9s  %-30s %s\n", "CHUNKS", "SIZE", "TITLE", "ID (SOURCE)")
+	}
+	for _, d := range page.Documents {
+		chunks := "-"
+		if d.Chunks > 0 {
+			chunks = fmt.Sprint(d.Chunks)
+		}
+		title := d.Title
+		if len([]rune(title)) > 30 {
+			title = string([]rune(title)[:29]) + "…"
+		}
+		fmt.Fprintf(w, "%-6s %9s  %-30s %s\n", chunks, humanBytes(d.Size), title, d.ID)
+	}
+	if page.NextCursor != "" {
+		fmt.Fprintf(w, "more: rcp index list --cursor %s (or --all)\n", page.NextCursor)
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func runIndexDelete(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags("index delete", env, "ID… | --source PATH… [flags] [target]")
+	var t target
+	t.register(fs)
+	var sources multiFlag
+	fs.Var(&sources, "source", "delete the document of this file, or every document under this folder; repeatable")
+	jsonOut := fs.Bool("json", false, "print {deleted, requested} as JSON")
+	pos, err := parse(fs, &t, args)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "deleted %d of %d\n", res.Deleted, len(pos))
+	if len(pos) == 0 && len(sources) == 0 {
+		return usageErr("give document ids, or --source PATH")
+	}
+	c, err := t.connect(ctx, env, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ids := slices.Clone(pos)
+	for _, s := range sources {
+		more, err := sourceIDs(ctx, c, s)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, more...)
+	}
+	n, err := deleteIDs(ctx, c, ids)
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return writeJSON(env.Stdout, map[string]int{"deleted": n, "requested": len(ids)})
+	}
+	fmt.Fprintf(env.Stdout, "deleted %d of %d\n", n, len(ids))
+	if n < len(ids) {
+		for _, id := range pos {
+			if _, err := os.Stat(id); err == nil {
+				fmt.Fprintf(env.Stderr, "hint: %q is a path; a file's document is deleted with --source %s\n", id, id)
+			}
+		}
+	}
 	return nil
+}
+
+// sourceIDs returns the ids of the documents read from path: its own id and,
+// when the server lists documents, every id under it (a folder, or a file
+// since deleted from disk that was one).
+func sourceIDs(ctx context.Context, c *rcp.Client, path string) ([]string, error) {
+	id, err := ingest.SourceID(path)
+	if err != nil {
+		return nil, err
+	}
+	ids := []string{id}
+	if vendor, _ := rcp.ReadRCPGoCap(c.Capabilities()); vendor.Has(rcp.MethodRCPGoList) {
+		err = listAll(ctx, c, strings.TrimSuffix(id, "/")+"/", func(d rcp.DocumentRef) { ids = append(ids, d.ID) })
+	}
+	return ids, err
 }

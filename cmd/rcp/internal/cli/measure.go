@@ -37,6 +37,7 @@ func dialTarget(ctx context.Context, target string) (*rcp.Client, error) {
 		if len(argv) == 0 {
 			return nil, fmt.Errorf("target %q: empty command", target)
 		}
+		opts.InheritEnv = true // the user typed this command
 		return rcp.ConnectStdio(ctx, argv, opts)
 	case strings.Contains(target, ".json#"):
 		file, id, _ := strings.Cut(target, "#")

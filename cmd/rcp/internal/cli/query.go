@@ -38,10 +38,13 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
+	query := strings.Join(pos, " ")
+	if strings.TrimSpace(query) == "" {
 		return usageErr("a query text is required")
 	}
-	query := strings.Join(pos, " ")
+	if *k < 1 {
+		return usageErr("--k must be ≥ 1")
+	}
 	c, err := t.connect(ctx, env, nil)
 	if err != nil {
 		return err
@@ -87,9 +90,12 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 		}
 		p.Filter = f
 	}
+	if maxK := c.Capabilities().Retrieve.MaxK; maxK > 0 && *k > maxK {
+		fmt.Fprintf(env.Stderr, "note: --k %d is above the server's maxK; asking for %d\n", *k, maxK)
+	}
 	res, err := c.Retrieve(ctx, p)
 	if err != nil {
-		return err
+		return withOptionHint(err)
 	}
 	if *jsonOut {
 		enc := json.NewEncoder(env.Stdout)
@@ -100,10 +106,28 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
+// withOptionHint adds to a -32005 the way to enable the option on rcpd.
+func withOptionHint(err error) error {
+	e, ok := rcp.AsError(err)
+	if !ok || e == nil || e.Code != rcp.CodeOptionUnsupported || e.Data == nil {
+		return err
+	}
+	hints := map[string]string{
+		"filter": "declare filter fields on the server: rcpd serve --field NAME=TYPE (keyword, text, int, float, bool, date); 'rcp info' shows what it advertises",
+		"mode":   "'rcp info' lists the modes the server advertises (dense needs an encoder: rcpd serve --dense lsa|openai|onnx)",
+		"unit":   "'rcp info' lists the units the server advertises (retrieve.units)",
+		"mmr":    "'rcp info' shows whether the server advertises retrieve.mmr",
+	}
+	if h, ok := hints[e.Data.Option]; ok {
+		return fmt.Errorf("%w\nhint: %s", err, h)
+	}
+	return err
+}
+
 // buildFilter turns KEY=VALUE expressions into a §8 "and" tree, typing each
 // value by the field type the server advertised.
 func buildFilter(exprs []string, types map[string]string) (json.RawMessage, error) {
-	ops := []struct{ sym, op string }{{"!=", "ne"}, {">=", "gte"}, {"<=", "lte"}, {"=", "eq"}, {">", "gt"}, {"<", "lt"}}
+	ops := []struct{ sym, op string }{{"!=", "ne"}, {">=", "gte"}, {"<=", "lte"}, {"==", "eq"}, {"=", "eq"}, {">", "gt"}, {"<", "lt"}}
 	var leaves []map[string]any
 	for _, e := range exprs {
 		var leaf map[string]any

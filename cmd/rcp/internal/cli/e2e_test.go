@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+var (
+	rcpdOnce sync.Once
+	rcpdPath string
+	rcpdErr  error
+)
+
+// rcpdBinary builds cmd/rcpd once per test binary.
+func rcpdBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds rcpd; skipped with -short")
+	}
+	root := shared.Root(t)
+	rcpdOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "rcp-cli-test")
+		if err != nil {
+			rcpdErr = err
+			return
+		}
+		rcpdPath = filepath.Join(dir, "rcpd")
+		build := exec.Command("go", "build", "-o", rcpdPath, "./cmd/rcpd")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			rcpdErr = &buildError{err, string(out)}
+		}
+	})
+	if rcpdErr != nil {
+		t.Fatal(rcpdErr)
+	}
+	return rcpdPath
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return "go build ./cmd/rcpd: " + e.err.Error() + "\n" + e.out }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if rcpdPath != "" {
+		os.RemoveAll(filepath.Dir(rcpdPath))
+	}
+	os.Exit(code)
+}
+
+// lockedBuffer is a bytes.Buffer safe for the concurrent writes of rcp and
+// the stderr copier of the server it spawned.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// rcpRun runs the rcp command in-process and returns its exit code, stdout
+// and stderr.
+func rcpRun(args ...string) (int, string, string) {
+	var stdout, stderr lockedBuffer
+	code := Main(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// serverArgs is "-- rcpd serve --stdio" over data, with no dense encoder
+// (quick to open).
+func serverArgs(t *testing.T, data string, extra ...string) []string {
+	return append([]string{"--", rcpdBinary(t), "serve", "--stdio", "--data", data, "--dense", "none", "--log-level", "error"}, extra...)
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Finding 1: a file's document follows the file. Re-adding an edited file
+// replaces its text, an unchanged file is a no-op, sync prunes deleted
+// files, list shows what is stored and delete --source removes a file's
+// document. Finding 7: skipped files are reported with reasons.
+func TestIndexFileLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	data, notes := filepath.Join(dir, "data"), filepath.Join(dir, "notes")
+	writeFiles(t, notes, map[string]string{
+		"plan.md":     "# Plan\n\nWe ship the release on Monday.\n",
+		"ideas.txt":   "Ideas about a garden.\n",
+		"page.mdx":    "---\ntitle: MDX page\n---\n\nComponents and prose.\n",
+		"program.txt": "\x7fELF\x02\x01\x01\x00\x00\x00\x00binary",
+		"image.png":   "PNG",
+	})
+	srv := func(args ...string) []string { return append(args, serverArgs(t, data)...) }
+
+	code, out, errs := rcpRun(srv("index", "add", notes)...)
+	if code != 0 || !strings.Contains(out, "indexed 3 files: 3 new, 0 updated, 0 unchanged") ||
+		!strings.Contains(out, "skipped 2 files: 1 binary content, not text; 1 unsupported type .png") {
+		t.Fatalf("first add: %d\n%s%s", code, out, errs)
+	}
+	writeFiles(t, notes, map[string]string{"plan.md": "# Plan\n\nWe ship the release on Friday.\n"})
+	code, out, errs = rcpRun(srv("index", "add", "--verbose", notes)...)
+	if code != 0 || !strings.Contains(out, "indexed 3 files: 0 new, 1 updated, 2 unchanged") || !strings.Contains(errs, "program.txt: binary content") {
+		t.Fatalf("re-add: %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = rcpRun(srv("query", "--json", "ship release")...)
+	var res rcp.RetrieveResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("query: %d\n%s%s", code, out, errs)
+	}
+	if len(res.Hits) != 1 || !strings.Contains(res.Hits[0].TextOf(), "Friday") {
+		t.Fatalf("query after the edit: want only the new text, got %s", out)
+	}
+
+	code, out, errs = rcpRun(srv("index", "list", "--json")...)
+	var page rcp.ListDocumentsResult
+	if code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Documents) != 3 {
+		t.Fatalf("list: %d\n%s%s", code, out, errs)
+	}
+	if id := page.Documents[0].ID; !strings.HasPrefix(id, "file://") || page.Documents[0].Size == 0 {
+		t.Fatalf("list entry %+v: want a file:// source id and a size", page.Documents[0])
+	}
+	code, out, _ = rcpRun(srv("index", "list", "--limit", "2")...)
+	if code != 0 || !strings.Contains(out, "more: rcp index list --cursor") || !strings.Contains(out, "ideas") {
+		t.Fatalf("paged list:\n%s", out)
+	}
+
+	if err := os.Remove(filepath.Join(notes, "page.mdx")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = rcpRun(srv("index", "sync", notes)...)
+	if code != 0 || !strings.Contains(out, "0 new, 0 updated, 2 unchanged; pruned 1") {
+		t.Fatalf("sync: %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = rcpRun(srv("index", "delete", "--source", filepath.Join(notes, "plan.md"))...)
+	if code != 0 || !strings.Contains(out, "deleted 1 of 1") {
+		t.Fatalf("delete --source: %d\n%s%s", code, out, errs)
+	}
+	code, _, errs = rcpRun(srv("index", "delete", filepath.Join(notes, "ideas.txt"))...)
+	if code != 0 || !strings.Contains(errs, "hint:") || !strings.Contains(errs, "--source") {
+		t.Fatalf("delete by path: want a hint to use --source, got %d %s", code, errs)
+	}
+	code, out, _ = rcpRun(srv("index", "list")...)
+	if code != 0 || strings.Contains(out, "plan") || !strings.Contains(out, "ideas") {
+		t.Fatalf("list after delete:\n%s", out)
+	}
+}
+
+// Finding 2: a command the user typed sees their environment (here
+// RCPD_DATA), and a slow start is announced; an initialize timeout names
+// its flag and the likely cause.
+func TestSpawnedCommandEnvironmentAndStart(t *testing.T) {
+	rcpd := rcpdBinary(t)
+	dir := t.TempDir()
+	t.Setenv("HOME", filepath.Join(dir, "home"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "xdg"))
+	data := filepath.Join(dir, "from-env")
+	t.Setenv("RCPD_DATA", data)
+	writeFiles(t, dir, map[string]string{"n.txt": "environment inheritance"})
+	code, out, errs := rcpRun("index", "add", filepath.Join(dir, "n.txt"), "--", rcpd, "serve", "--stdio", "--dense", "none", "--log-level", "error")
+	if code != 0 || !strings.Contains(out, "1 new") {
+		t.Fatalf("add: %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(data); err != nil {
+		t.Fatalf("RCPD_DATA did not reach the spawned rcpd: %v", err)
+	}
+
+	code, _, errs = rcpRun("ping", "-n", "1", "--", "sh", "-c", "sleep 1.5; exec \"$0\" serve --stdio --dense none --log-level error", rcpd)
+	if code != 0 || !strings.Contains(errs, "starting sh…") {
+		t.Fatalf("slow start: %d %q", code, errs)
+	}
+	code, _, errs = rcpRun("ping", "--timeout", "1s", "--", "sh", "-c", "sleep 3")
+	if code != 1 || !strings.Contains(errs, "did not answer initialize within --timeout 1s") || !strings.Contains(errs, "go run") {
+		t.Fatalf("timeout: %d %q", code, errs)
+	}
+}
+
+// Finding 8: filters are discoverable: rcpd serve --field declares one, and
+// a filter against a server without fields says what is advertised and how
+// to enable it, without repeating itself.
+func TestFilterFieldsDiscoverable(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.md": "# A\n\nalpha text"})
+	data := filepath.Join(dir, "data")
+	code, out, errs := rcpRun(append([]string{"query", "--filter", "format=markdown", "alpha"}, serverArgs(t, data)...)...)
+	if code != 1 || !strings.Contains(errs, "declares no filterable metadata fields") || !strings.Contains(errs, "rcpd serve --field") ||
+		strings.Count(errs, "did not advertise filter") != 1 {
+		t.Fatalf("filter without fields: %d %q", code, errs)
+	}
+	code, out, errs = rcpRun(append([]string{"index", "add", filepath.Join(dir, "a.md")}, serverArgs(t, data, "--field", "format=keyword")...)...)
+	if code != 0 {
+		t.Fatalf("add: %d %s%s", code, out, errs)
+	}
+	code, out, errs = rcpRun(append([]string{"query", "--filter", "format==markdown", "alpha"}, serverArgs(t, data, "--field", "format=keyword")...)...)
+	if code != 0 || !strings.Contains(out, "alpha") {
+		t.Fatalf("filter with --field: %d\n%s%s", code, out, errs)
+	}
+}
