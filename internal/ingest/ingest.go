@@ -64,8 +64,12 @@ func formatOf(path string) string {
 	return ""
 }
 
-// Supported reports whether Collect reads path under opt.
-func (opt Options) Supported(path string) bool {
+// Supported reports whether ReadFile and ReadUpload can read path (by its
+// extension; source code included).
+func Supported(path string) bool { return formatOf(path) != "" }
+
+// reads reports whether Collect reads path under opt.
+func (opt Options) reads(path string) bool {
 	f := formatOf(path)
 	return f != "" && (f != "code" || opt.Code)
 }
@@ -102,7 +106,7 @@ func Collect(paths []string, opt Options) (files []string, skipped []Skip, err e
 			if !fi.Mode().IsRegular() {
 				return nil, nil, fmt.Errorf("ingest: %s is not a regular file (%s)", p, fi.Mode().Type())
 			}
-			if !opt.Supported(p) {
+			if !opt.reads(p) {
 				return nil, nil, fmt.Errorf("ingest: %s: %s (read: txt, md, mdx, rst, org, adoc, html, pdf, jsonl; source code with --code)", p, opt.unsupportedReason(p))
 			}
 			files = append(files, p)
@@ -122,7 +126,7 @@ func Collect(paths []string, opt Options) (files []string, skipped []Skip, err e
 			case d.IsDir():
 			case !d.Type().IsRegular():
 				skipped = append(skipped, Skip{path, "not a regular file"})
-			case opt.Supported(path):
+			case opt.reads(path):
 				files = append(files, path)
 			default:
 				skipped = append(skipped, Skip{path, opt.unsupportedReason(path)})
