@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
 )
 
 func TestBuildFilter(t *testing.T) {
