@@ -112,8 +112,8 @@ var (
 			elems: map[string]*shape{"trust": trustShape}}}}
 	listShape = &shape{required: []string{"documents"}, optional: []string{"nextCursor"},
 		kinds: map[string]string{"documents": "array", "nextCursor": "string"},
-		elems: map[string]*shape{"documents": {required: []string{"id"}, optional: []string{"title", "size"},
-			kinds: map[string]string{"id": "string", "title": "string", "size": "number"}}}}
+		elems: map[string]*shape{"documents": {required: []string{"id"}, optional: []string{"title", "size", "chunks"},
+			kinds: map[string]string{"id": "string", "title": "string", "size": "number", "chunks": "number"}}}}
 	valuesShape = &shape{required: []string{"values"}, optional: []string{"hasMore"},
 		kinds: map[string]string{"values": "array", "hasMore": "bool"}}
 )
