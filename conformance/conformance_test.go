@@ -258,3 +258,45 @@ func TestCatalogue(t *testing.T) {
 	}
 	t.Logf("%d checks: %v", len(seen), perLevel)
 }
+
+// Issue 16 finding 9: without the JSON Schema the suite runs every other
+// check, says which were skipped and why, and certifies nothing.
+func TestRunWithoutSchema(t *testing.T) {
+	schemaMu.Lock()
+	saved := schemaComp
+	schemaComp = nil
+	schemaMu.Unlock()
+	t.Cleanup(func() {
+		schemaMu.Lock()
+		schemaComp = saved
+		schemaMu.Unlock()
+	})
+	t.Setenv("RCP_SCHEMA", "")
+	t.Chdir(t.TempDir())
+	opts := testOptions()
+	opts.Only = []string{"preinit.ping", "init.ok", "init.schema", "retrieve.basic"}
+	rep, err := Run(context.Background(), httpTarget(t, newTServer(tsConfig{})), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]Result{}
+	for _, r := range rep.Checks {
+		status[r.ID] = r
+	}
+	if r := status["init.schema"]; r.Status != Skip || !strings.Contains(r.Detail, "no RCP/1 JSON Schema") {
+		t.Errorf("init.schema: %+v", r)
+	}
+	for _, id := range []string{"preinit.ping", "init.ok", "retrieve.basic"} {
+		if status[id].Status != Pass {
+			t.Errorf("%s: %+v", id, status[id])
+		}
+	}
+	if rep.CertifiedLevel != nil || !rep.OK() || !strings.Contains(strings.Join(rep.LevelNotes, " "), "without schema validation") {
+		t.Errorf("certified %v, notes %q", rep.CertifiedLevel, rep.LevelNotes)
+	}
+	// An explicitly named schema that does not exist is still an error.
+	opts.SchemaPath = "missing.json"
+	if _, err := Run(context.Background(), httpTarget(t, newTServer(tsConfig{})), opts); err == nil {
+		t.Error("--schema missing.json: want an error")
+	}
+}

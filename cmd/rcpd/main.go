@@ -11,13 +11,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
+	"strings"
 	"syscall"
+
+	"github.com/rcpgo/rcpgo/internal/buildinfo"
+	"github.com/rcpgo/rcpgo/internal/completion"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
@@ -31,7 +41,11 @@ type command struct {
 
 var commands = map[string]command{
 	"serve":   {summary: "serve the engine over stdio and/or HTTP", run: runServe},
-	"version": {summary: "print the version", run: runVersion},
+	"version": {summary: "print the version (module version, VCS revision, Go)", run: runVersion},
+}
+
+func init() {
+	commands["completion"] = command{summary: "print a shell completion script: completion bash|zsh|fish", run: runCompletion}
 }
 
 func main() {
@@ -71,7 +85,51 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nrun 'rcpd <command> -h' for the flags of a command")
 }
 
-func runVersion(_ context.Context, _ []string, _ io.Reader, stdout, _ io.Writer) int {
-	fmt.Fprintln(stdout, "rcpd", version)
+func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rcpd version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	jsonOut := fs.Bool("json", false, "print the version as JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	override := version // set with -ldflags "-X main.version=…"; "dev" means unset
+	if override == "dev" {
+		override = ""
+	}
+	info := buildinfo.Read(override)
+	if *jsonOut {
+		_ = json.NewEncoder(stdout).Encode(info)
+		return 0
+	}
+	fmt.Fprintln(stdout, "rcpd", info)
+	return 0
+}
+
+// runCompletion prints a completion script whose flags come from every
+// command's own -h output.
+func runCompletion(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) != 1 || !slices.Contains(completion.Shells, args[0]) {
+		fmt.Fprintln(stderr, "usage: rcpd completion bash|zsh|fish  (bash: eval \"$(rcpd completion bash)\" in ~/.bashrc)")
+		return 2
+	}
+	var cmds []completion.Command
+	for _, name := range slices.Sorted(maps.Keys(commands)) {
+		c := completion.Command{Name: name}
+		if name == "completion" {
+			c.Subs = []completion.Command{{Name: "bash"}, {Name: "zsh"}, {Name: "fish"}}
+		} else {
+			var b bytes.Buffer
+			commands[name].run(ctx, []string{"-h"}, strings.NewReader(""), io.Discard, &b)
+			c.Flags = completion.FlagsFromHelp(b.String())
+		}
+		cmds = append(cmds, c)
+	}
+	if err := completion.Write(stdout, args[0], "rcpd", cmds); err != nil {
+		fmt.Fprintln(stderr, "rcpd completion:", err)
+		return 1
+	}
 	return 0
 }

@@ -44,6 +44,8 @@ func init() {
 		"info":        {"print the server's identity and capabilities", runInfo},
 		"ping":        {"measure a round trip", runPing},
 		"conformance": {"certify a server against RCP/1 (see rcp conformance -h)", runConformance},
+		"version":     {"print the version (module version, VCS revision, Go)", runVersion},
+		"completion":  {"print a shell completion script: completion bash|zsh|fish", runCompletion},
 	}
 }
 
@@ -117,7 +119,7 @@ func usage(w io.Writer) {
 // target is the common "which server" flag set.
 type target struct {
 	http, token, registry, engine string
-	timeout                       time.Duration
+	timeout, start                time.Duration
 	argv                          []string
 }
 
@@ -126,7 +128,8 @@ func (t *target) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.token, "token", "", "bearer token for --http (default $RCP_TOKEN)")
 	fs.StringVar(&t.registry, "registry", "", "rcp.json engine registry")
 	fs.StringVar(&t.engine, "engine", "", "engine id in --registry")
-	fs.DurationVar(&t.timeout, "timeout", 60*time.Second, "per-call timeout")
+	fs.DurationVar(&t.timeout, "timeout", 60*time.Second, "per-call timeout (and the initialize of an HTTP or registry server)")
+	fs.DurationVar(&t.start, "start-timeout", 5*time.Minute, "how long a server spawned with -- CMD may take to start and answer initialize")
 }
 
 // connect opens a client to the selected target. A command given after --
@@ -202,9 +205,12 @@ func (t *target) spawn(ctx context.Context, env *Env, o *rcp.ClientOptions) (*rc
 		name = strings.Join(t.argv[:3], " ")
 	}
 	timer := time.AfterFunc(startNotice, func() {
-		fmt.Fprintf(env.Stderr, "starting %s… (waiting up to %s for its initialize answer)\n", name, t.timeout)
+		fmt.Fprintf(env.Stderr, "starting %s… (waiting up to --start-timeout %s for its initialize answer)\n", name, t.start)
 	})
-	c, err := rcp.ConnectStdio(ctx, t.argv, o)
+	// The handshake has its own bound; later calls get --timeout each.
+	hctx, cancel := context.WithTimeout(ctx, t.start)
+	defer cancel()
+	c, err := rcp.ConnectStdio(hctx, t.argv, o)
 	timer.Stop()
 	return c, t.explain(err, name)
 }
@@ -215,11 +221,10 @@ func (t *target) explain(err error, what string) error {
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	hint := "is it running and reachable?"
 	if len(t.argv) > 0 {
-		hint = "a server started with 'go run' may still be compiling: build it once (go build ./cmd/rcpd) or give it more time"
+		return fmt.Errorf("%s did not answer initialize within --start-timeout %s (%w); a server started with 'go run' may still be compiling: build it once (go build ./cmd/rcpd) or raise --start-timeout", what, t.start, err)
 	}
-	return fmt.Errorf("%s did not answer initialize within --timeout %s (%w); %s", what, t.timeout, err, hint)
+	return fmt.Errorf("%s did not answer initialize within --timeout %s (%w); is it running and reachable?", what, t.timeout, err)
 }
 
 // parse parses flags that may be interspersed with positional arguments and
@@ -236,7 +241,10 @@ func parse(fs *flag.FlagSet, t *target, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, exitCode(2) // a usage error; the flag package has said what was wrong
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -265,6 +273,15 @@ func newFlags(name string, env *Env, synopsis string) *flag.FlagSet {
 
 // Version is the CLI's version, reported in initialize.
 const Version = "0.1.0"
+
+// colorOn reports whether w gets ANSI colour: a terminal, and neither
+// NO_COLOR (https://no-color.org) nor TERM=dumb set.
+func colorOn(env *Env, w io.Writer) bool {
+	if env.Getenv("NO_COLOR") != "" || env.Getenv("TERM") == "dumb" {
+		return false
+	}
+	return isTTY(w)
+}
 
 // writeJSON prints v as indented JSON (the --json output of every command).
 func writeJSON(w io.Writer, v any) error {

@@ -199,9 +199,53 @@ func TestSpawnedCommandEnvironmentAndStart(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "starting sh…") {
 		t.Fatalf("slow start: %d %q", code, errs)
 	}
-	code, _, errs = rcpRun("ping", "--timeout", "1s", "--", "sh", "-c", "sleep 3")
-	if code != 1 || !strings.Contains(errs, "did not answer initialize within --timeout 1s") || !strings.Contains(errs, "go run") {
+	code, _, errs = rcpRun("ping", "--start-timeout", "1s", "--", "sh", "-c", "sleep 3")
+	if code != 1 || !strings.Contains(errs, "did not answer initialize within --start-timeout 1s") || !strings.Contains(errs, "go run") {
 		t.Fatalf("timeout: %d %q", code, errs)
+	}
+}
+
+// Finding 9 and 10: versions with VCS information, usage errors exit 2,
+// shell completion for both binaries, NO_COLOR and --json.
+func TestVersionCompletionAndConventions(t *testing.T) {
+	rcpd := rcpdBinary(t)
+	out, err := exec.Command(rcpd, "version").Output()
+	if err != nil || strings.Contains(string(out), "rcpd dev") || !strings.Contains(string(out), "go1.") {
+		t.Fatalf("rcpd version: %q %v", out, err)
+	}
+	code, stdout, _ := rcpRun("version", "--json")
+	var v struct{ Version, Go string }
+	if code != 0 || json.Unmarshal([]byte(stdout), &v) != nil || v.Version == "" || v.Go == "" {
+		t.Fatalf("rcp version --json: %d %q", code, stdout)
+	}
+	for _, args := range [][]string{{"query", "--bogus", "x"}, {"frobnicate"}, {"query", ""}, {"index", "frob"}} {
+		if code, _, errs := rcpRun(args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2 (%s)", args, code, errs)
+		}
+	}
+	if code, _, errs := rcpRun("index", "--help"); code != 0 || !strings.Contains(errs, "sync DIR") {
+		t.Errorf("index --help: %d %q", code, errs)
+	}
+	code, script, errs := rcpRun("completion", "bash")
+	if code != 0 || !strings.Contains(script, "--verbose") || !strings.Contains(script, "--start-timeout") || !strings.Contains(script, "sync") {
+		t.Fatalf("rcp completion bash: %d %s", code, errs)
+	}
+	for _, shell := range []string{"zsh", "fish"} {
+		if code, script, _ := rcpRun("completion", shell); code != 0 || !strings.Contains(script, "rcp") {
+			t.Errorf("rcp completion %s: %d", shell, code)
+		}
+	}
+	out, err = exec.Command(rcpd, "completion", "fish").Output()
+	if err != nil || !strings.Contains(string(out), "-l field") || !strings.Contains(string(out), "-l registry") {
+		t.Fatalf("rcpd completion fish: %v\n%s", err, out)
+	}
+	env := &Env{Getenv: func(k string) string { return map[string]string{"NO_COLOR": "1"}[k] }}
+	if colorOn(env, os.Stdout) {
+		t.Error("NO_COLOR=1 still colours")
+	}
+	code, stdout, _ = rcpRun(append([]string{"ping", "-n", "1", "--json"}, serverArgs(t, filepath.Join(t.TempDir(), "d"))...)...)
+	if code != 0 || !json.Valid([]byte(stdout)) {
+		t.Errorf("ping --json: %d %q", code, stdout)
 	}
 }
 

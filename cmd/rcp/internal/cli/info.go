@@ -1,12 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/rcpgo/rcpgo/cmd/rcp/internal/conformancecmd"
+	"github.com/rcpgo/rcpgo/internal/buildinfo"
+	"github.com/rcpgo/rcpgo/internal/completion"
 )
 
 func runInfo(ctx context.Context, env *Env, args []string) error {
@@ -35,6 +41,7 @@ func runPing(ctx context.Context, env *Env, args []string) error {
 	var t target
 	t.register(fs)
 	n := fs.Int("n", 3, "number of pings")
+	jsonOut := fs.Bool("json", false, "print one JSON object per ping (nonce, ms)")
 	if _, err := parse(fs, &t, args); err != nil {
 		return err
 	}
@@ -49,7 +56,14 @@ func runPing(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "pong nonce=%s time=%.3fms\n", res.Nonce, float64(time.Since(start).Microseconds())/1000)
+		ms := float64(time.Since(start).Microseconds()) / 1000
+		if *jsonOut {
+			if err := json.NewEncoder(env.Stdout).Encode(map[string]any{"nonce": res.Nonce, "ms": ms}); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(env.Stdout, "pong nonce=%s time=%.3fms\n", res.Nonce, ms)
 	}
 	return nil
 }
@@ -59,4 +73,51 @@ func runConformance(_ context.Context, env *Env, args []string) error {
 		return exitCode(code)
 	}
 	return nil
+}
+
+func runVersion(_ context.Context, env *Env, args []string) error {
+	fs := newFlags("version", env, "[--json]")
+	jsonOut := fs.Bool("json", false, "print the version as JSON")
+	if _, err := parse(fs, nil, args); err != nil {
+		return err
+	}
+	info := buildinfo.Read("")
+	if *jsonOut {
+		return writeJSON(env.Stdout, info)
+	}
+	fmt.Fprintln(env.Stdout, "rcp", info)
+	return nil
+}
+
+// runCompletion prints a completion script whose flags come from every
+// command's own -h output.
+func runCompletion(ctx context.Context, env *Env, args []string) error {
+	if len(args) != 1 || !slices.Contains(completion.Shells, args[0]) {
+		return usageErr("rcp completion bash|zsh|fish  (bash: eval \"$(rcp completion bash)\" in ~/.bashrc)")
+	}
+	return completion.Write(env.Stdout, args[0], "rcp", completionCommands(ctx))
+}
+
+func completionCommands(ctx context.Context) []completion.Command {
+	help := func(run func(context.Context, *Env, []string) error, args ...string) []string {
+		var b bytes.Buffer
+		_ = run(ctx, &Env{Stdout: io.Discard, Stderr: &b, Getenv: func(string) string { return "" }}, args)
+		return completion.FlagsFromHelp(b.String())
+	}
+	var out []completion.Command
+	for _, name := range slices.Sorted(maps.Keys(commands)) {
+		c := completion.Command{Name: name}
+		switch name {
+		case "completion":
+			c.Subs = []completion.Command{{Name: "bash"}, {Name: "zsh"}, {Name: "fish"}}
+		case "index":
+			for _, sub := range []string{"add", "sync", "list", "delete"} {
+				c.Subs = append(c.Subs, completion.Command{Name: sub, Flags: help(runIndex, sub, "-h")})
+			}
+		default:
+			c.Flags = help(commands[name].run, "-h")
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -102,7 +102,7 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	printHits(env.Stdout, query, res, isTTY(env.Stdout))
+	printHits(env.Stdout, query, res, colorOn(env, env.Stdout))
 	return nil
 }
 

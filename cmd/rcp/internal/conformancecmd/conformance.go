@@ -44,6 +44,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		only        = fs.String("only", "", "comma-separated check ids to run")
 		list        = fs.Bool("list", false, "list the checks and exit")
 		noColor     = fs.Bool("no-color", false, "never colour the output")
+		allowWrites = fs.Bool("allow-writes", false, "with --http, also run the checks that write to the index (every probe document is deleted afterwards)")
 		schemaPath  = fs.String("schema", "", "the RCP/1 JSON Schema file (default $RCP_SCHEMA, else shared/rcp/rcp-1.0.schema.json found above the working directory)")
 	)
 	fs.Usage = func() {
@@ -77,7 +78,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rcp conformance: --token needs --http")
 		return 2
 	}
-	opts := conformance.Options{MaxLevel: lvl, Timeout: *timeout, CallTimeout: *callTimeout, QuietWait: *quiet, SchemaPath: *schemaPath}
+	// A server at a URL is usually someone's live index: its write checks
+	// run only when asked. A spawned server is the run's own.
+	opts := conformance.Options{MaxLevel: lvl, Timeout: *timeout, CallTimeout: *callTimeout, QuietWait: *quiet, SchemaPath: *schemaPath,
+		NoWrites: target.URL != "" && !*allowWrites}
+	if opts.NoWrites && !*asJSON {
+		fmt.Fprintln(stderr, "rcp conformance: the index write checks are skipped for --http (pass --allow-writes to run them; their documents are deleted afterwards)")
+	}
 	if *only != "" {
 		opts.Only = strings.Split(*only, ",")
 	}

@@ -15,6 +15,11 @@ import (
 
 // serveEngine serves a fresh engine over loopback HTTP at /rcp.
 func serveEngine(t *testing.T) string {
+	_, url := serveEngineHandle(t)
+	return url
+}
+
+func serveEngineHandle(t *testing.T) (*engine.Engine, string) {
 	t.Helper()
 	eng, err := engine.Open(context.Background(), engine.Config{Dir: t.TempDir(), Dense: engine.DenseNone})
 	if err != nil {
@@ -24,7 +29,46 @@ func serveEngine(t *testing.T) string {
 	h := rcp.NewServer(eng, nil).HTTPHandler(&rcp.HTTPOptions{Sessions: rcp.SessionStateful})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	return ts.URL + "/rcp"
+	return eng, ts.URL + "/rcp"
+}
+
+// Issue 16 finding 4: against a server at a URL the write checks run only
+// with --allow-writes, and then every document they add is deleted again.
+func TestConformanceLeavesNoDocuments(t *testing.T) {
+	eng, url := serveEngineHandle(t)
+	only := "index.add-positional,index.idempotency-key,index.upsert,index.delete-counts"
+	run := func(extra ...string) map[string]string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		args := append([]string{"--json", "--quiet", "60ms", "--call-timeout", "2s", "--only", only, "--http", url}, extra...)
+		if code := Main(args, &out, &errb); code == 2 {
+			t.Fatalf("exit 2: %s", errb.String())
+		}
+		var rep struct {
+			Checks []struct{ ID, Status, Detail string }
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		st := map[string]string{}
+		for _, c := range rep.Checks {
+			st[c.ID] = c.Status + " " + c.Detail
+		}
+		return st
+	}
+	for id, st := range run() {
+		if !strings.HasPrefix(st, "skip") || !strings.Contains(st, "--allow-writes") {
+			t.Errorf("without --allow-writes %s: %s", id, st)
+		}
+	}
+	for id, st := range run("--allow-writes") {
+		if !strings.HasPrefix(st, "pass") {
+			t.Errorf("with --allow-writes %s: %s", id, st)
+		}
+	}
+	if n := eng.Stats().Docs; n != 0 {
+		t.Fatalf("the run left %d documents in the index", n)
+	}
 }
 
 func TestMainJSONAndExitCodes(t *testing.T) {

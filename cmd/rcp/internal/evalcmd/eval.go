@@ -62,7 +62,7 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	split := fs.String("split", "test", "qrels split")
 	var modes modeList
 	fs.Var(&modes, "mode", "`name[=JSON]` retrieve options to evaluate; repeatable (default: one mode with no options)")
-	modesFile := fs.String("modes", "", "JSON file with [{\"name\":…, \"options\":{…}}, …]")
+	modesFile := fs.String("modes", "", "comma list of presets (sparse, dense, hybrid, hybrid-rrf, hybrid-weighted, hybrid-convex, hybrid-mmr), or a JSON file with [{\"name\":…, \"options\":{…}}, …]")
 	metrics := fs.String("metrics", "", "comma-separated metrics (default ndcg@10,recall@10,recall@50,recall@100,mrr@10,map,map@100,p@10)")
 	k := fs.Int("k", 0, "ranking depth (default: deepest metric cutoff)")
 	conc := fs.Int("c", 4, "queries in flight")
