@@ -7,13 +7,17 @@
 // Layout of the data directory:
 //
 //	DIR/index/      the BM25 index (segments + bbolt store; package index)
-//	DIR/engine.db   bbolt: idempotency-key results, the dense text log and
-//	                the document catalog behind x-rcpgo/get|list|values
-//	DIR/lsa.model   the fitted LSA encoder (when dense is enabled)
+//	DIR/engine.db   bbolt: idempotency-key results, the dense log (texts,
+//	                keys, ops) and the document catalog behind
+//	                x-rcpgo/get|list|values
+//	DIR/dense/gN/   the published dense generation: lsa.model (LSA only)
+//	                and hnsw-<seq>.ann, the checkpointed HNSW index
 //
-// Capabilities are computed once, in Open, from the configuration and the
-// state the engine opened with, and never change while it runs (§13.2). See
-// docs/rcpd.md for the capability set under each configuration.
+// Capabilities are computed from the configuration and the published dense
+// generation; each session freezes the set it negotiated (§13.2), and new
+// sessions see dense/hybrid as soon as a generation is published, without
+// a restart (engine_derive.go). See docs/rcpd.md for the capability set
+// under each configuration.
 package engine
 
 import (
@@ -160,6 +164,9 @@ type Config struct {
 	Logger     *slog.Logger
 	IndexOpts  index.Options // Dir-independent index options (Fields is set from Fields)
 	maxAddDocs int
+	// checkpointEvery is the minimum spacing of dense checkpoints (tests
+	// lower it).
+	checkpointEvery time.Duration
 }
 
 // Preload is an operator-ingested document.
@@ -179,15 +186,22 @@ type Engine struct {
 	ix     *index.Index
 	db     *bolt.DB
 	router *rcp.Router
-	desc   rcp.Description
 	fields map[string]string
 	ops    []string
 
-	// wmu serialises writes; rmu lets retrieves see the sparse and dense
-	// indexes at the same version.
-	wmu   sync.Mutex
-	rmu   sync.RWMutex
-	dense *denseIndex // nil when dense retrieval is unavailable
+	// wmu serialises writes; rmu lets retrieves see the index and the
+	// catalog at one version.
+	wmu sync.Mutex
+	rmu sync.RWMutex
+
+	// Dense state (engine_dense.go, engine_derive.go): the published
+	// generation (nil: none yet, sessions are offered sparse), the deriver
+	// that maintains it (nil with Dense "none") and the seq of the last
+	// committed dense op.
+	gen        atomic.Pointer[generation]
+	derive     *deriver
+	opSeq      atomic.Uint64
+	descSparse rcp.Description // the description without a generation
 
 	uriClient *http.Client  // fetches Content uris under cfg.URIPolicy
 	uriSem    chan struct{} // bounds concurrent fetches (URIPolicy.MaxConcurrent)
@@ -204,10 +218,7 @@ type Engine struct {
 	catalogOpen atomic.Bool
 }
 
-var (
-	bucketIdem  = []byte("idempotency")
-	bucketDense = []byte("dense")
-)
+var bucketIdem = []byte("idempotency")
 
 // Open opens (creating when needed) the engine in cfg.Dir.
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
@@ -311,14 +322,19 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	// it before bbolt maps it; a panic or fault while reading it becomes an
 	// error): `rcpd repair` moves it aside.
 	dbPath := filepath.Join(cfg.Dir, "engine.db")
+	migrated := false
 	if e.db, err = store.OpenBolt(dbPath, 0o600, &bolt.Options{Timeout: 2 * time.Second}, func(db *bolt.DB) error {
 		return db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketIdem, bucketDense, bucketCatalog, bucketDocs, bucketValues} {
+			for _, b := range [][]byte{bucketIdem, bucketDense, bucketDenseIDs, bucketDenseKeys, bucketDenseOps, bucketDenseMeta,
+				bucketCatalog, bucketDocs, bucketValues} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}
 			}
-			return nil
+			e.opSeq.Store(tx.Bucket(bucketDenseOps).Sequence())
+			var err error
+			migrated, err = migrateDenseLog(tx)
+			return err
 		})
 	}); err != nil {
 		e.Close()
@@ -337,22 +353,29 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.ops = make([]string, len(filter.AllOperators))
+	for i, op := range filter.AllOperators {
+		e.ops[i] = string(op)
+	}
+	e.descSparse = e.describe(nil)
+	before := e.opSeq.Load()
 	if err := e.preload(ctx); err != nil {
 		e.Close()
 		return nil, err
 	}
 	if cfg.Dense != DenseNone {
-		if e.dense, err = openDense(ctx, e); err != nil {
+		if migrated {
+			log.Info("engine: dense log upgraded; the dense index is rebuilt in the background")
+		}
+		// The preload is the operator's corpus given at startup (the demo):
+		// Open returns once it is embedded. Anything else (replaying writes
+		// after the last checkpoint, fits, rebuilds) runs in the background.
+		if err := e.openDense(ctx, e.opSeq.Load() != before); err != nil {
 			e.Close()
 			return nil, err
 		}
 	}
-	e.ops = make([]string, len(filter.AllOperators))
-	for i, op := range filter.AllOperators {
-		e.ops[i] = string(op)
-	}
-	e.desc = e.describe()
-	e.router = rcp.NewRouter(func(context.Context) rcp.Description { return e.desc })
+	e.router = rcp.NewRouter(e.Describe)
 	if err := e.openAgentic(); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("engine: %w", err)
@@ -372,7 +395,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		})
 	}
 	rcp.Handle(e.router, rcp.MethodIndexDelete, e.indexDelete)
-	if e.dense != nil {
+	if cfg.Dense != DenseNone {
 		rcp.Handle(e.router, rcp.MethodEmbed, e.embed)
 	}
 	if cfg.Reranker != nil {
@@ -408,6 +431,9 @@ var fieldTypes = map[string]index.FieldType{
 // Close releases the engine's resources.
 func (e *Engine) Close() error {
 	var errs []error
+	if e.derive != nil {
+		errs = append(errs, e.derive.stop())
+	}
 	if e.kg != nil {
 		errs = append(errs, e.closeGraph())
 	}
@@ -433,8 +459,14 @@ func (e *Engine) Close() error {
 	return errors.Join(errs...)
 }
 
-// Describe implements rcp.Handler: the frozen description.
-func (e *Engine) Describe(ctx context.Context) rcp.Description { return e.desc }
+// Describe implements rcp.Handler: the description under the published
+// dense generation; the server freezes it per session.
+func (e *Engine) Describe(ctx context.Context) rcp.Description {
+	if g := e.gen.Load(); g != nil {
+		return g.desc
+	}
+	return e.descSparse
+}
 
 // Call implements rcp.Handler.
 func (e *Engine) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -455,15 +487,17 @@ func (e *Engine) Handles(method string) bool { return e.router.Handles(method) }
 // Stats reports index statistics (for metrics).
 func (e *Engine) Stats() index.Stats { return e.ix.Stats() }
 
-// DenseIdentity is the identity of the dense encoder ("" when none).
+// DenseIdentity is the identity of the published dense generation ("" when
+// none).
 func (e *Engine) DenseIdentity() string {
-	if e.dense == nil {
-		return ""
+	if g := e.gen.Load(); g != nil {
+		return g.model.Identity()
 	}
-	return e.dense.model.Identity()
+	return ""
 }
 
-func (e *Engine) describe() rcp.Description {
+// describe computes the description under generation g (nil: none).
+func (e *Engine) describe(g *generation) rcp.Description {
 	floor := 0.0
 	ret := &rcp.RetrieveCap{
 		MaxK: e.cfg.MaxK, Modes: []string{rcp.ModeSparse},
@@ -491,7 +525,7 @@ func (e *Engine) describe() rcp.Description {
 	e.describeGraph(&caps)
 	rcp.SetRCPGoCap(&caps, vendor)
 	level := rcp.LevelL0
-	if e.dense != nil {
+	if g != nil {
 		ret.Modes = []string{rcp.ModeDense, rcp.ModeSparse, rcp.ModeHybrid}
 		ret.Fusion = []string{rcp.FusionRRF, rcp.FusionWeighted, rcp.FusionConvex}
 		ret.MMR = true
@@ -500,9 +534,9 @@ func (e *Engine) describe() rcp.Description {
 		// types Hit.vector as an array of numbers, so f32-base64 is
 		// advertised for embed but not for includeVectors.
 		ret.Encodings = []string{rcp.EncodingJSON}
-		norm := e.dense.model.Normalized()
-		caps.Embed = &rcp.EmbedCap{Dimension: e.dense.model.Dimension(), Identity: e.dense.model.Identity(),
-			BatchLimit: e.dense.model.BatchLimit(), Normalized: &norm,
+		norm := g.model.Normalized()
+		caps.Embed = &rcp.EmbedCap{Dimension: g.model.Dimension(), Identity: g.model.Identity(),
+			BatchLimit: g.model.BatchLimit(), Normalized: &norm,
 			Modalities: []string{rcp.ModalityText}, Encodings: []string{rcp.EncodingJSON, rcp.EncodingF32Base64}}
 		if caps.Filter != nil {
 			level = rcp.LevelL2 // L1 profile + streaming, pagination, log, snapshots

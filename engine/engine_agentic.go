@@ -205,9 +205,9 @@ func (e *Engine) transform(ctx context.Context, p *rcp.TransformParams) (*rcp.Tr
 	if p.Method == "" {
 		return nil, rcp.InvalidParams("method", "method is required")
 	}
-	if !slices.Contains(e.desc.Capabilities.Transform.Methods, p.Method) {
+	if !slices.Contains(e.descSparse.Capabilities.Transform.Methods, p.Method) {
 		return nil, rcp.OptionUnsupported(p.Method, "transform method %q is not advertised (transform.methods: %s)",
-			p.Method, strings.Join(e.desc.Capabilities.Transform.Methods, ", "))
+			p.Method, strings.Join(e.descSparse.Capabilities.Transform.Methods, ", "))
 	}
 	n := 0
 	if p.N != nil {
@@ -251,7 +251,7 @@ type agenticPlan struct {
 // says what strict:false let it ignore. It takes no closure and allocates
 // nothing for a plain retrieve.
 func (e *Engine) planAgentic(p *retrieveParams) (_ *agenticPlan, note string, _ error) {
-	caps := e.desc.Capabilities
+	caps := e.descSparse.Capabilities
 	var plan agenticPlan
 	if p.Rewrite != nil && *p.Rewrite != "" {
 		m := string(*p.Rewrite)

@@ -262,15 +262,17 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 		catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Chunks: len(d.units), Text: d.text,
 			Context: d.contextual, Values: e.fieldValues(d.meta)}
 	}
-	// The dense text log is written first: after a crash it may name
-	// documents the index lacks (dense hits are resolved against the index
-	// and dropped), never the reverse. The document catalog is written in
+	// The dense log is written first: after a crash it may name documents
+	// the index lacks (dense hits are resolved against the index and
+	// dropped), never the reverse. Its ops are embedded in the background
+	// (engine_derive.go): the response never waits for them. The document catalog is written in
 	// the same transaction; both are written under rmu so that x-rcpgo/get
 	// sees the catalog and the index at one version. A crash between the
 	// two commits leaves the catalog marked dirty: Open rebuilds it.
 	e.rmu.Lock()
 	defer e.rmu.Unlock()
 	prev := make(map[string]*docRecord, len(catalog))
+	var opSeq uint64
 	if err := e.db.Update(func(tx *bolt.Tx) error {
 		docs, vals := catalogTx(tx)
 		for id, rec := range catalog {
@@ -286,14 +288,14 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 			return nil
 		}
 
-		b := tx.Bucket(bucketDense)
+		dt := openDenseTx(tx)
 		for _, id := range transitions {
-			if err := deleteDense(b, id, plain[id]); err != nil {
+			if err := dt.deleteUnit(id, plain[id]); err != nil {
 				return err
 			}
 		}
 		for parent, n := range chunkSets {
-			if err := trimChunks(b, parent, n); err != nil {
+			if err := dt.trimChunks(parent, n); err != nil {
 				return err
 			}
 		}
@@ -302,11 +304,11 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 			if d.Chunk != nil {
 				parent = d.Chunk.DocID
 			}
-			v, _ := json.Marshal(denseRecord{Parent: parent, Text: denseText(&d)})
-			if err := b.Put([]byte(d.ID), v); err != nil {
+			if err := dt.put(d.ID, parent, denseText(&d)); err != nil {
 				return err
 			}
 		}
+		opSeq = dt.ops.Sequence()
 		return nil
 	}); err != nil {
 		return nil, 0, fmt.Errorf("engine: dense log and catalog: %w", err)
@@ -333,17 +335,7 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 		}
 		return nil, 0, fmt.Errorf("engine: %w", err)
 	}
-	if e.dense != nil {
-		for _, id := range transitions {
-			e.dense.remove(id, plain[id])
-		}
-		for parent, n := range chunkSets {
-			e.dense.trim(parent, n)
-		}
-		if err := e.dense.add(ctx, idocs); err != nil {
-			return nil, 0, err
-		}
-	}
+	e.denseCommitted(opSeq)
 	e.graphNotify()
 	return ids, nchunks, nil
 }
@@ -487,42 +479,16 @@ func denseText(d *index.Document) string {
 	return d.Title + "\n" + d.Text
 }
 
-type denseRecord struct {
-	Parent string `json:"p,omitempty"`
-	Text   string `json:"t"`
-}
-
-// deleteDense removes id's record and its chunks' records; keepSelf keeps
-// the record of id itself (it is being re-added).
-func deleteDense(b *bolt.Bucket, id string, keepSelf bool) error {
-	if !keepSelf {
-		if err := b.Delete([]byte(id)); err != nil {
-			return err
-		}
+// denseCommitted records the seq of the last committed dense op and wakes
+// the deriver.
+func (e *Engine) denseCommitted(seq uint64) {
+	if e.cfg.Dense == DenseNone || seq <= e.opSeq.Load() {
+		return // nothing changed (writers are serialised by wmu)
 	}
-	return trimChunks(b, id, 0)
-}
-
-// trimChunks removes the records of chunks n, n+1, ... of parent.
-func trimChunks(b *bolt.Bucket, parent string, n int) error {
-	prefix := []byte(parent + "#c")
-	var dead [][]byte
-	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var r denseRecord
-		if json.Unmarshal(v, &r) != nil || r.Parent != parent {
-			continue
-		}
-		if i, err := strconv.Atoi(string(k[len(prefix):])); err == nil && i >= n {
-			dead = append(dead, bytes.Clone(k))
-		}
+	e.opSeq.Store(seq)
+	if e.derive != nil {
+		e.derive.notify()
 	}
-	for _, k := range dead {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 type indexDeleteParams struct {
@@ -544,6 +510,7 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 	}
 	e.rmu.Lock()
 	defer e.rmu.Unlock()
+	var opSeq uint64
 	n, err := e.ix.Delete(ctx, *p.IDs)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -583,25 +550,20 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 			if e.cfg.Dense == DenseNone {
 				return nil
 			}
-			b := tx.Bucket(bucketDense)
+			dt := openDenseTx(tx)
 			for _, id := range *p.IDs {
-				if err := deleteDense(b, id, false); err != nil {
+				if err := dt.deleteUnit(id, false); err != nil {
 					return err
 				}
 			}
+			opSeq = dt.ops.Sequence()
 			return nil
 		}); err != nil {
 			e.catalogOpen.Store(false) // the index is ahead of the catalog
 			return nil, fmt.Errorf("engine: dense log and catalog: %w", err)
 		}
 	}
-	if e.cfg.Dense != DenseNone && n > 0 {
-		if e.dense != nil {
-			for _, id := range *p.IDs {
-				e.dense.remove(id, false)
-			}
-		}
-	}
+	e.denseCommitted(opSeq)
 	e.graphNotify()
 	return &rcp.IndexDeleteResult{Deleted: n, IndexVersion: e.ix.Version()}, nil
 }

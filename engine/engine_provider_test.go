@@ -92,6 +92,7 @@ func TestExternalDenseProvider(t *testing.T) {
 	if _, rerr := call(t, e, rcp.MethodIndexAdd, add); rerr != nil {
 		t.Fatal(rerr)
 	}
+	settle(t, e)
 	n := int64(len(docs))
 	if got := a.calls.Load(); got != n {
 		t.Fatalf("embedded %d texts, want %d", got, n)
@@ -113,6 +114,7 @@ func TestExternalDenseProvider(t *testing.T) {
 	if _, rerr := call(t, e, rcp.MethodIndexAdd, add); rerr != nil {
 		t.Fatal(rerr)
 	}
+	settle(t, e)
 	if got := a.calls.Load(); got != n {
 		t.Fatalf("re-add embedded %d texts, want 0", got-n)
 	}
@@ -134,6 +136,7 @@ func TestExternalDenseProvider(t *testing.T) {
 	b := &hashProvider{id: "hash-b", dim: 32}
 	e = open(b)
 	defer e.Close()
+	settle(t, e)
 	if got := b.calls.Load(); got != int64(len(docs)) {
 		t.Fatalf("identity change embedded %d texts, want %d", got, n)
 	}

@@ -68,7 +68,7 @@ func decodeCursor(s string) (cursor, bool) {
 
 func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.RetrieveResult, error) {
 	started := time.Now()
-	caps := e.desc.Capabilities
+	caps := e.sessionCaps(ctx) // frozen per session (§13.2)
 	strict := p.IsStrict()
 	var notes []string
 	unsupported := func(option, format string, args ...any) error {
@@ -319,7 +319,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	}
 	encoding := ""
 	if p.IncludeVectors != nil && *p.IncludeVectors {
-		if e.dense == nil {
+		if caps.Embed == nil {
 			if err := unsupported("includeVectors", "includeVectors needs a dense encoder (embed is not advertised)"); err != nil {
 				return nil, err
 			}
@@ -367,10 +367,19 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		rcp.Log(ctx, rcp.LogDebug, msg, map[string]any{"stage": stage})
 	}
 
-	e.rmu.RLock()
 	usesDense := mode != rcp.ModeSparse || req.MMRLambda != nil || req.Vectors
 	if usesDense {
-		deps.Dense = denseBackend{d: e.dense, ix: e.ix}
+		g, err := e.denseFor(ctx, caps)
+		if err != nil {
+			return nil, err
+		}
+		deps.Dense = denseBackend{e: e, g: g}
+		if n := e.denseBacklog(g); n > 0 {
+			notes = append(notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
+		}
+	}
+	e.rmu.RLock()
+	if usesDense {
 		if req.Version != "" && req.Version != e.ix.Version() {
 			e.rmu.RUnlock()
 			if fromCursor {

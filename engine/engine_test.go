@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rcpgo/rcpgo/internal/demo"
 	"github.com/rcpgo/rcpgo/internal/schematest"
@@ -50,6 +51,17 @@ func newEngine(t testing.TB, mutate func(*Config)) *Engine {
 	}
 	t.Cleanup(func() { e.Close() })
 	return e
+}
+
+// settle waits until the engine's dense upkeep has applied every write
+// made so far (index/add does not wait for embedding).
+func settle(t testing.TB, e *Engine) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := e.derive.waitIdle(ctx); err != nil {
+		t.Fatalf("dense upkeep: %v", err)
+	}
 }
 
 // call invokes method with params (any JSON-marshallable value or a raw

@@ -30,14 +30,17 @@ func (c engineCaller) Call(ctx context.Context, method string, params any) (json
 }
 
 // qualityEngine opens an engine on a temporary directory, ingests the BEIR
-// dataset (title + text, BEIR ids) through index/add in batches, and
-// reopens it so that the LSA encoder is fitted on the whole corpus.
+// dataset (title + text, BEIR ids) through index/add in batches without
+// fitting, and reopens it so that the LSA encoder is fitted on the whole
+// corpus (the fit runs in the background; qualityEngine waits for it).
 func qualityEngine(t testing.TB, dir string, ds *eval.Dataset, cfg Config) *Engine {
 	t.Helper()
 	ctx := context.Background()
 	cfg.Dir = dir
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := Open(ctx, cfg)
+	ingest := cfg
+	ingest.MinFitDocs = 1 << 30
+	e, err := Open(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +55,7 @@ func qualityEngine(t testing.TB, dir string, ds *eval.Dataset, cfg Config) *Engi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
+	settle(t, e)
 	return e
 }
 

@@ -2,7 +2,6 @@ package ann
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -162,80 +161,87 @@ func (ix *Index) Save(path string) (err error) {
 
 // Load reads an index written by Save.
 func Load(path string) (*Index, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("ann: load: %w", err)
 	}
-	defer f.Close()
-	ix, err := Read(f)
+	ix, err := Decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("ann: load %s: %w", path, err)
 	}
 	return ix, nil
 }
 
-// Decode decodes an index from b.
-func Decode(b []byte) (*Index, error) { return Read(bytes.NewReader(b)) }
-
-type crcReader struct {
-	r   *bufio.Reader
-	h   hash.Hash32
-	err error
-	buf [8]byte
-}
-
-func (c *crcReader) read(p []byte) {
-	if c.err != nil {
-		return
-	}
-	if _, err := io.ReadFull(c.r, p); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			c.err = fmt.Errorf("%w: truncated", ErrCorrupt)
-		} else {
-			c.err = err
-		}
-		clear(p)
-		return
-	}
-	c.h.Write(p)
-}
-func (c *crcReader) u8() uint8   { c.read(c.buf[:1]); return c.buf[0] }
-func (c *crcReader) u16() uint16 { c.read(c.buf[:2]); return binary.LittleEndian.Uint16(c.buf[:]) }
-func (c *crcReader) u32() uint32 { c.read(c.buf[:4]); return binary.LittleEndian.Uint32(c.buf[:]) }
-func (c *crcReader) u64() uint64 { c.read(c.buf[:8]); return binary.LittleEndian.Uint64(c.buf[:]) }
-
 // Read decodes an index from r, verifying its structure and checksum.
 func Read(r io.Reader) (*Index, error) {
-	c := &crcReader{r: bufio.NewReaderSize(r, 1<<16), h: crc32.New(castagnoli)}
-	var mg [6]byte
-	c.read(mg[:])
-	if c.err != nil || string(mg[:]) != fileMagic {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("ann: read: %w", err)
+	}
+	return Decode(b)
+}
+
+// decoder walks an encoded index. The checksum is verified over the whole
+// image before decoding starts (one bulk pass at memory speed, which is
+// what makes Load of a large index fast); every read is still bounds
+// checked, so a lying header fails cleanly instead of allocating.
+type decoder struct {
+	b   []byte
+	off int
+	bad bool
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.bad || n < 0 || len(d.b)-d.off < n {
+		d.bad = true
+		return make([]byte, max(n, 0))
+	}
+	p := d.b[d.off : d.off+n]
+	d.off += n
+	return p
+}
+func (d *decoder) u8() uint8   { return d.take(1)[0] }
+func (d *decoder) u16() uint16 { return binary.LittleEndian.Uint16(d.take(2)) }
+func (d *decoder) u32() uint32 { return binary.LittleEndian.Uint32(d.take(4)) }
+func (d *decoder) u64() uint64 { return binary.LittleEndian.Uint64(d.take(8)) }
+
+var errTruncated = fmt.Errorf("%w: truncated", ErrCorrupt)
+
+// Decode decodes an index from b, verifying its structure and checksum.
+func Decode(b []byte) (*Index, error) {
+	if len(b) < len(fileMagic)+2 || string(b[:len(fileMagic)]) != fileMagic {
 		return nil, fmt.Errorf("%w: bad magic", ErrCorrupt)
 	}
-	if v := c.u16(); v != fileVersion {
+	if v := binary.LittleEndian.Uint16(b[len(fileMagic):]); v != fileVersion {
 		return nil, fmt.Errorf("%w: unsupported version %d", ErrCorrupt, v)
 	}
+	if len(b) < len(fileMagic)+2+4 {
+		return nil, errTruncated
+	}
+	body := b[:len(b)-4]
+	if binary.LittleEndian.Uint32(b[len(b)-4:]) != crc32.Checksum(body, castagnoli) {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	}
+	d := &decoder{b: body, off: len(fileMagic) + 2}
 	var cfg Config
-	cfg.Dim = int(c.u32())
-	cfg.Metric = Metric(c.u8())
-	cfg.M = int(c.u32())
-	cfg.EfConstruction = int(c.u32())
-	cfg.EfSearch = int(c.u32())
-	cfg.ExactThreshold = int(c.u32())
-	cfg.FilterExactBelow = math.Float64frombits(c.u64())
-	cfg.Seed = c.u64()
-	if idLen := int(c.u16()); idLen <= maxIdentity {
-		id := make([]byte, idLen)
-		c.read(id)
-		cfg.Identity = string(id)
-	} else if c.err == nil {
+	cfg.Dim = int(d.u32())
+	cfg.Metric = Metric(d.u8())
+	cfg.M = int(d.u32())
+	cfg.EfConstruction = int(d.u32())
+	cfg.EfSearch = int(d.u32())
+	cfg.ExactThreshold = int(d.u32())
+	cfg.FilterExactBelow = math.Float64frombits(d.u64())
+	cfg.Seed = d.u64()
+	idLen := int(d.u16())
+	if idLen > maxIdentity {
 		return nil, fmt.Errorf("%w: identity of %d bytes", ErrCorrupt, idLen)
 	}
-	n := c.u32()
-	entry := int32(c.u32())
-	top := int(c.u8())
-	if c.err != nil {
-		return nil, c.err
+	cfg.Identity = string(d.take(idLen))
+	n := d.u32()
+	entry := int32(d.u32())
+	top := int(d.u8())
+	if d.bad {
+		return nil, errTruncated
 	}
 	if cfg.Dim <= 0 || cfg.M <= 0 || cfg.EfConstruction <= 0 || cfg.EfSearch <= 0 ||
 		cfg.ExactThreshold < 0 || math.IsNaN(cfg.FilterExactBelow) || cfg.FilterExactBelow <= 0 || cfg.FilterExactBelow > 1 {
@@ -247,102 +253,111 @@ func Read(r io.Reader) (*Index, error) {
 	if n > maxSlots || top >= maxLevel || (n == 0) != (entry == -1) || (n > 0 && (entry < 0 || uint32(entry) >= n)) {
 		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
+	// Every slot takes at least 12 bytes and its vector 4·dim: a header
+	// claiming more slots than the image holds fails before allocating.
+	if uint64(n)*(12+4*uint64(cfg.Dim)) > uint64(len(body)-d.off) {
+		return nil, errTruncated
+	}
 	ix, _ := New(cfg)
 	ix.rng = rand.New(rand.NewPCG(cfg.Seed, 0x2545f4914f6cdd1d^uint64(n)))
 	ix.entry, ix.topLevel = entry, top
+	if err := ix.decodeSlots(d, n); err != nil {
+		return nil, err
+	}
+	if err := ix.decodeVectors(d, n); err != nil {
+		return nil, err
+	}
+	if d.off != len(body) {
+		return nil, fmt.Errorf("%w: trailing data", ErrCorrupt)
+	}
+	return ix, nil
+}
+
+// decodeSlots reads the ids, tombstones and links of n slots and checks
+// the graph's structure.
+func (ix *Index) decodeSlots(d *decoder, n uint32) error {
+	cfg := ix.cfg
+	ix.ids = make([]uint64, 0, n)
+	ix.deleted = make([]bool, 0, n)
+	ix.levels = make([]uint8, 0, n)
+	ix.layer0 = make([]int32, 0, int(n)*ix.stride0)
+	ix.upper = make([][][]int32, 0, n)
+	ix.slotOf = make(map[uint64]int32, n)
 	maxConn0 := 2 * cfg.M
 	for s := uint32(0); s < n; s++ {
-		id := c.u64()
-		del := c.u8()
-		lvl := c.u8()
-		if c.err != nil {
-			return nil, c.err
+		id := d.u64()
+		del := d.u8()
+		lvl := d.u8()
+		if d.bad {
+			return errTruncated
 		}
-		if del > 1 || int(lvl) > top {
-			return nil, fmt.Errorf("%w: slot %d", ErrCorrupt, s)
-		}
-		layers := make([][]int32, int(lvl)+1)
-		for l := range layers {
-			cnt := int(c.u16())
-			limit := cfg.M
-			if l == 0 {
-				limit = maxConn0
-			}
-			if cnt > limit {
-				return nil, fmt.Errorf("%w: slot %d layer %d has %d links", ErrCorrupt, s, l, cnt)
-			}
-			nb := make([]int32, cnt, limit+1)
-			for i := range nb {
-				x := c.u32()
-				if x >= n || x == s {
-					if c.err != nil {
-						return nil, c.err
-					}
-					return nil, fmt.Errorf("%w: slot %d links to %d", ErrCorrupt, s, x)
-				}
-				nb[i] = int32(x)
-			}
-			layers[l] = nb
-		}
-		if c.err != nil {
-			return nil, c.err
+		if del > 1 || int(lvl) > ix.topLevel {
+			return fmt.Errorf("%w: slot %d", ErrCorrupt, s)
 		}
 		ix.ids = append(ix.ids, id)
 		ix.deleted = append(ix.deleted, del == 1)
 		ix.levels = append(ix.levels, lvl)
 		ix.addSlotLinks(int(lvl))
-		for l, nb := range layers {
+		for l := 0; l <= int(lvl); l++ {
+			cnt := int(d.u16())
+			limit := cfg.M
+			if l == 0 {
+				limit = maxConn0
+			}
+			if cnt > limit {
+				return fmt.Errorf("%w: slot %d layer %d has %d links", ErrCorrupt, s, l, cnt)
+			}
+			raw := d.take(4 * cnt)
+			if d.bad {
+				return errTruncated
+			}
+			nb := make([]int32, cnt, limit+1)
+			for i := range nb {
+				x := binary.LittleEndian.Uint32(raw[4*i:])
+				if x >= n || x == s {
+					return fmt.Errorf("%w: slot %d links to %d", ErrCorrupt, s, x)
+				}
+				nb[i] = int32(x)
+			}
 			ix.setLinks(int32(s), l, nb)
 		}
 		if del == 0 {
 			if _, dup := ix.slotOf[id]; dup {
-				return nil, fmt.Errorf("%w: id %d live twice", ErrCorrupt, id)
+				return fmt.Errorf("%w: id %d live twice", ErrCorrupt, id)
 			}
 			ix.slotOf[id] = int32(s)
 			ix.live++
 		}
 	}
-	if n > 0 && int(ix.levels[entry]) != top {
-		return nil, fmt.Errorf("%w: entry level", ErrCorrupt)
+	if n > 0 && int(ix.levels[ix.entry]) != ix.topLevel {
+		return fmt.Errorf("%w: entry level", ErrCorrupt)
 	}
 	// Links at layer l must point to nodes that exist at layer l.
 	for s := range ix.ids {
 		for l := 0; l <= int(ix.levels[s]); l++ {
 			for _, x := range ix.getLinks(int32(s), l) {
 				if int(ix.levels[x]) < l {
-					return nil, fmt.Errorf("%w: slot %d layer %d links to slot %d of level %d", ErrCorrupt, s, l, x, ix.levels[x])
+					return fmt.Errorf("%w: slot %d layer %d links to slot %d of level %d", ErrCorrupt, s, l, x, ix.levels[x])
 				}
 			}
 		}
 	}
-	// Vectors, read in bounded chunks so a lying header cannot force a
-	// huge allocation before the data runs out.
-	total := int(n) * cfg.Dim
-	chunk := make([]byte, 1<<16)
-	for len(ix.vecs) < total {
-		m := min(len(chunk)/4, total-len(ix.vecs))
-		c.read(chunk[:4*m])
-		if c.err != nil {
-			return nil, c.err
+	return nil
+}
+
+// decodeVectors reads n vectors.
+func (ix *Index) decodeVectors(d *decoder, n uint32) error {
+	raw := d.take(4 * int(n) * ix.cfg.Dim)
+	if d.bad {
+		return errTruncated
+	}
+	ix.vecs = make([]float32, len(raw)/4)
+	for i := range ix.vecs {
+		x := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("%w: non-finite vector component", ErrCorrupt)
 		}
-		for i := 0; i < m; i++ {
-			x := math.Float32frombits(binary.LittleEndian.Uint32(chunk[4*i:]))
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return nil, fmt.Errorf("%w: non-finite vector component", ErrCorrupt)
-			}
-			ix.vecs = append(ix.vecs, x)
-		}
+		ix.vecs[i] = x
 	}
-	want := c.h.Sum32()
-	var sum [4]byte
-	if _, err := io.ReadFull(c.r, sum[:]); err != nil {
-		return nil, fmt.Errorf("%w: missing checksum", ErrCorrupt)
-	}
-	if binary.LittleEndian.Uint32(sum[:]) != want {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
-	}
-	if _, err := c.r.ReadByte(); err != io.EOF {
-		return nil, fmt.Errorf("%w: trailing data", ErrCorrupt)
-	}
-	return ix, nil
+	return nil
 }

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// topicDocs generates n documents over a few topics, so an LSA basis has
+// structure to find.
+func topicDocs(prefix string, n int, seed uint64) []rcp.Document {
+	topics := [][]string{
+		{"ocean", "tide", "wave", "coral", "reef", "salt", "current", "fish"},
+		{"engine", "piston", "fuel", "torque", "gear", "exhaust", "valve", "crank"},
+		{"garden", "soil", "seed", "bloom", "compost", "root", "leaf", "water"},
+		{"market", "price", "stock", "trade", "bond", "yield", "broker", "share"},
+	}
+	r := rand.New(rand.NewPCG(seed, 5))
+	out := make([]rcp.Document, n)
+	for i := range out {
+		words := topics[i%len(topics)]
+		var b strings.Builder
+		for j := range 12 {
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(words[r.IntN(len(words))])
+		}
+		out[i] = rcp.Document{ID: fmt.Sprintf("%s%d", prefix, i), Text: b.String()}
+	}
+	return out
+}
+
+func quietEngine(t testing.TB, cfg Config) *Engine {
+	t.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func connect(t *testing.T, e *Engine) *rcp.Client {
+	t.Helper()
+	c, err := rcp.ConnectInProcess(context.Background(), rcp.NewServer(e, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func modes(c *rcp.Client) string { return strings.Join(c.Capabilities().Retrieve.Modes, ",") }
+
+func identity(c *rcp.Client) string {
+	if e := c.Capabilities().Embed; e != nil {
+		return e.Identity
+	}
+	return ""
+}
+
+func errCode(err error) rcp.Code {
+	var re *rcp.Error
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return 0
+}
+
+// TestDenseGoesLiveWithoutRestart (issue 15, acceptance 2 at small scale):
+// an engine started empty fits its LSA basis in the background once the
+// corpus reaches MinFitDocs, and a new session is offered dense/hybrid and
+// the new embed.identity without a restart; a session negotiated before
+// keeps its sparse-only capabilities. After the corpus doubles the basis is
+// refitted: sessions of the old identity get -32010 on dense calls, new
+// sessions get the new identity.
+func TestDenseGoesLiveWithoutRestart(t *testing.T) {
+	ctx := context.Background()
+	e := quietEngine(t, Config{MinFitDocs: 40})
+	early := connect(t, e)
+	if modes(early) != "sparse" || identity(early) != "" {
+		t.Fatalf("empty engine offers %q identity %q", modes(early), identity(early))
+	}
+	add := func(c *rcp.Client, docs []rcp.Document) {
+		t.Helper()
+		start := time.Now()
+		if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: docs}); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("index/add of %d documents took %v", len(docs), d)
+		}
+	}
+	add(early, topicDocs("a", 60, 1))
+	settle(t, e)
+	first := e.DenseIdentity()
+	if !strings.HasPrefix(first, "lsa-") {
+		t.Fatalf("no generation published after the corpus reached MinFitDocs: %q", first)
+	}
+	fresh := connect(t, e)
+	if modes(fresh) != "dense,sparse,hybrid" || identity(fresh) != first {
+		t.Fatalf("new session offered %q identity %q, want dense/sparse/hybrid under %q", modes(fresh), identity(fresh), first)
+	}
+	res, err := fresh.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("coral reef tide"), K: 3, Mode: rcp.ModeDense})
+	if err != nil || len(res.Hits) == 0 || !strings.HasPrefix(res.Hits[0].ID.String(), "a") {
+		t.Fatalf("dense retrieve in the new session: %v %+v", err, res)
+	}
+	// The early session keeps what it negotiated: sparse only.
+	if modes(early) != "sparse" {
+		t.Fatalf("early session's capabilities changed: %q", modes(early))
+	}
+	if _, err := early.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("coral"), K: 3, Mode: rcp.ModeDense}); errCode(err) != rcp.CodeOptionUnsupported {
+		t.Fatalf("dense in the early session: %v, want -32005", err)
+	}
+	if res, err := early.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("coral"), K: 3}); err != nil || len(res.Hits) == 0 {
+		t.Fatalf("sparse in the early session: %v", err)
+	}
+
+	// Doubling the corpus refits the basis.
+	add(fresh, topicDocs("b", 80, 2))
+	settle(t, e)
+	second := e.DenseIdentity()
+	if second == first || !strings.HasPrefix(second, "lsa-") {
+		t.Fatalf("no refit after the corpus doubled: %q", second)
+	}
+	_, err = fresh.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("coral"), K: 3, Mode: rcp.ModeHybrid})
+	if errCode(err) != rcp.CodeBackendUnavailable || !strings.Contains(err.Error(), second) {
+		t.Fatalf("hybrid under a replaced identity: %v, want -32010 naming %q", err, second)
+	}
+	if _, err := fresh.Embed(ctx, &rcp.EmbedParams{Inputs: rcp.TextInputs("coral")}); errCode(err) != rcp.CodeBackendUnavailable {
+		t.Fatalf("embed under a replaced identity: %v, want -32010", err)
+	}
+	if res, err := fresh.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("coral"), K: 3}); err != nil || len(res.Hits) == 0 {
+		t.Fatalf("sparse under a replaced identity: %v", err)
+	}
+	late := connect(t, e)
+	if identity(late) != second {
+		t.Fatalf("late session identity %q, want %q", identity(late), second)
+	}
+	res, err = late.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("piston torque"), K: 3, Mode: rcp.ModeDense})
+	if err != nil || len(res.Hits) == 0 {
+		t.Fatalf("dense retrieve in the late session: %v", err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(e.cfg.Dir, "dense"))
+	if len(ents) != 1 {
+		t.Fatalf("dense/ holds %d generations after the refit, want 1", len(ents))
+	}
+}
+
+// TestDenseRestart (issue 15, acceptance 1 in miniature): a restart loads
+// the checkpointed HNSW index instead of re-embedding the corpus; after an
+// unclean stop only the writes acknowledged after the last checkpoint are
+// embedded again, in the background, and Open does not wait for them.
+func TestDenseRestart(t *testing.T) {
+	dir := t.TempDir()
+	open := func(dir string, p *hashProvider) *Engine {
+		t.Helper()
+		return quietEngine(t, Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: p, Fields: demoFields, Preload: demoPreload(t)})
+	}
+	a := &hashProvider{id: "hash", dim: 64}
+	e := open(dir, a)
+	if got := a.calls.Load(); got != 40 {
+		t.Fatalf("first open embedded %d texts, want the 40 preloaded", got)
+	}
+	var add rcp.IndexAddParams
+	for _, d := range topicDocs("late", 5, 9) {
+		add.Documents = append(add.Documents, d)
+	}
+	if _, rerr := call(t, e, rcp.MethodIndexAdd, add); rerr != nil {
+		t.Fatal(rerr)
+	}
+	settle(t, e)
+	// An unclean stop: the directory as it is now, with the 5 late writes
+	// applied in memory but not checkpointed.
+	crashed := t.TempDir()
+	if err := copyTree(dir, crashed); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	clean := &hashProvider{id: "hash", dim: 64}
+	e = open(dir, clean)
+	res, rerr := call(t, e, rcp.MethodRetrieve, `{"query":"coral reef tide","k":3,"mode":"dense"}`)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var r rcp.RetrieveResult
+	if err := json.Unmarshal(res, &r); err != nil || len(r.Hits) == 0 || !strings.HasPrefix(r.Hits[0].ID.String(), "late") {
+		t.Fatalf("dense retrieve right after a clean restart: %s", res)
+	}
+	settle(t, e)
+	if got := clean.calls.Load(); got != 1 { // the query
+		t.Fatalf("clean restart embedded %d texts, want only the query", got)
+	}
+
+	replay := &hashProvider{id: "hash", dim: 64}
+	e = open(crashed, replay)
+	settle(t, e)
+	if got := replay.calls.Load(); got != 5 {
+		t.Fatalf("restart after an unclean stop embedded %d texts, want the 5 written after the checkpoint", got)
+	}
+	res, rerr = call(t, e, rcp.MethodRetrieve, `{"query":"coral reef tide","k":3,"mode":"dense"}`)
+	if rerr != nil || !strings.Contains(string(res), `"late`) {
+		t.Fatalf("replayed units not found: %s %v", res, rerr)
+	}
+	ents, _ := os.ReadDir(genDir(crashed, 1))
+	if len(ents) != 1 {
+		t.Fatalf("generation 1 holds %d files, want one checkpoint", len(ents))
+	}
+}

@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The dense log lives in engine.db and is written in the same transaction
+// as the document catalog, before index/add answers: it is what makes a
+// write durable for the dense side. Vectors and the HNSW graph are derived
+// from it in the background (engine_derive.go).
+//
+//	dense      id → denseRecord (JSON): the text the encoder sees, the parent
+//	denseids   id → ann key (u64 BE); keys are never reused
+//	densekeys  ann key → id
+//	denseops   seq (u64 BE) → op: 'a' or 'd' + ann key (u64 BE). Every change
+//	           of a unit's dense text appends one; a generation checkpoint
+//	           covers a prefix of them, and the prefix is trimmed once the
+//	           checkpoint is durable.
+//	densemeta  "gen" → the published generation (u64 BE), "layout" → "2"
+var (
+	bucketDense     = []byte("dense")
+	bucketDenseIDs  = []byte("denseids")
+	bucketDenseKeys = []byte("densekeys")
+	bucketDenseOps  = []byte("denseops")
+	bucketDenseMeta = []byte("densemeta")
+
+	keyGen    = []byte("gen")
+	keyLayout = []byte("layout")
+)
+
+const (
+	denseLayout = "2"
+	opAdd       = 'a'
+	opDelete    = 'd'
+)
+
+type denseRecord struct {
+	Parent string `json:"p,omitempty"`
+	Text   string `json:"t"`
+}
+
+func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// denseTx is the dense log inside one bbolt write transaction.
+type denseTx struct {
+	recs, ids, keys, ops *bolt.Bucket
+}
+
+func openDenseTx(tx *bolt.Tx) denseTx {
+	return denseTx{recs: tx.Bucket(bucketDense), ids: tx.Bucket(bucketDenseIDs),
+		keys: tx.Bucket(bucketDenseKeys), ops: tx.Bucket(bucketDenseOps)}
+}
+
+// put records the dense text of a unit; an unchanged text appends no op,
+// so re-adding a document never re-embeds it.
+func (d denseTx) put(id, parent, text string) error {
+	rec, _ := json.Marshal(denseRecord{Parent: parent, Text: text})
+	if old := d.recs.Get([]byte(id)); old != nil && bytes.Equal(old, rec) {
+		return nil
+	}
+	if err := d.recs.Put([]byte(id), rec); err != nil {
+		return err
+	}
+	key, err := d.keyOf(id)
+	if err != nil {
+		return err
+	}
+	return d.op(opAdd, key)
+}
+
+// keyOf returns the ann key of id, assigning one when it has none.
+func (d denseTx) keyOf(id string) (uint64, error) {
+	if k := d.ids.Get([]byte(id)); len(k) == 8 {
+		return binary.BigEndian.Uint64(k), nil
+	}
+	key, err := d.keys.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	if err := d.ids.Put([]byte(id), be64(key)); err != nil {
+		return 0, err
+	}
+	return key, d.keys.Put(be64(key), []byte(id))
+}
+
+// del removes a unit.
+func (d denseTx) del(id string) error {
+	if d.recs.Get([]byte(id)) == nil {
+		return nil
+	}
+	if err := d.recs.Delete([]byte(id)); err != nil {
+		return err
+	}
+	k := d.ids.Get([]byte(id))
+	if len(k) != 8 {
+		return nil
+	}
+	key := binary.BigEndian.Uint64(k)
+	if err := d.ids.Delete([]byte(id)); err != nil {
+		return err
+	}
+	if err := d.keys.Delete(be64(key)); err != nil {
+		return err
+	}
+	return d.op(opDelete, key)
+}
+
+func (d denseTx) op(kind byte, key uint64) error {
+	seq, err := d.ops.NextSequence()
+	if err != nil {
+		return err
+	}
+	return d.ops.Put(be64(seq), append([]byte{kind}, be64(key)...))
+}
+
+// deleteUnit removes id's record and its chunks' records; keepSelf keeps
+// the record of id itself (it is being re-added).
+func (d denseTx) deleteUnit(id string, keepSelf bool) error {
+	if !keepSelf {
+		if err := d.del(id); err != nil {
+			return err
+		}
+	}
+	return d.trimChunks(id, 0)
+}
+
+// trimChunks removes the records of chunks n, n+1, ... of parent.
+func (d denseTx) trimChunks(parent string, n int) error {
+	prefix := []byte(parent + "#c")
+	var dead []string
+	c := d.recs.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var r denseRecord
+		if json.Unmarshal(v, &r) != nil || r.Parent != parent {
+			continue
+		}
+		if i, err := strconv.Atoi(string(k[len(prefix):])); err == nil && i >= n {
+			dead = append(dead, string(k))
+		}
+	}
+	for _, k := range dead {
+		if err := d.del(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateDenseLog brings a dense log of layout 1 (no keys, vectors of
+// external encoders in engine.db, the LSA model beside it) to layout 2:
+// every unit gets a key and the generation is rebuilt in the background.
+func migrateDenseLog(tx *bolt.Tx) (migrated bool, err error) {
+	meta := tx.Bucket(bucketDenseMeta)
+	if string(meta.Get(keyLayout)) == denseLayout {
+		return false, nil
+	}
+	d := openDenseTx(tx)
+	var ids []string
+	if err := d.recs.ForEach(func(k, _ []byte) error { ids = append(ids, string(k)); return nil }); err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		if _, err := d.keyOf(id); err != nil {
+			return false, err
+		}
+	}
+	for _, old := range [][]byte{[]byte("vectors"), []byte("vectormeta")} {
+		if tx.Bucket(old) != nil {
+			if err := tx.DeleteBucket(old); err != nil {
+				return false, err
+			}
+		}
+	}
+	return len(ids) > 0, meta.Put(keyLayout, []byte(denseLayout))
+}
+
+// denseOp is one entry of the op log.
+type denseOp struct {
+	seq  uint64
+	kind byte
+	key  uint64
+}
+
+// readOps returns up to n ops after seq.
+func readOps(tx *bolt.Tx, after uint64, n int) ([]denseOp, error) {
+	var out []denseOp
+	c := tx.Bucket(bucketDenseOps).Cursor()
+	for k, v := c.Seek(be64(after + 1)); k != nil && len(out) < n; k, v = c.Next() {
+		if len(k) != 8 || len(v) != 9 || (v[0] != opAdd && v[0] != opDelete) {
+			return nil, fmt.Errorf("engine: corrupt dense op %x", k)
+		}
+		out = append(out, denseOp{seq: binary.BigEndian.Uint64(k), kind: v[0], key: binary.BigEndian.Uint64(v[1:])})
+	}
+	return out, nil
+}
+
+// trimOps deletes the ops up to seq (a durable checkpoint covers them).
+func trimOps(tx *bolt.Tx, upTo uint64) error {
+	c := tx.Bucket(bucketDenseOps).Cursor()
+	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= upTo; k, _ = c.First() {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unitText returns the dense text of the unit holding key, "" and false
+// when the key is no longer live.
+func unitText(tx *bolt.Tx, key uint64) (string, bool) {
+	id := tx.Bucket(bucketDenseKeys).Get(be64(key))
+	if id == nil {
+		return "", false
+	}
+	v := tx.Bucket(bucketDense).Get(id)
+	var r denseRecord
+	if v == nil || json.Unmarshal(v, &r) != nil {
+		return "", false
+	}
+	return r.Text, true
+}

@@ -1,0 +1,656 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rcpgo/rcpgo/engine/ann"
+	"github.com/rcpgo/rcpgo/engine/embed"
+	"github.com/rcpgo/rcpgo/engine/embed/lsa"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// Dense lifecycle (docs/architecture.md, "Dense generations").
+//
+// A generation is one encoder (an LSA basis, or the configured external
+// provider) plus the HNSW index of every unit embedded under it. It lives in
+// DIR/dense/g<N>/ (lsa.model, hnsw-<seq>.ann) and engine.db names the
+// published one. The index file is a checkpoint: it covers the dense ops up
+// to <seq>; Open loads the newest checkpoint (no re-embedding, no graph
+// build) and the deriver replays the ops written after it in the
+// background.
+//
+// The deriver is the one goroutine that changes dense state:
+//   - it applies new ops (embeds added units, removes deleted ones) to the
+//     published generation, in batches, with bounded concurrency;
+//   - it writes a checkpoint when enough changed (and at Close);
+//   - it builds a new generation beside the published one when the LSA
+//     basis must be fitted (the corpus reached MinFitDocs) or refitted (it
+//     doubled since the fit), or when no usable generation exists (first
+//     start with an external encoder, a changed encoder identity, a lost
+//     checkpoint); the new one catches up with the ops and is published
+//     atomically, and the previous one is removed.
+//
+// index/add never waits for any of this.
+
+// generation is one published dense index.
+type generation struct {
+	n     uint64
+	model embed.Provider
+	ann   *ann.Index
+	dir   string
+	// applied is the highest op seq reflected in ann (written by the
+	// deriver only); saved is the seq of the newest checkpoint file.
+	applied atomic.Uint64
+	saved   uint64
+	desc    rcp.Description
+}
+
+func genDir(root string, n uint64) string {
+	return filepath.Join(root, "dense", fmt.Sprintf("g%06d", n))
+}
+
+const checkpointPrefix, checkpointExt = "hnsw-", ".ann"
+
+func checkpointName(seq uint64) string {
+	return fmt.Sprintf("%s%016x%s", checkpointPrefix, seq, checkpointExt)
+}
+
+// checkpoints lists the checkpoint files of dir, newest first.
+func checkpoints(dir string) []uint64 {
+	ents, _ := os.ReadDir(dir)
+	var out []uint64
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, checkpointPrefix) || !strings.HasSuffix(name, checkpointExt) {
+			continue
+		}
+		if seq, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, checkpointPrefix), checkpointExt), 16, 64); err == nil {
+			out = append(out, seq)
+		}
+	}
+	slices.Sort(out)
+	slices.Reverse(out)
+	return out
+}
+
+// loadGeneration opens generation n from its newest valid checkpoint.
+func (e *Engine) loadGeneration(n uint64) (*generation, error) {
+	dir := genDir(e.cfg.Dir, n)
+	var model embed.Provider
+	if e.cfg.Dense == DenseLSA {
+		m, err := lsa.Load(filepath.Join(dir, "lsa.model"), e.an.Terms)
+		if err != nil {
+			return nil, err
+		}
+		if m.TokenizerID() != e.an.Fingerprint() {
+			return nil, errors.New("the LSA model was fitted with another analyzer")
+		}
+		model = m
+	} else {
+		model = e.cfg.DenseProvider
+	}
+	var errs []error
+	for _, seq := range checkpoints(dir) {
+		ix, err := ann.Load(filepath.Join(dir, checkpointName(seq)))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if id := ix.Config().Identity; id != model.Identity() {
+			return nil, fmt.Errorf("stored vectors are %q, the encoder is %q", id, model.Identity())
+		}
+		g := &generation{n: n, model: model, ann: ix, dir: dir, saved: seq}
+		g.applied.Store(seq)
+		return g, nil
+	}
+	return nil, fmt.Errorf("no readable checkpoint in %s: %w", dir, errors.Join(errs...))
+}
+
+// deriver keeps the dense generations up to date (see above).
+type deriver struct {
+	e      *Engine
+	wake   chan struct{} // a write committed dense ops
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	next     uint64 // number of the next generation
+	failedAt int    // corpus size of the last failed LSA fit
+	lastSave time.Time
+	saveCost time.Duration
+
+	mu       sync.Mutex
+	idleSeq  uint64        // every op up to it is applied and nothing is due
+	idle     bool          // nothing to do
+	failed   error         // the last step failed (cleared by the next success)
+	idleCond chan struct{} // closed and replaced when idle or failed change
+}
+
+// Tunables of the deriver.
+const (
+	applyBatch      = 512             // ops applied per step
+	checkpointEvery = 5 * time.Second // minimum spacing of checkpoints
+	maxRetryDelay   = time.Minute
+)
+
+func (e *Engine) startDeriver(next uint64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.derive = &deriver{e: e, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+		next: next, idleCond: make(chan struct{}), lastSave: time.Now()}
+	go e.derive.run(ctx)
+}
+
+// notify wakes the deriver after a write.
+func (dv *deriver) notify() {
+	select {
+	case dv.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the deriver and writes a last checkpoint of what it applied.
+func (dv *deriver) stop() error {
+	dv.cancel()
+	<-dv.done
+	if g := dv.e.gen.Load(); g != nil && g.applied.Load() > g.saved {
+		return dv.checkpoint(g)
+	}
+	return nil
+}
+
+func (dv *deriver) setIdle(idle bool, seq uint64, failed error) {
+	dv.mu.Lock()
+	defer dv.mu.Unlock()
+	if dv.idle == idle && dv.idleSeq == seq && dv.failed == failed {
+		return
+	}
+	dv.idle, dv.idleSeq, dv.failed = idle, seq, failed
+	close(dv.idleCond)
+	dv.idleCond = make(chan struct{})
+}
+
+// waitIdle waits until every dense op committed before the call is applied
+// and no build is due; it returns the deriver's error if a step fails
+// meanwhile.
+func (dv *deriver) waitIdle(ctx context.Context) error {
+	want := dv.e.opSeq.Load()
+	dv.mu.Lock()
+	dv.failed = nil
+	dv.mu.Unlock()
+	dv.notify()
+	for {
+		dv.mu.Lock()
+		ok, failed, ch := dv.idle && dv.idleSeq >= want, dv.failed, dv.idleCond
+		dv.mu.Unlock()
+		if ok {
+			return nil
+		}
+		if failed != nil {
+			return failed
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+func (dv *deriver) run(ctx context.Context) {
+	defer close(dv.done)
+	delay := time.Second
+	for {
+		did, err := dv.step(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			dv.e.log.Warn("engine: dense upkeep failed; retrying", "err", err, "in", delay)
+			dv.setIdle(false, 0, err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, maxRetryDelay)
+			continue
+		}
+		delay = time.Second
+		if did {
+			continue
+		}
+		dv.setIdle(true, dv.e.opSeq.Load(), nil)
+		wait := dv.saveSpacing()
+		if g := dv.e.gen.Load(); g != nil && g.applied.Load() > g.saved {
+			wait = max(time.Until(dv.lastSave.Add(dv.saveSpacing())), time.Millisecond)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-dv.wake:
+			dv.setIdle(false, 0, nil)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// saveSpacing keeps checkpoints to a small share of the deriver's time.
+func (dv *deriver) saveSpacing() time.Duration {
+	every := checkpointEvery
+	if dv.e.cfg.checkpointEvery > 0 {
+		every = dv.e.cfg.checkpointEvery
+	}
+	return max(every, 20*dv.saveCost)
+}
+
+// step does the next piece of work; it reports whether there was any.
+func (dv *deriver) step(ctx context.Context) (bool, error) {
+	g := dv.e.gen.Load()
+	if dv.buildDue(g) {
+		return true, dv.build(ctx, g)
+	}
+	if g != nil && g.applied.Load() < dv.e.opSeq.Load() {
+		return true, dv.apply(ctx, g)
+	}
+	if g != nil && g.applied.Load() > g.saved && time.Since(dv.lastSave) >= dv.saveSpacing() {
+		return true, dv.checkpoint(g)
+	}
+	return false, nil
+}
+
+// buildDue says whether a new generation must be built.
+func (dv *deriver) buildDue(g *generation) bool {
+	if dv.e.cfg.Dense != DenseLSA {
+		return g == nil
+	}
+	units := dv.e.ix.Stats().Docs
+	if units < dv.e.cfg.MinFitDocs || (dv.failedAt > 0 && units < 2*dv.failedAt) {
+		return false
+	}
+	return g == nil || units >= 2*g.model.(*lsa.Model).NumDocs()
+}
+
+// apply embeds the units of the next batch of ops into g.
+func (dv *deriver) apply(ctx context.Context, g *generation) error {
+	var ops []denseOp
+	var adds []uint64
+	var texts []string
+	upTo := dv.e.opSeq.Load()
+	err := dv.e.db.View(func(tx *bolt.Tx) error {
+		var err error
+		if ops, err = readOps(tx, g.applied.Load(), applyBatch); err != nil {
+			return err
+		}
+		// A unit is embedded with its current text, so an add superseded by
+		// a later add or delete in the batch is skipped.
+		last := map[uint64]int{}
+		for i, op := range ops {
+			last[op.key] = i
+		}
+		for i, op := range ops {
+			if op.kind != opAdd || last[op.key] != i {
+				continue
+			}
+			if text, ok := unitText(tx, op.key); ok {
+				adds, texts = append(adds, op.key), append(texts, text)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(ops) == 0 {
+		g.applied.Store(max(g.applied.Load(), upTo)) // nothing logged after applied
+		return nil
+	}
+	vecs, err := dv.embed(ctx, g.model, texts)
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if op.kind == opDelete {
+			g.ann.Delete(op.key)
+		}
+	}
+	if err := insertVectors(g.ann, adds, vecs); err != nil {
+		return err
+	}
+	g.applied.Store(ops[len(ops)-1].seq)
+	return nil
+}
+
+// embedWorkers bounds concurrent embedding calls of an external encoder.
+const embedWorkers = 4
+
+// embed embeds texts in batches of the encoder's limit, up to embedWorkers
+// batches at a time (LSA runs in one: it is CPU-bound and cheap).
+func (dv *deriver) embed(ctx context.Context, model embed.Provider, texts []string) ([][]float32, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	limit := model.BatchLimit()
+	if limit <= 0 {
+		limit = 64
+	}
+	workers := embedWorkers
+	if dv.e.cfg.Dense == DenseLSA {
+		workers = 1
+	}
+	out := make([][]float32, len(texts))
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for lo := 0; lo < len(texts); lo += limit {
+		hi := min(lo+limit, len(texts))
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			vs, err := model.Embed(ctx, texts[lo:hi], embed.KindDocument)
+			if err == nil && len(vs) != hi-lo {
+				err = fmt.Errorf("%d vectors for %d texts", len(vs), hi-lo)
+			}
+			for i := 0; err == nil && i < len(vs); i++ {
+				if len(vs[i]) != model.Dimension() {
+					err = fmt.Errorf("vector of dimension %d, want %d (%s)", len(vs[i]), model.Dimension(), model.Identity())
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				first = cmpErr(first, err)
+				return
+			}
+			copy(out[lo:hi], vs)
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, fmt.Errorf("engine: embedding: %w", first)
+	}
+	return out, nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// insertVectors adds embedded units to ix; a zero vector (no vocabulary
+// term) is removed instead: it can match nothing.
+func insertVectors(ix *ann.Index, keys []uint64, vecs [][]float32) error {
+	var ks []uint64
+	var vs [][]float32
+	for i, v := range vecs {
+		if zero(v) {
+			ix.Delete(keys[i])
+			continue
+		}
+		ks, vs = append(ks, keys[i]), append(vs, v)
+	}
+	if err := ix.AddBatch(ks, vs); err != nil {
+		return fmt.Errorf("engine: dense index: %w", err)
+	}
+	return nil
+}
+
+func zero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// units iterates the live units of the dense log in pages of short read
+// transactions (a long one would stall writers when bbolt grows its map).
+func (dv *deriver) units(ctx context.Context, fail *error) iter.Seq2[uint64, string] {
+	return func(yield func(uint64, string) bool) {
+		var after []byte
+		for {
+			type unit struct {
+				key  uint64
+				text string
+			}
+			var page []unit
+			err := dv.e.db.View(func(tx *bolt.Tx) error {
+				ids := tx.Bucket(bucketDenseIDs)
+				c := tx.Bucket(bucketDense).Cursor()
+				k, v := c.First()
+				if after != nil {
+					if k, v = c.Seek(after); k != nil && string(k) == string(after) {
+						k, v = c.Next()
+					}
+				}
+				for ; k != nil && len(page) < 1024; k, v = c.Next() {
+					after = append(after[:0], k...)
+					kb := ids.Get(k)
+					var r denseRecord
+					if len(kb) != 8 || json.Unmarshal(v, &r) != nil {
+						continue
+					}
+					page = append(page, unit{binary.BigEndian.Uint64(kb), r.Text})
+				}
+				return nil
+			})
+			if err == nil {
+				err = ctx.Err()
+			}
+			if err != nil {
+				*fail = err
+				return
+			}
+			if len(page) == 0 {
+				return
+			}
+			for _, u := range page {
+				if !yield(u.key, u.text) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// build builds and publishes a new generation (see above). old is the
+// published one or nil.
+func (dv *deriver) build(ctx context.Context, old *generation) error {
+	e := dv.e
+	start := time.Now()
+	from := e.opSeq.Load() // every op up to it is reflected in what we read
+	var fail error
+	var model embed.Provider
+	if e.cfg.Dense == DenseLSA {
+		texts := func(yield func(string) bool) {
+			for _, t := range dv.units(ctx, &fail) {
+				if !yield(t) {
+					return
+				}
+			}
+		}
+		m, err := lsa.Fit(ctx, texts, e.an.Terms, lsa.Options{Dimension: e.cfg.LSADimension,
+			TokenizerID: e.an.Fingerprint(), Snapshot: e.ix.Version(), Logger: e.log, Workers: 1})
+		if err = cmpErr(fail, err); err != nil {
+			if ctx.Err() == nil {
+				dv.failedAt = max(e.ix.Stats().Docs, 1)
+				e.log.Warn("engine: LSA fit failed; retrying when the corpus doubles", "err", err, "units", dv.failedAt)
+				return nil
+			}
+			return err
+		}
+		model = m
+	} else {
+		model = e.cfg.DenseProvider
+	}
+	ix, err := ann.New(ann.Config{Dim: model.Dimension(), Metric: ann.Cosine, Workers: 1, Identity: model.Identity()})
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	g := &generation{n: dv.next, model: model, ann: ix, dir: genDir(e.cfg.Dir, dv.next)}
+	var keys []uint64
+	var texts []string
+	flush := func() error {
+		vecs, err := dv.embed(ctx, model, texts)
+		if err == nil {
+			err = insertVectors(ix, keys, vecs)
+		}
+		keys, texts = keys[:0], texts[:0]
+		return err
+	}
+	for k, t := range dv.units(ctx, &fail) {
+		keys, texts = append(keys, k), append(texts, t)
+		if len(texts) == 1024 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := cmpErr(fail, flush()); err != nil {
+		return err
+	}
+	g.applied.Store(from)
+	// Catch up with the writes made while building, then publish.
+	for range 64 {
+		if g.applied.Load() >= e.opSeq.Load() {
+			break
+		}
+		if err := dv.apply(ctx, g); err != nil {
+			return err
+		}
+	}
+	if err := dv.publish(g, old); err != nil {
+		return err
+	}
+	e.log.Info("engine: published dense generation", "generation", g.n, "identity", model.Identity(),
+		"units", ix.Len(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// publish makes g durable and current, then removes every other
+// generation. Sessions that negotiated the previous identity get -32010 on
+// dense calls from now on (engine_dense.go).
+func (dv *deriver) publish(g, old *generation) error {
+	e := dv.e
+	if err := os.MkdirAll(g.dir, 0o755); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if m, ok := g.model.(*lsa.Model); ok {
+		if err := m.Save(filepath.Join(g.dir, "lsa.model")); err != nil {
+			return fmt.Errorf("engine: saving LSA model: %w", err)
+		}
+	}
+	if err := dv.writeCheckpoint(g); err != nil {
+		return err
+	}
+	if err := e.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDenseMeta).Put(keyGen, be64(g.n))
+	}); err != nil {
+		return fmt.Errorf("engine: publishing dense generation: %w", err)
+	}
+	g.desc = e.describe(g)
+	e.gen.Store(g)
+	dv.next = g.n + 1
+	dv.failedAt = 0
+	removeOtherGenerations(e.cfg.Dir, g.n)
+	return dv.trim(g)
+}
+
+func removeOtherGenerations(root string, keep uint64) {
+	ents, _ := os.ReadDir(filepath.Join(root, "dense"))
+	for _, ent := range ents {
+		if ent.Name() != filepath.Base(genDir(root, keep)) {
+			_ = os.RemoveAll(filepath.Join(root, "dense", ent.Name()))
+		}
+	}
+}
+
+// checkpoint writes g's index and trims the ops it covers.
+func (dv *deriver) checkpoint(g *generation) error {
+	if err := dv.writeCheckpoint(g); err != nil {
+		return err
+	}
+	return dv.trim(g)
+}
+
+// writeCheckpoint saves g's index as a new checkpoint file (temp, fsync,
+// rename, fsync dir) and removes the older ones.
+func (dv *deriver) writeCheckpoint(g *generation) error {
+	start := time.Now()
+	seq := g.applied.Load()
+	if err := os.MkdirAll(g.dir, 0o755); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if err := g.ann.Save(filepath.Join(g.dir, checkpointName(seq))); err != nil {
+		return fmt.Errorf("engine: dense checkpoint: %w", err)
+	}
+	for _, old := range checkpoints(g.dir) {
+		if old != seq {
+			_ = os.Remove(filepath.Join(g.dir, checkpointName(old)))
+		}
+	}
+	g.saved = seq
+	dv.lastSave, dv.saveCost = time.Now(), time.Since(start)
+	return nil
+}
+
+// trim deletes the ops covered by g's newest checkpoint.
+func (dv *deriver) trim(g *generation) error {
+	if err := dv.e.db.Update(func(tx *bolt.Tx) error { return trimOps(tx, g.saved) }); err != nil {
+		return fmt.Errorf("engine: trimming dense ops: %w", err)
+	}
+	return nil
+}
+
+// openDense loads the published generation and starts the deriver; with
+// waitPreload it waits until the preload is embedded.
+func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
+	var n uint64
+	empty := true
+	if err := e.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketDenseMeta).Get(keyGen); len(v) == 8 {
+			n = binary.BigEndian.Uint64(v)
+		}
+		k, _ := tx.Bucket(bucketDense).Cursor().First()
+		empty = k == nil
+		return nil
+	}); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if n > 0 {
+		g, err := e.loadGeneration(n)
+		if err != nil {
+			e.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", n, "err", err)
+		} else {
+			g.desc = e.describe(g)
+			e.gen.Store(g)
+		}
+	}
+	e.startDeriver(n + 1)
+	// An external encoder over an empty corpus publishes an empty
+	// generation at once, so the first sessions are offered dense.
+	if waitPreload || (e.gen.Load() == nil && e.cfg.Dense != DenseLSA && empty) {
+		if err := e.derive.waitIdle(ctx); err != nil {
+			return fmt.Errorf("engine: dense: %w", err)
+		}
+	}
+	return nil
+}
