@@ -162,11 +162,28 @@ func (dv *deriver) notify() {
 	}
 }
 
-// stop ends the deriver and writes a last checkpoint of what it applied.
+// drainFor bounds how long Close keeps embedding pending writes.
+const drainFor = 10 * time.Second
+
+// stop ends the deriver: a build in progress is abandoned, pending writes
+// are still applied for up to drainFor (so a clean restart replays
+// nothing), and a last checkpoint is written.
 func (dv *deriver) stop() error {
 	dv.cancel()
 	<-dv.done
-	if g := dv.e.gen.Load(); g != nil && g.applied.Load() > g.saved {
+	g := dv.e.gen.Load()
+	if g == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainFor)
+	defer cancel()
+	for g.applied.Load() < dv.e.opSeq.Load() && ctx.Err() == nil {
+		if err := dv.apply(ctx, g); err != nil {
+			dv.e.log.Warn("engine: pending dense writes left for the next start", "err", err)
+			break
+		}
+	}
+	if g.applied.Load() > g.saved {
 		return dv.checkpoint(g)
 	}
 	return nil
