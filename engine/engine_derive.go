@@ -545,8 +545,10 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 		return err
 	}
 	g.applied.Store(from)
-	// Catch up with the writes made while building, then publish.
-	for range 64 {
+	// Catch up with a few batches of the writes made while building, then
+	// publish: the rest is applied like any new write (a long catch-up
+	// under a steady ingest would delay the switch indefinitely).
+	for range 4 {
 		if g.applied.Load() >= e.opSeq.Load() {
 			break
 		}

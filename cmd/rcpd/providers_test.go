@@ -242,7 +242,15 @@ func TestProviderCapabilities(t *testing.T) {
 			identity: "openai:hash-embed@" + strings.TrimPrefix(emb.URL, "http://") + ":dim=32:prefix=",
 			check: func(t *testing.T, s *rcpdSession) {
 				s.call("index/add", `{"documents":[{"id":"a","text":"graphs of entities and relations"},{"id":"b","text":"bm25 saturates term frequency"}]}`)
-				r := s.call("retrieve", `{"query":"term frequency","k":1,"mode":"dense"}`)
+				// index/add does not wait for embedding: poll until the
+				// writes are embedded (usage.notes says while they are not).
+				var r map[string]any
+				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+					r = s.call("retrieve", `{"query":"term frequency","k":1,"mode":"dense"}`)
+					if notes := fmt.Sprint(r["usage"].(map[string]any)["notes"]); !strings.Contains(notes, "not yet embedded") || time.Now().After(deadline) {
+						break
+					}
+				}
 				if hits := r["hits"].([]any); len(hits) != 1 || hits[0].(map[string]any)["id"] != "b" {
 					t.Fatalf("dense retrieve %v", r)
 				}
