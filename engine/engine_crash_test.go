@@ -110,9 +110,9 @@ type crashStep struct {
 // random points; after every restart each acknowledged unit is found by a
 // dense retrieve of its own text (filtered to it), and no deleted one is.
 //
-// RCPGO_CRASH_TRIALS raises the number of trials (default 4).
+// RCPGO_CRASH_TRIALS raises the number of trials (default 3).
 func TestDenseCrashSafety(t *testing.T) {
-	trials := 4
+	trials := 3
 	if n, err := strconv.Atoi(os.Getenv("RCPGO_CRASH_TRIALS")); err == nil && n > 0 {
 		trials = n
 	}

@@ -49,7 +49,15 @@ func (e *Engine) denseFor(ctx context.Context, caps rcp.Capabilities) (*generati
 	}
 	g := e.gen.Load()
 	if g != nil && g.model.Identity() == caps.Embed.Identity {
-		return g, nil
+		// Right after a start the checkpoint may still be loading.
+		select {
+		case <-g.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if g.loadErr == nil {
+			return g, nil
+		}
 	}
 	now := "none"
 	if g != nil {

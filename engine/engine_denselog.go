@@ -22,7 +22,8 @@ import (
 //	           of a unit's dense text appends one; a generation checkpoint
 //	           covers a prefix of them, and the prefix is trimmed once the
 //	           checkpoint is durable.
-//	densemeta  "gen" → the published generation (u64 BE), "layout" → "2"
+//	densemeta  "gen" → the published generation (u64 BE), "identity" → its
+//	           encoder identity, "layout" → "2"
 var (
 	bucketDense     = []byte("dense")
 	bucketDenseIDs  = []byte("denseids")
@@ -30,8 +31,9 @@ var (
 	bucketDenseOps  = []byte("denseops")
 	bucketDenseMeta = []byte("densemeta")
 
-	keyGen    = []byte("gen")
-	keyLayout = []byte("layout")
+	keyGen      = []byte("gen")
+	keyIdentity = []byte("identity")
+	keyLayout   = []byte("layout")
 )
 
 const (

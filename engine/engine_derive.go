@@ -51,8 +51,13 @@ import (
 type generation struct {
 	n     uint64
 	model embed.Provider
-	ann   *ann.Index
 	dir   string
+	// ann is the HNSW index. A generation opened from disk loads its
+	// checkpoint in the background (so Open and the first ping do not wait
+	// for it): ready is closed once ann is set, or loadErr.
+	ann     *ann.Index
+	ready   chan struct{}
+	loadErr error
 	// applied is the highest op seq reflected in ann (written by the
 	// deriver only); saved is the seq of the newest checkpoint file.
 	applied atomic.Uint64
@@ -88,8 +93,9 @@ func checkpoints(dir string) []uint64 {
 	return out
 }
 
-// loadGeneration opens generation n from its newest valid checkpoint.
-func (e *Engine) loadGeneration(n uint64) (*generation, error) {
+// openGeneration opens generation n: its encoder now, its checkpoint in
+// the background (loadCheckpoint). identity is the one published with it.
+func (e *Engine) openGeneration(n uint64, identity string) (*generation, error) {
 	dir := genDir(e.cfg.Dir, n)
 	var model embed.Provider
 	if e.cfg.Dense == DenseLSA {
@@ -104,21 +110,43 @@ func (e *Engine) loadGeneration(n uint64) (*generation, error) {
 	} else {
 		model = e.cfg.DenseProvider
 	}
+	// (A generation published before its identity was recorded is checked
+	// against its checkpoint's header when loaded.)
+	if identity != "" && identity != model.Identity() {
+		return nil, fmt.Errorf("stored vectors are %q, the encoder is %q", identity, model.Identity())
+	}
+	if len(checkpoints(dir)) == 0 {
+		return nil, fmt.Errorf("no checkpoint in %s", dir)
+	}
+	return &generation{n: n, model: model, dir: dir, ready: make(chan struct{})}, nil
+}
+
+// loadCheckpoint loads g's newest readable checkpoint (on the deriver's
+// goroutine, before anything else touches g.ann). On failure the
+// generation is withdrawn and rebuilt.
+func (dv *deriver) loadCheckpoint(g *generation) {
+	start := time.Now()
 	var errs []error
-	for _, seq := range checkpoints(dir) {
-		ix, err := ann.Load(filepath.Join(dir, checkpointName(seq)))
+	for _, seq := range checkpoints(g.dir) {
+		ix, err := ann.Load(filepath.Join(g.dir, checkpointName(seq)))
+		if err == nil && ix.Config().Identity != g.model.Identity() {
+			err = fmt.Errorf("stored vectors are %q, the encoder is %q", ix.Config().Identity, g.model.Identity())
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if id := ix.Config().Identity; id != model.Identity() {
-			return nil, fmt.Errorf("stored vectors are %q, the encoder is %q", id, model.Identity())
-		}
-		g := &generation{n: n, model: model, ann: ix, dir: dir, saved: seq}
+		g.ann, g.saved = ix, seq
 		g.applied.Store(seq)
-		return g, nil
+		close(g.ready)
+		dv.e.log.Info("engine: dense checkpoint loaded", "generation", g.n, "units", ix.Len(),
+			"took", time.Since(start).Round(time.Millisecond))
+		return
 	}
-	return nil, fmt.Errorf("no readable checkpoint in %s: %w", dir, errors.Join(errs...))
+	g.loadErr = fmt.Errorf("no readable checkpoint in %s: %w", g.dir, errors.Join(errs...))
+	dv.e.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", g.n, "err", g.loadErr)
+	dv.e.gen.CompareAndSwap(g, nil)
+	close(g.ready)
 }
 
 // deriver keeps the dense generations up to date (see above).
@@ -163,7 +191,7 @@ func (dv *deriver) notify() {
 }
 
 // drainFor bounds how long Close keeps embedding pending writes.
-const drainFor = 10 * time.Second
+const drainFor = 3 * time.Second
 
 // stop ends the deriver: a build in progress is abandoned, pending writes
 // are still applied for up to drainFor (so a clean restart replays
@@ -172,7 +200,7 @@ func (dv *deriver) stop() error {
 	dv.cancel()
 	<-dv.done
 	g := dv.e.gen.Load()
-	if g == nil {
+	if g == nil || g.ann == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), drainFor)
@@ -229,6 +257,9 @@ func (dv *deriver) waitIdle(ctx context.Context) error {
 
 func (dv *deriver) run(ctx context.Context) {
 	defer close(dv.done)
+	if g := dv.e.gen.Load(); g != nil && g.ann == nil {
+		dv.loadCheckpoint(g)
+	}
 	delay := time.Second
 	for {
 		did, err := dv.step(ctx)
@@ -438,9 +469,10 @@ func zero(v []float32) bool {
 	return true
 }
 
-// units iterates the live units of the dense log in pages of short read
-// transactions (a long one would stall writers when bbolt grows its map).
-func (dv *deriver) units(ctx context.Context, fail *error) iter.Seq2[uint64, string] {
+// units iterates the live units of the dense log with keys up to maxKey, in
+// pages of short read transactions (a long one would stall writers when
+// bbolt grows its map).
+func (dv *deriver) units(ctx context.Context, maxKey uint64, fail *error) iter.Seq2[uint64, string] {
 	return func(yield func(uint64, string) bool) {
 		var after []byte
 		for {
@@ -462,7 +494,7 @@ func (dv *deriver) units(ctx context.Context, fail *error) iter.Seq2[uint64, str
 					after = append(after[:0], k...)
 					kb := ids.Get(k)
 					var r denseRecord
-					if len(kb) != 8 || json.Unmarshal(v, &r) != nil {
+					if len(kb) != 8 || binary.BigEndian.Uint64(kb) > maxKey || json.Unmarshal(v, &r) != nil {
 						continue
 					}
 					page = append(page, unit{binary.BigEndian.Uint64(kb), r.Text})
@@ -493,12 +525,21 @@ func (dv *deriver) units(ctx context.Context, fail *error) iter.Seq2[uint64, str
 func (dv *deriver) build(ctx context.Context, old *generation) error {
 	e := dv.e
 	start := time.Now()
-	from := e.opSeq.Load() // every op up to it is reflected in what we read
+	// The build covers the units that exist now (keys up to maxKey) and
+	// every op up to from; later ones are replayed like any new write, so
+	// a build under a steady ingest does not chase it.
+	var from, maxKey uint64
+	if err := e.db.View(func(tx *bolt.Tx) error {
+		from, maxKey = tx.Bucket(bucketDenseOps).Sequence(), tx.Bucket(bucketDenseKeys).Sequence()
+		return nil
+	}); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
 	var fail error
 	var model embed.Provider
 	if e.cfg.Dense == DenseLSA {
 		texts := func(yield func(string) bool) {
-			for _, t := range dv.units(ctx, &fail) {
+			for _, t := range dv.units(ctx, maxKey, &fail) {
 				if !yield(t) {
 					return
 				}
@@ -522,7 +563,8 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	g := &generation{n: dv.next, model: model, ann: ix, dir: genDir(e.cfg.Dir, dv.next)}
+	g := &generation{n: dv.next, model: model, ann: ix, dir: genDir(e.cfg.Dir, dv.next), ready: make(chan struct{})}
+	close(g.ready)
 	var keys []uint64
 	var texts []string
 	flush := func() error {
@@ -533,7 +575,7 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 		keys, texts = keys[:0], texts[:0]
 		return err
 	}
-	for k, t := range dv.units(ctx, &fail) {
+	for k, t := range dv.units(ctx, maxKey, &fail) {
 		keys, texts = append(keys, k), append(texts, t)
 		if len(texts) == 1024 {
 			if err := flush(); err != nil {
@@ -581,7 +623,11 @@ func (dv *deriver) publish(g, old *generation) error {
 		return err
 	}
 	if err := e.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketDenseMeta).Put(keyGen, be64(g.n))
+		meta := tx.Bucket(bucketDenseMeta)
+		if err := meta.Put(keyIdentity, []byte(g.model.Identity())); err != nil {
+			return err
+		}
+		return meta.Put(keyGen, be64(g.n))
 	}); err != nil {
 		return fmt.Errorf("engine: publishing dense generation: %w", err)
 	}
@@ -643,11 +689,14 @@ func (dv *deriver) trim(g *generation) error {
 // waitPreload it waits until the preload is embedded.
 func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
 	var n uint64
+	var identity string
 	empty := true
 	if err := e.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketDenseMeta).Get(keyGen); len(v) == 8 {
+		meta := tx.Bucket(bucketDenseMeta)
+		if v := meta.Get(keyGen); len(v) == 8 {
 			n = binary.BigEndian.Uint64(v)
 		}
+		identity = string(meta.Get(keyIdentity))
 		k, _ := tx.Bucket(bucketDense).Cursor().First()
 		empty = k == nil
 		return nil
@@ -655,7 +704,7 @@ func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if n > 0 {
-		g, err := e.loadGeneration(n)
+		g, err := e.openGeneration(n, identity)
 		if err != nil {
 			e.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", n, "err", err)
 		} else {

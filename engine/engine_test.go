@@ -57,7 +57,7 @@ func newEngine(t testing.TB, mutate func(*Config)) *Engine {
 // made so far (index/add does not wait for embedding).
 func settle(t testing.TB, e *Engine) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if err := e.derive.waitIdle(ctx); err != nil {
 		t.Fatalf("dense upkeep: %v", err)

@@ -103,6 +103,20 @@ func TestSoakRcpd(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// index/add alone first (one client, the same batches): the baseline
+	// of the loaded/unloaded ratio (issue 15, acceptance 5).
+	alone, err := bench.Run(ctx, bench.Config{
+		Workload:    &bench.Index{Gen: g, Batch: 16, IDPrefix: "soak-alone-"},
+		Targets:     []bench.Target{{Name: "rcpd", Caller: caller}},
+		Concurrency: 1,
+		Requests:    40,
+		Timeout:     30 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("bench (index/add alone): %v", err)
+	}
+	unloaded := alone.Targets[0].Methods[rcp.MethodIndexAdd].P50Ms
+
 	stopRSS := srv.sampleRSS(250 * time.Millisecond)
 	res, err := bench.Run(ctx, bench.Config{
 		Workload:    mixed,
@@ -128,6 +142,10 @@ func TestSoakRcpd(t *testing.T) {
 		t.Logf("  %-12s n=%-7d p50 %.2f ms  p99 %.2f ms  max %.2f ms", m, l.Count, l.P50Ms, l.P99Ms, l.MaxMs)
 	}
 	t.Logf("rcpd RSS: peak (VmHWM) %.1f MiB, sampled peak %.1f MiB, at end %.1f MiB", srv.hwm(), peak, last)
+	// index/add answers after its durable write and never waits for dense
+	// upkeep, so load slows it only by contention.
+	loaded := tr.Methods[rcp.MethodIndexAdd].P50Ms
+	t.Logf("index/add p50: alone %.2f ms, under the mix %.2f ms (%.1f×)", unloaded, loaded, loaded/unloaded)
 
 	if n := tr.ErrorsByCode["transport"]; n > 0 {
 		t.Errorf("%d transport errors", n)
