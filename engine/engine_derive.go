@@ -170,7 +170,9 @@ type deriver struct {
 
 // Tunables of the deriver.
 const (
-	applyBatch      = 512             // ops applied per step
+	// applyBatch bounds the ops applied (and the units a build inserts)
+	// per step: each step is not interruptible, and Close waits for it.
+	applyBatch      = 128
 	checkpointEvery = 5 * time.Second // minimum spacing of checkpoints
 	maxRetryDelay   = time.Minute
 )
@@ -568,6 +570,9 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 	var keys []uint64
 	var texts []string
 	flush := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		vecs, err := dv.embed(ctx, model, texts)
 		if err == nil {
 			err = insertVectors(ix, keys, vecs)
@@ -577,7 +582,7 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 	}
 	for k, t := range dv.units(ctx, maxKey, &fail) {
 		keys, texts = append(keys, k), append(texts, t)
-		if len(texts) == 1024 {
+		if len(texts) == applyBatch {
 			if err := flush(); err != nil {
 				return err
 			}
