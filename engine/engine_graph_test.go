@@ -28,7 +28,9 @@ func multihopEngine(t testing.TB, m *gen.Multihop, dir string, graphOn bool) (*E
 	t.Helper()
 	ctx := context.Background()
 	cfg := Config{Dir: dir, Graph: graphOn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	e, err := Open(ctx, cfg)
+	ingest := cfg
+	ingest.MinFitDocs = 1 << 30 // fit once, after the reopen
+	e, err := Open(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +57,7 @@ func multihopEngine(t testing.TB, m *gen.Multihop, dir string, graphOn bool) (*E
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
+	settle(t, e) // the LSA fit runs in the background
 	if graphOn {
 		if err := e.SyncGraph(ctx); err != nil {
 			t.Fatal(err)
