@@ -19,6 +19,10 @@ const (
 	batchDocs    = 256             // documents applied per write lock
 	saveInterval = 2 * time.Second // longest a processed queue entry waits for its snapshot
 	pollInterval = time.Second     // wake-up when no Notify arrives
+	// communityQuiet is how long the queue must stay empty before the
+	// communities are recomputed (Sync recomputes at once): a Louvain pass
+	// per ingest batch would cost more than the ingest.
+	communityQuiet = 3 * time.Second
 )
 
 // Source reads the live units of a top-level document from the index.
@@ -57,6 +61,7 @@ type Builder struct {
 	mu      sync.Mutex
 	pending []ackEntry // processed, waiting for the next snapshot
 	saved   time.Time
+	applied time.Time // when the last non-empty batch was applied
 }
 
 type ackEntry struct {
@@ -219,6 +224,9 @@ func (b *Builder) step(ctx context.Context, final bool) error {
 				return err
 			}
 		}
+		if n > 0 {
+			b.applied = time.Now()
+		}
 		if n < batchDocs {
 			break
 		}
@@ -227,6 +235,9 @@ func (b *Builder) step(ctx context.Context, final bool) error {
 		if err := b.flush(); err != nil {
 			return err
 		}
+	}
+	if !final && time.Since(b.applied) < communityQuiet {
+		return nil
 	}
 	if h := b.g.Communities(); h == nil || h.Version != b.g.Version() {
 		return b.g.Rebuild(ctx)
