@@ -549,7 +549,10 @@ func mcpPost(base, body string, hdr map[string]string) (int, error) {
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	c := &http.Client{Timeout: normalTimeout}
+	// A fresh connection per request, like the RCP normal client: under
+	// connection pressure the server evicts idle keep-alive connections (a
+	// documented limit), and Go does not replay a POST on an evicted one.
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: normalTimeout}
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err

@@ -207,7 +207,8 @@ type server struct {
 	err  error
 }
 
-var addrRE = regexp.MustCompile(`rcp=(http://127\.0\.0\.1:\d+/rcp)`)
+// addrRE reads the HTTP base URL from rcpd's "serving HTTP (RCP at /rcp)" log line.
+var addrRE = regexp.MustCompile(`serving HTTP.* url=(http://127\.0\.0\.1:\d+)`)
 
 // startRcpd builds ./cmd/rcpd into a temporary directory and starts it on
 // an ephemeral loopback port with a fresh data directory and the demo corpus.
@@ -258,7 +259,7 @@ func startRcpd(ctx context.Context, t *testing.T) *server {
 			if !found {
 				if m := addrRE.FindStringSubmatch(line); m != nil {
 					found = true
-					urlc <- m[1]
+					urlc <- m[1] + "/rcp"
 				}
 			}
 		}
