@@ -5,9 +5,9 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 func agenticChecks() []Check {
@@ -86,15 +86,11 @@ func agenticChecks() []Check {
 			}},
 		{ID: "feedback.concurrent-retrieve", Name: "feedback does not alter a retrieve running concurrently with it", Level: L2, Section: "§7.16", Requirement: Must, Needs: []string{"feedback", "retrieve"},
 			run: func(ctx context.Context, s *suite) outcome {
-				q := s.probeQuery(ctx)
-				params := map[string]any{"query": q, "k": 5}
-				before, _, o := s.retrieve(ctx, params)
+				params, before, o := s.probeHits(ctx)
 				if o != nil {
 					return *o
 				}
-				if len(before.hits) == 0 {
-					return skip("the probe query %q has no hits", q)
-				}
+				q := params["query"]
 				// Reinforcing signals on the current top hits: a server may act
 				// on them, but each retrieve must see the state before or after.
 				var signals []any
@@ -139,14 +135,9 @@ func agenticChecks() []Check {
 			}},
 		{ID: "feedback.advisory", Name: "one session's poison/injection reports do not quarantine a hit (feedback is advisory)", Level: L2, Section: "§7.16, §15.3", Requirement: Should, Needs: []string{"feedback", "retrieve"},
 			run: func(ctx context.Context, s *suite) outcome {
-				q := s.probeQuery(ctx)
-				params := map[string]any{"query": q, "k": 5}
-				before, _, o := s.retrieve(ctx, params)
+				params, before, o := s.probeHits(ctx)
 				if o != nil {
 					return *o
-				}
-				if len(before.hits) == 0 {
-					return skip("the probe query %q has no hits", q)
 				}
 				top := before.hits[0]
 				sid := s.uniq("reporter")
@@ -164,22 +155,33 @@ func agenticChecks() []Check {
 				if i < 0 {
 					return fail("hit %s dropped after reports from a single session: %q", top.key, after.ids())
 				}
-				was, now := string(top.raw["trust"]), string(after.hits[i].raw["trust"])
+				was, now := top.raw["trust"], after.hits[i].raw["trust"]
 				return check(trustLevel(was) == trustLevel(now), "trust of %s changed after reports from a single session: %s → %s", top.key, was, now)
 			}},
 	}
 }
 
-// trustLevel extracts "level" from a raw trust object ("" when absent).
-func trustLevel(raw string) string {
-	i := strings.Index(raw, `"level"`)
-	if i < 0 {
-		return ""
+// probeHits retrieves k 5 for the probe query: the params and the hits, or
+// the outcome to return (a skip when the probe query finds nothing).
+func (s *suite) probeHits(ctx context.Context) (map[string]any, *retrieveView, *outcome) {
+	q := s.probeQuery(ctx)
+	params := map[string]any{"query": q, "k": 5}
+	v, _, o := s.retrieve(ctx, params)
+	if o != nil {
+		return nil, nil, o
 	}
-	rest := raw[i+len(`"level"`):]
-	rest = strings.TrimLeft(rest, " :")
-	if j := strings.IndexAny(rest, ",}"); j >= 0 {
-		rest = rest[:j]
+	if len(v.hits) == 0 {
+		o := skip("the probe query %q has no hits", q)
+		return nil, nil, &o
 	}
-	return strings.Trim(rest, `" `)
+	return params, v, nil
+}
+
+// trustLevel is the "level" of a raw hit.trust object ("" when absent).
+func trustLevel(raw json.RawMessage) string {
+	var t struct {
+		Level string `json:"level"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	return t.Level
 }

@@ -2,7 +2,6 @@ package benchcmd
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -64,9 +63,7 @@ func Gen(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(struct {
+	if err := writeJSON(stdout, struct {
 		gen.Stats
 		Config  gen.Config `json:"config"`
 		Seconds float64    `json:"seconds"`
@@ -90,9 +87,7 @@ func genMultihop(c gen.MultihopConfig, out string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(struct {
+	if err := writeJSON(stdout, struct {
 		gen.Stats
 		Config  gen.MultihopConfig `json:"config"`
 		Seconds float64            `json:"seconds"`
