@@ -27,24 +27,63 @@ type sessionGuard struct {
 
 	mu   sync.Mutex
 	used map[string]time.Time // session id → last request
+	// closing holds evicted sessions: the SDK lists a closed session until
+	// its connection has wound down, and counting those would evict more.
+	closing map[string]bool
 }
 
 func (g *sessionGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(headerSessionID)
-	if id == "" && r.Method == http.MethodPost {
+	if id != "" {
+		g.touch(id)
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, MaxInitializeBytes)
 		g.makeRoom()
 	}
-	g.next.ServeHTTP(w, r)
-	if id == "" {
-		id = w.Header().Get(headerSessionID) // the session just opened
+	// A session opened by this request is recorded as its headers go out,
+	// before the client can see them and open the next one.
+	g.next.ServeHTTP(&openRecorder{ResponseWriter: w, g: g}, r)
+}
+
+func (g *sessionGuard) touch(id string) {
+	g.mu.Lock()
+	g.used[id] = time.Now()
+	g.mu.Unlock()
+}
+
+// openRecorder records the session id a response carries when its header
+// is written.
+type openRecorder struct {
+	http.ResponseWriter
+	g    *sessionGuard
+	done bool
+}
+
+func (o *openRecorder) record() {
+	if o.done {
+		return
 	}
-	if id != "" {
-		g.mu.Lock()
-		g.used[id] = time.Now()
-		g.mu.Unlock()
+	o.done = true
+	if id := o.Header().Get(headerSessionID); id != "" {
+		o.g.touch(id)
 	}
 }
+
+func (o *openRecorder) WriteHeader(code int) {
+	o.record()
+	o.ResponseWriter.WriteHeader(code)
+}
+
+func (o *openRecorder) Write(p []byte) (int, error) {
+	o.record()
+	return o.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the flusher underneath.
+func (o *openRecorder) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
 // makeRoom closes the least recently used session when at the cap, and
 // forgets sessions that are gone.
@@ -60,6 +99,12 @@ func (g *sessionGuard) makeRoom() {
 			delete(g.used, id)
 		}
 	}
+	for id := range g.closing {
+		if !live[id] {
+			delete(g.closing, id)
+		}
+		delete(live, id)
+	}
 	if len(live) < g.max {
 		g.mu.Unlock()
 		return
@@ -72,6 +117,9 @@ func (g *sessionGuard) makeRoom() {
 		}
 	}
 	delete(g.used, victim)
+	if victim != "" {
+		g.closing[victim] = true
+	}
 	g.mu.Unlock()
 	for ss := range g.b.srv.Sessions() {
 		if ss.ID() == victim {
