@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -46,7 +47,7 @@ func corruptEveryFile(t *testing.T, dense string) {
 		}
 	}
 	add(0, n/2)
-	if err := e.ix.Flush(context.Background()); err != nil { // some documents in segments,
+	if err := e.ix.(*index.Index).Flush(context.Background()); err != nil { // some documents in segments,
 		t.Fatal(err)
 	}
 	add(n/2, n) // the rest only in the store (replayed at open)

@@ -183,7 +183,7 @@ type Engine struct {
 	cfg    Config
 	log    *slog.Logger
 	an     *analysis.Analyzer
-	ix     *index.Index
+	ix     Backend // the embedded index unless Config.Backend is set
 	db     *bolt.DB
 	router *rcp.Router
 	fields map[string]string
@@ -345,10 +345,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
 	}
 	e.catalogOpen.Store(true)
-	if e.ix, err = index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts); err != nil {
+	ix, err := index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts)
+	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
 	}
+	e.ix = ix
 	if err := e.openGraph(); err != nil {
 		e.Close()
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -200,7 +201,7 @@ func TestRepair(t *testing.T) {
 	if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": "a", "text": "alpha"}}}); rerr != nil {
 		t.Fatal(rerr)
 	}
-	if err := e.ix.Flush(context.Background()); err != nil {
+	if err := e.ix.(*index.Index).Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	e.Close()

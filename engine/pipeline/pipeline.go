@@ -38,7 +38,8 @@ import (
 )
 
 // Sparse is the lexical backend (*index.Index). Recall searches with
-// SkipDocs; the stages then Load the stored documents of the candidates
+// SkipDocs (a backend may still return Hit.Doc, with its text: such
+// candidates are never loaded again); the stages then Load the stored documents of the candidates
 // they look at — metadata for the whole list only when unit=document or
 // recency needs it, texts for the page (and the reranked top N) alone.
 type Sparse interface {
@@ -253,6 +254,11 @@ func recall(ctx context.Context, s *State) error {
 		cands := make([]Candidate, len(res.Hits)) // one allocation for all
 		for i, h := range res.Hits {
 			cands[i] = Candidate{ID: h.ID, Num: h.DocNum, hasNum: true, Sparse: h.Score, HasSparse: true, Score: h.Score}
+			if h.Doc != nil {
+				// A remote backend answers with the stored documents (one
+				// round trip): nothing is loaded later.
+				cands[i].Doc, cands[i].Facts, cands[i].hasText, cands[i].hasNum = h.Doc, h.Facts, true, false
+			}
 			sparse = append(sparse, &cands[i])
 		}
 		if r.Confidence && len(sparse) > 0 {
