@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -170,5 +171,90 @@ func TestRealEngineDocuments(t *testing.T) {
 	}
 	if lvl := rd.Contents[0].Meta["rcp"].(map[string]any)["trust"].(map[string]any)["level"]; lvl != "untrusted" {
 		t.Errorf("a document written over the wire has trust %v", lvl)
+	}
+}
+
+// servedEngine opens the real engine in dir and serves it through a bridge;
+// stop closes the MCP session, the bridge's RCP client and the engine.
+func servedEngine(t *testing.T, dir string) (cs *mcp.ClientSession, cl *rcp.Client, stop func()) {
+	t.Helper()
+	ctx := context.Background()
+	eng, err := engine.Open(ctx, engine.Config{Dir: dir, Name: "kb", Dense: engine.DenseNone, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err = rcp.ConnectInProcess(ctx, rcp.NewServer(eng, &rcp.ServerOptions{Logger: discardLogger()}),
+		&rcp.ClientOptions{Info: rcp.PeerInfo{Name: "test", Version: "1"}, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cl, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := b.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err = mcp.NewClient(&mcp.Implementation{Name: "restart", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, cl, func() {
+		_ = cs.Close()
+		_ = ss.Wait()
+		_ = cl.Close()
+		if err := eng.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCursorsSurviveCleanRestart: a search cursor (MCP search tool) and a
+// retrieve cursor (RCP) issued before a clean restart page on after it,
+// at the same indexVersion, with the hits a single page would have shown.
+func TestCursorsSurviveCleanRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cs, cl, stop := servedEngine(t, dir)
+	var docs []map[string]any
+	for i := range 6 {
+		docs = append(docs, map[string]any{"id": fmt.Sprintf("d%d", i), "text": strings.Repeat("pump ", i+1) + "seal impeller"})
+	}
+	callTool(t, cs, ToolIndexAdd, map[string]any{"documents": docs})
+	// An upsert leaves a deleted document in the unflushed segment.
+	callTool(t, cs, ToolIndexAdd, map[string]any{"documents": []map[string]any{{"id": "d0", "text": "pump seal"}}})
+	args := map[string]any{"query": "pump seal", "k": 2, "mode": "sparse"}
+	all := structured[SearchOutput](t, callTool(t, cs, ToolSearch, map[string]any{"query": "pump seal", "k": 6, "mode": "sparse"}))
+	first := structured[SearchOutput](t, callTool(t, cs, ToolSearch, args))
+	rp := &rcp.RetrieveParams{Query: rcp.TextQuery("pump seal"), K: 2, Mode: "sparse"}
+	rfirst, err := cl.Retrieve(ctx, rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.NextCursor == "" || rfirst.NextCursor == "" || first.IndexVersion == "" {
+		t.Fatalf("no cursor: %+v / %+v", first, rfirst)
+	}
+	stop()
+
+	cs, cl, stop = servedEngine(t, dir)
+	defer stop()
+	args["cursor"] = first.NextCursor
+	res := callTool(t, cs, ToolSearch, args)
+	if res.IsError {
+		t.Fatalf("MCP search with a pre-restart cursor: %s", textOf(res))
+	}
+	second := structured[SearchOutput](t, res)
+	if second.IndexVersion != first.IndexVersion || len(second.Hits) != 2 || second.Hits[0].ID != all.Hits[2].ID || second.Hits[1].ID != all.Hits[3].ID {
+		t.Fatalf("page 2 after restart at %s: %+v; all hits at %s: %+v", second.IndexVersion, second.Hits, all.IndexVersion, all.Hits)
+	}
+	rp.Cursor = rfirst.NextCursor
+	rsecond, err := cl.Retrieve(ctx, rp)
+	if err != nil {
+		t.Fatalf("RCP retrieve with a pre-restart cursor: %v", err)
+	}
+	if rsecond.IndexVersion != rfirst.IndexVersion || len(rsecond.Hits) != 2 || rsecond.Hits[0].ID.String() != all.Hits[2].ID {
+		t.Fatalf("RCP page 2 after restart: %+v", rsecond)
 	}
 }

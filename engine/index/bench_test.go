@@ -151,7 +151,7 @@ func BenchmarkBuildSegment(b *testing.B) {
 	b.ResetTimer()
 	cpu0 := cpuTime()
 	for b.Loop() {
-		if _, _, err := mergeViews(ctx, segs); err != nil {
+		if _, _, err := mergeViews(ctx, segs, false); err != nil {
 			b.Fatal(err)
 		}
 	}

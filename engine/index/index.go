@@ -34,10 +34,15 @@
 //
 // # Versions
 //
-// Every commit (add, delete, flush, merge, open) publishes a new version,
-// named "<epoch>.<n>" where epoch is random per index. A Query pinned to a
-// version is served from exactly that snapshot while it is retained
-// (Options.RetainVersions / RetainFor) and fails with ErrSnapshotGone after.
+// A version names what searches return: every change of the results
+// publishes a new one, named "<epoch>.<n>" where epoch is random per index.
+// Adds and deletes that change something, merges that drop deleted
+// documents (BM25 statistics change) and a restart after a crash do;
+// flushes, merges that drop nothing, and a restart after a clean Close do
+// not, so a version (and the cursors built on it) survives a clean
+// restart. A Query pinned to a version is served from that snapshot (or
+// one with identical results) while it is retained (Options.RetainVersions
+// / RetainFor) and fails with ErrSnapshotGone after.
 package index
 
 import (
@@ -259,7 +264,8 @@ func (ix *Index) recover(ctx context.Context) error {
 	if man.Analyzer != ix.an.Fingerprint() {
 		return fmt.Errorf("%w (index %s, configured %s)", ErrAnalyzerMismatch, man.Analyzer, ix.an.Fingerprint())
 	}
-	if man.Format != formatLevel || man.ScreenRules != trust.RulesVersion {
+	migrated := man.Format != formatLevel || man.ScreenRules != trust.RulesVersion
+	if migrated {
 		if err := ix.migrateRecords(ctx, &man); err != nil {
 			return err
 		}
@@ -350,9 +356,16 @@ func (ix *Index) recover(ctx context.Context) error {
 		return fmt.Errorf("index: replay: %w", err)
 	}
 
-	// A restart is a new version: scoring statistics of the rebuilt layout
-	// may differ from the pre-crash one.
-	man.Version++
+	// After a clean Close every committed document is in a segment file
+	// and the rebuilt layout is the one served before: the version stays,
+	// so pinned versions and cursors issued before the restart still
+	// resolve. Documents committed after the last flush (a crash) were
+	// replayed without the deleted ones the lost in-memory segments held,
+	// and migrated records may screen differently: the statistics or the
+	// results can differ, so that is a new version.
+	if !found || man.NextSeq-1 > man.FlushedSeq || migrated {
+		man.Version++
+	}
 	if err := ix.st.Update(ctx, func(tx *store.Tx) error {
 		if _, err := tx.PurgeDead(man.Version); err != nil {
 			return err
@@ -422,8 +435,14 @@ func (ix *Index) versionString(v uint64) string {
 }
 
 // publish installs a new current snapshot. Caller holds wmu (or is Open).
+// A snapshot published under the current version (a flush, or a merge
+// that dropped nothing) serves the same results in another layout: it
+// replaces the current one, keeping its commit time.
 func (ix *Index) publish(segs []segView, version uint64) *snapshot {
 	s := &snapshot{version: version, str: ix.versionString(version), at: time.Now(), segs: segs}
+	if cur := ix.cur.Load(); cur != nil && cur.version == version {
+		s.at = cur.at
+	}
 	for _, v := range segs {
 		s.total += v.seg.n
 		s.live += v.seg.n - v.ndel
@@ -433,7 +452,11 @@ func (ix *Index) publish(segs []segView, version uint64) *snapshot {
 	}
 	ix.cur.Store(s)
 	ix.rmu.Lock()
-	ix.retained = append(ix.retained, s)
+	if n := len(ix.retained); n > 0 && ix.retained[n-1].version == version {
+		ix.retained[n-1] = s
+	} else {
+		ix.retained = append(ix.retained, s)
+	}
 	ix.trimRetainedLocked()
 	ix.rmu.Unlock()
 	return s

@@ -616,3 +616,104 @@ func TestBrowseAndBM25Override(t *testing.T) {
 		t.Fatalf("body-only: %q", got)
 	}
 }
+
+// hitScores is the ranked list of r as "id:score" strings.
+func hitScores(r *Result) []string {
+	out := make([]string, len(r.Hits))
+	for i, h := range r.Hits {
+		out[i] = fmt.Sprintf("%s:%.12g", h.ID, h.Score)
+	}
+	return out
+}
+
+// TestVersionTracksResults: the version changes exactly when what a search
+// returns can change. A flush (deleted documents included), a merge that
+// drops nothing and a clean restart keep it, so a version pinned before a
+// restart is served after it with the same hits and scores; a merge that
+// drops deleted documents (BM25 N and df change) and a restart after a
+// crash publish a new one.
+func TestVersionTracksResults(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ix, err := Open(ctx, dir, Options{NoBackground: true, MergeFactor: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, ix, Document{ID: "a", Text: "shock waves over wings"}, Document{ID: "b", Text: "laminar flow over wings"})
+	mustAdd(t, ix, Document{ID: "a", Text: "shock waves over swept wings"}) // upsert: a deleted doc in a memory segment
+	mustAdd(t, ix, Document{ID: "c", Text: "wings and shock tubes"})
+	v := ix.Version()
+	q := Query{Text: "shock wings", K: 10}
+	before := hitScores(search(t, ix, q))
+
+	if err := ix.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ix.Version() != v {
+		t.Fatalf("flush changed the version %s → %s", v, ix.Version())
+	}
+	if got := hitScores(search(t, ix, q)); !slices.Equal(got, before) {
+		t.Fatalf("after flush %q, before %q", got, before)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Clean restart: same version, and pinning it serves the same list.
+	ix, err = Open(ctx, dir, Options{NoBackground: true, MergeFactor: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.Version() != v {
+		t.Fatalf("clean restart changed the version %s → %s", v, ix.Version())
+	}
+	pinned := q
+	pinned.Version = v
+	if got := hitScores(search(t, ix, pinned)); !slices.Equal(got, before) {
+		t.Fatalf("pinned after restart %q, before %q", got, before)
+	}
+
+	// A merge of segments without deletions changes nothing visible.
+	for _, id := range []string{"d", "e"} {
+		mustAdd(t, ix, Document{ID: id, Text: "supersonic wings " + id})
+		if err := ix.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2 := ix.Version()
+	before2 := hitScores(search(t, ix, q))
+	if err := ix.Merge(ctx); err != nil { // the cheapest window: d and e
+		t.Fatal(err)
+	}
+	if st := ix.Stats(); ix.Version() != v2 || st.Segments != 2 || st.Deleted != 1 {
+		t.Fatalf("a merge that dropped nothing: version %s → %s, %+v", v2, ix.Version(), st)
+	}
+	if got := hitScores(search(t, ix, q)); !slices.Equal(got, before2) {
+		t.Fatalf("after merge %q, before %q", got, before2)
+	}
+	// Merging the first segment drops the deleted "a": N and df change, so
+	// a new version; the old one stays pinnable and serves the old scores.
+	if err := ix.ForceMerge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ix.Version() == v2 || ix.Stats().Deleted != 0 {
+		t.Fatalf("a merge that dropped deleted documents kept version %s (%+v)", v2, ix.Stats())
+	}
+	pinned.Version = v2
+	if got := hitScores(search(t, ix, pinned)); !slices.Equal(got, before2) {
+		t.Fatalf("pinned to the pre-merge version %q, want %q", got, before2)
+	}
+
+	// A crash with unflushed writes: a new version.
+	mustAdd(t, ix, Document{ID: "h", Text: "shock"})
+	v5 := ix.Version()
+	ix.closed.Store(true)
+	ix.st.Close()
+	ix = openTest(t, dir, Options{NoBackground: true})
+	if ix.Version() == v5 {
+		t.Fatalf("restart after a crash kept version %s", v5)
+	}
+	if _, err := ix.Search(ctx, Query{Text: "shock", Version: v5}); !errors.Is(err, ErrSnapshotGone) {
+		t.Fatalf("pre-crash version: %v", err)
+	}
+}

@@ -75,6 +75,11 @@ func (ix *Index) Flush(ctx context.Context) error {
 
 // flush merges the in-memory segments into one segment file and commits it
 // to the manifest. Unless force, it waits for the flush thresholds.
+//
+// A flush only persists: deleted documents are written too (Open rebuilds
+// their deletion from the store's live-id map), so the scoring statistics
+// and the index version stay what they were, and a clean restart serves
+// the version it closed with.
 func (ix *Index) flush(ctx context.Context, force bool) error {
 	ix.bgmu.Lock()
 	defer ix.bgmu.Unlock()
@@ -149,10 +154,14 @@ func (ix *Index) ForceMerge(ctx context.Context) error {
 }
 
 // rewrite replaces the adjacent segments src (as seen by the current
-// snapshot) with one merged segment file and publishes a new version.
-// Documents deleted while the merge ran stay deleted. Caller holds bgmu.
+// snapshot) with one merged segment file and publishes it. A merge drops
+// the documents deleted in src, which changes BM25's document count and
+// frequencies, so it publishes a new version; a flush (isFlush) keeps them
+// and a merge of segments without deletions drops nothing: both serve
+// exactly the results of the current version and publish under it.
+// Documents deleted while the rewrite ran stay deleted. Caller holds bgmu.
 func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error {
-	data, ndocs, err := mergeViews(ctx, src)
+	data, ndocs, err := mergeViews(ctx, src, isFlush)
 	if err != nil {
 		return err
 	}
@@ -193,7 +202,7 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 				continue
 			}
 			for i := 0; i < old.seg.n; i++ {
-				if old.del.Has(uint32(i)) && !src[k].deleted(uint32(i)) {
+				if old.del.Has(uint32(i)) && (isFlush || !src[k].deleted(uint32(i))) {
 					if l, ok := seg.findSeq(old.seg.seq(uint32(i))); ok {
 						if nv.del == nil {
 							nv.del = NewBitset(seg.n)
@@ -206,12 +215,16 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 		}
 	}
 	m := ix.man
-	m.Version++
 	replaced := map[string]bool{}
 	var maxSeq uint64
+	dropped := 0
 	for _, v := range src {
 		replaced[v.seg.name] = true
 		maxSeq = max(maxSeq, v.seg.maxSeq)
+		dropped += v.ndel
+	}
+	if !isFlush && dropped > 0 {
+		m.Version++
 	}
 	var refs []store.Segment
 	inserted := false
@@ -267,9 +280,10 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 }
 
 // mergeViews writes one segment image holding the live documents of views
-// (in ascending seq order). Dictionaries are merged k-way, streaming one
-// term's postings at a time, so memory stays proportional to the output.
-func mergeViews(ctx context.Context, views []segView) (data []byte, n int, err error) {
+// (in ascending seq order), and the deleted ones too with keepDeleted.
+// Dictionaries are merged k-way, streaming one term's postings at a time,
+// so memory stays proportional to the output.
+func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []byte, n int, err error) {
 	var seqs []uint64
 	var ids []string
 	var lens []uint32
@@ -277,7 +291,7 @@ func mergeViews(ctx context.Context, views []segView) (data []byte, n int, err e
 	for k, v := range views {
 		m := make([]uint32, v.seg.n)
 		for i := 0; i < v.seg.n; i++ {
-			if v.deleted(uint32(i)) {
+			if !keepDeleted && v.deleted(uint32(i)) {
 				m[i] = noDoc
 				continue
 			}
