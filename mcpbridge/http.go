@@ -60,7 +60,7 @@ func (b *Bridge) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	if maxSess <= 0 {
 		maxSess = DefaultMaxSessions
 	}
-	var out http.Handler = cop.Handler(&sessionGuard{b: b, max: maxSess, next: tasks.LiftHTTP(h, MaxFrameBytes), used: map[string]time.Time{}, closing: map[string]bool{}})
+	var out http.Handler = cop.Handler(&sessionGuard{b: b, max: maxSess, next: newCancelGuard(tasks.LiftHTTP(h, MaxFrameBytes), MaxFrameBytes), used: map[string]time.Time{}, closing: map[string]bool{}})
 	if tok := opts.BearerToken; tok != "" {
 		next := out
 		out = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,87 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// TestHTTPCancelledRequestIsNotAnswered: over streamable HTTP, a tools/call
+// the client cancels (notifications/cancelled in another POST) gets no
+// answer — its SSE stream ends without one — and the engine call behind it
+// is cancelled; the session keeps serving.
+func TestHTTPCancelledRequestIsNotAnswered(t *testing.T) {
+	e := newTestEngine(fullCaps())
+	entered, stopped := make(chan struct{}, 1), make(chan struct{}, 1)
+	r := e.router()
+	rcp.Handle(r, rcp.MethodRetrieve, func(ctx context.Context, _ *rcp.RetrieveParams) (*rcp.RetrieveResult, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		stopped <- struct{}{}
+		return nil, ctx.Err()
+	})
+	c, err := rcp.ConnectInProcess(context.Background(), rcp.NewServer(r, &rcp.ServerOptions{Logger: discardLogger()}), &rcp.ClientOptions{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	b, err := New(c, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveHTTP(t, b, HTTPOptions{})
+	sid, _ := rawInitialize(t, srv.URL)
+	postRaw(t, srv.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	body := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(
+			`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"search","arguments":{"query":"never ends"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", ProtocolVersion)
+		req.Header.Set("Mcp-Session-Id", sid)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			body <- "error: " + err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			body <- string(raw) + "\nerror: " + err.Error()
+			return
+		}
+		body <- string(raw)
+	}()
+	wait(t, entered, "the engine call")
+	if resp, _ := postRaw(t, srv.URL, sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"user gave up"}}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: HTTP %d", resp.StatusCode)
+	}
+	wait(t, stopped, "the engine call to be cancelled")
+	got := wait(t, body, "the cancelled request's stream to end")
+	for _, line := range strings.Split(got, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(data), &m) == nil && m["id"] == "slow" {
+			t.Errorf("the cancelled request was answered: %s", data)
+		}
+	}
+	if strings.Contains(got, "error: ") {
+		t.Errorf("the stream did not end cleanly: %s", got)
+	}
+	if _, m := postRaw(t, srv.URL, sid, `{"jsonrpc":"2.0","id":"p","method":"ping"}`); m["result"] == nil {
+		t.Fatalf("ping after the cancellation: %v", m)
+	}
+}
