@@ -37,6 +37,9 @@ func passage(sb *strings.Builder, boundary string, n int, h Hit) {
 		fmt.Fprintf(sb, " source=\"%s\"", attr(h.Source))
 	}
 	fmt.Fprintf(sb, " score=\"%s\" trust=\"%s\"", strconv.FormatFloat(h.Score, 'g', 6, 64), attr(h.Trust.Level))
+	if h.Grade != nil {
+		fmt.Fprintf(sb, " your-model-grade=\"%s\"", strconv.FormatFloat(*h.Grade, 'g', 3, 64))
+	}
 	if h.Trust.InjectionSuspected {
 		sb.WriteString(` injection-suspected="true"`)
 	}
@@ -70,6 +73,9 @@ func renderHits(sb *strings.Builder, hits []Hit) {
 func renderSearch(out *SearchOutput) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d passage%s from engine %q for query %q.\n", len(out.Hits), plural(len(out.Hits), "", "s"), out.Engine, out.Query)
+	if out.RewrittenQuery != "" {
+		fmt.Fprintf(&sb, "Searched with the query your model rewrote: %q.\n", out.RewrittenQuery)
+	}
 	if out.Hypothetical != "" {
 		boundary := newBoundary()
 		fmt.Fprintf(&sb, "Searched together with this hypothetical passage that your model wrote (generated, not evidence; boundary %s):\n"+

@@ -126,6 +126,7 @@ var hitSchema = openObject(obj{
 	"source":     str("Citation source URI or name."),
 	"trust":      trustSchema,
 	"meta":       obj{"type": "object", "description": "Document metadata."},
+	"grade":      number("With modelRerank: your model's 0-10 relevance grade (hits are ordered by it)."),
 }, "rank", "id", "score", "text", "trust")
 
 // metaSchema types the document metadata the engine filters on, so that a

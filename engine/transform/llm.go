@@ -59,8 +59,22 @@ func newNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (t *Transformer) llm(ctx context.Context, method, query string, n int) (Result, error) {
-	reply, err := t.cfg.Chat.Complete(ctx, Messages(method, query, n, newNonce()))
+// WithModel runs req on chat alone, with no offline fallback: for callers
+// that must know the model answered, like the MCP bridge running hyde and
+// rewrite on its client's model through sampling.
+func WithModel(ctx context.Context, chat Chat, req Request) (Result, error) {
+	if _, ok := llmTasks[req.Method]; !ok {
+		return Result{}, fmt.Errorf("%w: %q", ErrUnknownMethod, req.Method)
+	}
+	n := req.N
+	if n <= 0 {
+		n = DefaultN
+	}
+	return llm(ctx, chat, req.Method, req.Query, min(n, MaxN))
+}
+
+func llm(ctx context.Context, chat Chat, method, query string, n int) (Result, error) {
+	reply, err := chat.Complete(ctx, Messages(method, query, n, newNonce()))
 	if err != nil {
 		return Result{}, fmt.Errorf("transform: chat: %w", err)
 	}

@@ -116,7 +116,7 @@ func (t *Transformer) Transform(ctx context.Context, req Request) (Result, error
 	}
 	n = min(n, MaxN)
 	if t.cfg.Chat != nil {
-		res, err := t.llm(ctx, req.Method, req.Query, n)
+		res, err := llm(ctx, t.cfg.Chat, req.Method, req.Query, n)
 		if err == nil || req.Method == HyDE || ctx.Err() != nil {
 			return res, err
 		}
