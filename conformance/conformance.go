@@ -250,6 +250,7 @@ func Checks() []Check {
 	all = append(all, httpChecks()...)
 	all = append(all, gatingChecks()...)
 	all = append(all, retrieveChecks()...)
+	all = append(all, unitChecks()...)
 	all = append(all, filterChecks()...)
 	all = append(all, methodChecks()...)
 	all = append(all, agenticChecks()...)

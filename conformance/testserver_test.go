@@ -38,7 +38,8 @@ func baselineCaps() map[string]any {
 		"multiVector": map[string]any{"dimension": 4, "identity": "ts-multi", "similarity": "dot"},
 		"rerank":      map[string]any{"methods": []any{"cross-encoder"}},
 		"retrieve": map[string]any{"maxK": 20, "modes": []any{"dense", "sparse", "hybrid"}, "fusion": []any{"rrf"}, "mmr": true,
-			"rerankBuiltin": true, "deterministic": true, "snapshots": true, "tokenBudget": true, "confidence": true, "scoreFloor": 0.0},
+			"rerankBuiltin": true, "deterministic": true, "snapshots": true, "tokenBudget": true, "confidence": true, "scoreFloor": 0.0,
+			"units": []any{"chunk", "document", "path", "community", "tree-node"}, "levels": 2},
 		"transform":  map[string]any{"methods": []any{"rewrite"}},
 		"graph":      map[string]any{"ops": []any{"local", "global"}},
 		"index":      map[string]any{"writable": true},
@@ -878,6 +879,10 @@ func (ss *tsession) retrieve(p map[string]json.RawMessage) (any, *rpcErr) {
 	if present(p, "seed") && srv.bad("retrieve.seed-tolerated") {
 		return nil, eOption("seed", "no seed")
 	}
+	unit, level, uerr := ss.unitParams(p)
+	if uerr != nil {
+		return nil, uerr
+	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	version := fmt.Sprintf("v%d", srv.version)
@@ -994,6 +999,7 @@ func (ss *tsession) retrieve(p map[string]json.RawMessage) (any, *rpcErr) {
 		if srv.bad("retrieve.basic") {
 			delete(h, "score")
 		}
+		ss.annotateUnit(h, unit, level)
 		tokensUsed += len(tokens(r.doc.text))
 		hits = append(hits, h)
 	}
@@ -1803,5 +1809,50 @@ func (ss *tsession) feedbackEffects(p map[string]json.RawMessage) {
 		if id, ok := sg.HitID.(string); ok && sg.PoisonSuspected {
 			srv.quarantined[id] = true
 		}
+	}
+}
+
+// unitParams reads retrieve's unit and level (§7.7.2): an un-advertised
+// unit is -32005.
+func (ss *tsession) unitParams(p map[string]json.RawMessage) (string, int, *rpcErr) {
+	unit, level := "chunk", 0
+	if present(p, "unit") {
+		_ = json.Unmarshal(p["unit"], &unit)
+		if !slices.Contains(ss.capList("retrieve.units"), unit) && !ss.srv.bad("retrieve.unit-unsupported") {
+			return "", 0, eOption("unit", "unit not advertised")
+		}
+	}
+	if present(p, "level") {
+		l, err := intParam(p["level"], "level", 0)
+		if err != nil {
+			return "", 0, err
+		}
+		level = min(l, 1)
+	}
+	return unit, level, nil
+}
+
+// annotateUnit makes a hit of unit (at level) echo both, with the lineage
+// graph and tree units carry.
+func (ss *tsession) annotateUnit(h map[string]any, unit string, level int) {
+	bad := ss.srv.bad
+	h["unit"] = unit
+	if bad("retrieve.units") {
+		h["unit"] = "chunk"
+	}
+	if unit == "community" || unit == "tree-node" {
+		h["level"] = level
+		if bad("retrieve.levels") {
+			h["level"] = level + 5
+		}
+	}
+	if bad("retrieve.provenance") {
+		return
+	}
+	switch unit {
+	case "path":
+		h["provenance"] = map[string]any{"path": []any{"a", "b"}, "edges": []any{map[string]any{"src": "a", "dst": "b"}}}
+	case "community", "tree-node":
+		h["provenance"] = map[string]any{"leaves": []any{h["id"]}}
 	}
 }

@@ -503,7 +503,7 @@ func (e *Engine) describe(g *generation) rcp.Description {
 	floor := 0.0
 	ret := &rcp.RetrieveCap{
 		MaxK: e.cfg.MaxK, Modes: []string{rcp.ModeSparse},
-		Units:       []string{rcp.UnitChunk, rcp.UnitPassage, rcp.UnitDocument},
+		Units:       []string{rcp.UnitChunk, rcp.UnitPassage, rcp.UnitDocument, rcp.UnitPage},
 		TokenBudget: true, Confidence: true, ScoreScale: "bm25", ScoreFloor: &floor,
 		Deterministic: true, Snapshots: true, DefaultMode: rcp.ModeSparse,
 		Modalities: []string{rcp.ModalityText},

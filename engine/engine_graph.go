@@ -160,7 +160,7 @@ func (e *Engine) describeGraph(caps *rcp.Capabilities) {
 		return
 	}
 	caps.Graph = &rcp.GraphCap{Ops: graphOps}
-	caps.Retrieve.Units = append(caps.Retrieve.Units, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitCommunity)
+	caps.Retrieve.Units = append(caps.Retrieve.Units, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitPath, rcp.UnitSubgraph, rcp.UnitCommunity)
 	caps.Retrieve.Levels = graph.MaxLevels
 	caps.Memory = &rcp.MemoryCap{Scopes: []string{memory.ScopeGlobal, memory.ScopeSession}, Clues: true}
 }

@@ -3,12 +3,16 @@ package engine
 // Graph units of retrieve (§7.7.2): unit "community" returns community
 // summaries of one level (level 0 the finest; provenance.leaves the units
 // behind the summary), "node" entities with their facts, "triplet" the
-// (subject, predicate, object) facts themselves. All come from the
+// (subject, predicate, object) facts themselves, "path" seed → entity
+// chains (provenance.path/edges, the facts along them as text) and
+// "subgraph" a ranked entity with its best neighbours and the edges among
+// them. All come from the
 // knowledge graph (engine_graph.go); options that only make sense for text
 // units (filter, mode, rerank, mmr, cursor) follow strict.
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/graph"
@@ -72,6 +76,31 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 			hits = append(hits, rcp.Hit{ID: rcp.StringID(n.Name), Score: n.Score, Text: &text, Unit: rcp.UnitNode, Level: &level,
 				Modality: rcp.ModalityText, Provenance: &rcp.Provenance{Nodes: []string{n.Name}}})
 		}
+	case rcp.UnitPath:
+		paths, err := g.Paths(ctx, graph.Seeds{Query: query}, k, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, ph := range paths {
+			text := strings.Join(ph.Facts, ". ") + "."
+			hits = append(hits, rcp.Hit{ID: rcp.StringID("path:" + strings.Join(ph.Nodes, " > ")), Score: ph.Score, Text: &text,
+				Unit: rcp.UnitPath, Level: &level, Modality: rcp.ModalityText,
+				Provenance: &rcp.Provenance{Path: ph.Nodes, Nodes: ph.Nodes, Edges: wireEdges(ph.Edges), Leaves: ph.Leaves}})
+		}
+	case rcp.UnitSubgraph:
+		subs, err := g.Subgraphs(ctx, graph.Seeds{Query: query}, k, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, sg := range subs {
+			text := strings.Join(sg.Nodes, ", ") + "."
+			if len(sg.Facts) > 0 {
+				text += "\n" + strings.Join(sg.Facts, ".\n") + "."
+			}
+			hits = append(hits, rcp.Hit{ID: rcp.StringID("subgraph:" + sg.Center), Score: sg.Score, Text: &text,
+				Unit: rcp.UnitSubgraph, Level: &level, Modality: rcp.ModalityText,
+				Provenance: &rcp.Provenance{Nodes: sg.Nodes, Edges: wireEdges(sg.Edges), Leaves: sg.Leaves}})
+		}
 	default: // triplet
 		triples, err := g.Triples(ctx, graph.Seeds{Query: query}, k, 1)
 		if err != nil {
@@ -91,4 +120,13 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 	n := len(hits)
 	return &rcp.RetrieveResult{Hits: hits, IndexVersion: e.ix.Version(),
 		Usage: &rcp.Usage{Candidates: &n, LatencyMs: &lat, Notes: *notes}}, nil
+}
+
+func wireEdges(es []graph.EdgeInfo) []rcp.Edge {
+	out := make([]rcp.Edge, len(es))
+	for i, ed := range es {
+		w := ed.Weight
+		out[i] = rcp.Edge{Src: ed.Src, Dst: ed.Dst, Weight: &w}
+	}
+	return out
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/rcp"
@@ -17,7 +19,7 @@ func TestRetrieveGraphUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	ret := e.Describe(ctx).Capabilities.Retrieve
-	for _, u := range []string{rcp.UnitPassage, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitCommunity} {
+	for _, u := range []string{rcp.UnitPassage, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitPath, rcp.UnitSubgraph, rcp.UnitCommunity} {
 		if !rcp.Contains(ret.Units, u) {
 			t.Fatalf("units %v lack %s", ret.Units, u)
 		}
@@ -51,6 +53,35 @@ func TestRetrieveGraphUnits(t *testing.T) {
 	tr := get(map[string]any{"query": "where was Boris Kent born", "k": 1, "unit": "triplet"})
 	if len(tr) != 1 || tr[0].Text != "boris kent was born in cara town." || tr[0].Provenance.Leaves[0] != "d2" {
 		t.Fatalf("triplet hits %+v", tr)
+	}
+	// A path from the question's entity through the bridge: Anna Vale →
+	// Boris Kent → Cara Town, with the facts of d1 and d2.
+	pa := get(map[string]any{"query": "Anna Vale", "k": 10, "unit": "path"})
+	found := false
+	for _, h := range pa {
+		if h.Unit != "path" || h.Level == nil || *h.Level != 0 || h.Provenance == nil || len(h.Provenance.Path) < 2 ||
+			len(h.Provenance.Edges) != len(h.Provenance.Path)-1 || h.Provenance.Path[0] != "anna vale" {
+			t.Fatalf("path hit %+v", h)
+		}
+		if slices.Equal(h.Provenance.Path, []string{"anna vale", "boris kent", "cara town"}) {
+			found = true
+			if !strings.Contains(h.Text, "boris kent was born in cara town") || !slices.Contains(h.Provenance.Leaves, "d2") || !slices.Contains(h.Provenance.Leaves, "d1") {
+				t.Fatalf("two-hop path %+v", h)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no anna vale > boris kent > cara town path in %+v", pa)
+	}
+	sg := get(map[string]any{"query": "Boris Kent", "k": 2, "unit": "subgraph"})
+	if len(sg) == 0 || sg[0].Unit != "subgraph" || sg[0].Provenance == nil || sg[0].Provenance.Nodes[0] != "boris kent" ||
+		len(sg[0].Provenance.Edges) == 0 || len(sg[0].Provenance.Leaves) == 0 {
+		t.Fatalf("subgraph hits %+v", sg)
+	}
+	for _, ed := range sg[0].Provenance.Edges {
+		if !slices.Contains(sg[0].Provenance.Nodes, ed.Src) || !slices.Contains(sg[0].Provenance.Nodes, ed.Dst) || ed.Weight == nil {
+			t.Fatalf("subgraph edge %+v outside nodes %v", ed, sg[0].Provenance.Nodes)
+		}
 	}
 	p := get(map[string]any{"query": "Boris Kent", "k": 2, "unit": "passage"})
 	if len(p) == 0 {

@@ -27,7 +27,10 @@ type addDoc struct {
 	source, uri     string
 	page            int
 	chunk           bool
-	contextual      bool
+	// wholePages: paged text (form feeds) indexed without chunk:true is
+	// stored one unit per page, so unit "page" and citation.page work.
+	wholePages bool
+	contextual bool
 	// units are the chunks of a chunked document, prepared (split and
 	// annotated) before the write lock is taken.
 	units []index.Document
@@ -228,6 +231,9 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 			continue // a later document with the same id wins
 		}
 		src := &index.Source{Name: d.source, URI: d.uri, Page: d.page}
+		if !d.chunk && strings.Contains(d.text, "\f") {
+			d.chunk, d.wholePages = true, true
+		}
 		if !d.chunk {
 			plain[d.id] = true
 			if c0, err := e.ix.Get(ctx, chunkID(d.id, 0)); err != nil {
@@ -255,6 +261,11 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 				return nil, 0, err
 			}
 			d.units[j].Source = src
+			if ci, ok := pipeline.ReadChunkInfo(d.units[j].Meta); ok && ci.Page > 0 {
+				paged := *src
+				paged.Page = ci.Page
+				d.units[j].Source = &paged
+			}
 		}
 		idocs = append(idocs, d.units...)
 		chunkSets[d.id] = len(d.units)
@@ -359,12 +370,12 @@ func (e *Engine) prepareChunks(ctx context.Context, docs []addDoc) error {
 // writer). Character offsets are counted incrementally: the chunks' starts
 // and ends only move forward, so the whole is linear in the text.
 func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]index.Document, error) {
-	pieces, err := chunk.SplitContext(ctx, d.text, e.cfg.Chunk)
+	pieces, pages, err := splitPages(ctx, d.text, e.cfg.Chunk, d.wholePages)
 	if err != nil {
 		return nil, err
 	}
 	if len(pieces) == 0 {
-		pieces = []chunk.Chunk{{Text: d.text, End: len(d.text)}}
+		pieces, pages = []chunk.Chunk{{Text: d.text, End: len(d.text)}}, nil
 	}
 	var kp []string
 	if d.contextual {
@@ -379,6 +390,9 @@ func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]index.Document, er
 			}
 		}
 		info := map[string]any{"start": float64(starts.at(pc.Start)), "end": float64(ends.at(pc.End))}
+		if pages != nil {
+			info["page"] = float64(max(d.page, 1) + pages[j])
+		}
 		if len(pc.Section) > 0 {
 			sec := make([]any, len(pc.Section))
 			for k, s := range pc.Section {
@@ -401,6 +415,46 @@ func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]index.Document, er
 			Chunk: &index.ChunkRef{DocID: d.id, Index: pc.Index, Start: pc.Start, End: pc.End}})
 	}
 	return units, nil
+}
+
+// splitPages chunks text page by page when it has pages (form feeds, as
+// PDF text arrives from internal/ingest), so no chunk straddles a page
+// break and unit "page" can regroup a page's chunks; pages[j] is chunk
+// j's 0-based page (nil for unpaged text). whole makes each non-blank
+// page one chunk.
+func splitPages(ctx context.Context, text string, opts chunk.Options, whole bool) ([]chunk.Chunk, []int, error) {
+	if !strings.Contains(text, "\f") {
+		pieces, err := chunk.SplitContext(ctx, text, opts)
+		return pieces, nil, err
+	}
+	var out []chunk.Chunk
+	var pages []int
+	start := 0
+	for pg := 0; start <= len(text); pg++ {
+		end := strings.IndexByte(text[start:], '\f')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += start
+		}
+		var pieces []chunk.Chunk
+		var err error
+		if !whole {
+			pieces, err = chunk.SplitContext(ctx, text[start:end], opts)
+		} else if strings.TrimSpace(text[start:end]) != "" {
+			pieces = []chunk.Chunk{{Text: text[start:end], End: end - start}}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, pc := range pieces {
+			pc.Index, pc.Start, pc.End = len(out), pc.Start+start, pc.End+start
+			out = append(out, pc)
+			pages = append(pages, pg)
+		}
+		start = end + 1
+	}
+	return out, pages, nil
 }
 
 // runeOffsets converts non-decreasing byte offsets of text to character

@@ -277,9 +277,9 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		req.Unit = rcp.UnitChunk
 	case rcp.UnitPassage: // a passage is a chunk, echoed under its own name
 		req.Unit, passage = rcp.UnitChunk, true
-	case rcp.UnitDocument:
-		req.Unit = rcp.UnitDocument
-	case rcp.UnitCommunity, rcp.UnitNode, rcp.UnitTriplet:
+	case rcp.UnitDocument, rcp.UnitPage:
+		req.Unit = p.Unit
+	case rcp.UnitCommunity, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitPath, rcp.UnitSubgraph:
 		if e.kg != nil {
 			return e.retrieveGraphUnit(ctx, p, k, unsupported, &notes, started)
 		}
@@ -424,6 +424,11 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		}
 		if encoding == rcp.EncodingF32Base64 {
 			res.Meta = res.Meta.Set("encoding", encoding)
+		}
+	}
+	if req.Unit == rcp.UnitPage {
+		if err := e.fillPages(ctx, res.Hits, req.IncludeText); err != nil {
+			return nil, err
 		}
 	}
 	if passage {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -123,7 +124,7 @@ type Request struct {
 	Filter      *filter.Node
 	MinScore    *float64
 	Recency     *Recency
-	Unit        string // rcp.UnitChunk or rcp.UnitDocument
+	Unit        string // rcp.UnitChunk, rcp.UnitDocument or rcp.UnitPage (chunks grouped by page)
 	TokenBudget *int
 	IncludeText bool
 	Vectors     bool // fill Page.Vectors
@@ -564,7 +565,7 @@ func ParseDate(v any) (time.Time, bool) {
 // computes confidence and reorders by MMR when asked.
 func diversify(ctx context.Context, s *State) error {
 	r := s.Req
-	if r.Unit == rcp.UnitDocument {
+	if r.Unit == rcp.UnitDocument || r.Unit == rcp.UnitPage {
 		if err := s.load(ctx, s.Cands, false); err != nil {
 			return err
 		}
@@ -574,6 +575,9 @@ func diversify(ctx context.Context, s *State) error {
 			g := c.ID
 			if c.Doc != nil && c.Doc.Chunk != nil && c.Doc.Chunk.DocID != "" {
 				g = c.Doc.Chunk.DocID
+			}
+			if r.Unit == rcp.UnitPage {
+				g = PageID(g, pageOf(c.Doc))
 			}
 			if seen[g] {
 				continue
@@ -766,8 +770,20 @@ const MetaKey = "_rcpd"
 type ChunkInfo struct {
 	Start   int
 	End     int
+	Page    int // 1-based page of a paged document's chunk (0: unpaged)
 	Section []string
 	Context string
+}
+
+// PageID names page n of document doc (unit "page").
+func PageID(doc string, n int) string { return doc + "#p" + strconv.Itoa(n) }
+
+// pageOf is the 1-based page a unit lies on (1 for an unpaged one).
+func pageOf(d *index.Document) int {
+	if d != nil && d.Source != nil && d.Source.Page > 0 {
+		return d.Source.Page
+	}
+	return 1
 }
 
 // ReadChunkInfo decodes meta[MetaKey].
@@ -788,7 +804,7 @@ func ReadChunkInfo(meta map[string]any) (ChunkInfo, bool) {
 		}
 		return 0
 	}
-	ci := ChunkInfo{Start: num("start"), End: num("end")}
+	ci := ChunkInfo{Start: num("start"), End: num("end"), Page: num("page")}
 	ci.Context, _ = m["context"].(string)
 	if sec, ok := m["section"].([]any); ok {
 		for _, x := range sec {
@@ -806,8 +822,8 @@ func (s *State) hit(c *Candidate) rcp.Hit {
 	d := c.Doc
 	id := c.ID
 	unit := rcp.UnitChunk
-	if r.Unit == rcp.UnitDocument {
-		id, unit = c.groupID, rcp.UnitDocument
+	if r.Unit == rcp.UnitDocument || r.Unit == rcp.UnitPage {
+		id, unit = c.groupID, r.Unit
 	} else if d != nil && d.Chunk == nil {
 		unit = rcp.UnitDocument // an unchunked document is its own unit
 	}

@@ -21,7 +21,7 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 	t.register(fs)
 	k := fs.Int("k", 10, "number of hits")
 	mode := fs.String("mode", "", "dense | sparse | hybrid (default: the server's)")
-	unit := fs.String("unit", "", "chunk | document")
+	unit := fs.String("unit", "", "a unit of retrieve.units (chunk, document, page, tree-node, ...; rcp info lists them)")
 	candK := fs.Int("candidate-k", 0, "recall-stage candidates (0: server default)")
 	rerank := fs.String("rerank", "", "rerank method inside retrieve (cross-encoder | colbert | llm)")
 	mmr := fs.Float64("mmr", -1, "MMR lambda in [0,1] (default off)")
