@@ -397,7 +397,7 @@ func TestRetrieveOptions(t *testing.T) {
 		}
 	})
 	t.Run("strict false falls back", func(t *testing.T) {
-		r := retrieve(t, e, base(map[string]any{"strict": false, "mode": "colbert", "rerank": map[string]any{"method": "llm"}, "unit": "page"}))
+		r := retrieve(t, e, base(map[string]any{"strict": false, "mode": "colbert", "rerank": map[string]any{"method": "llm"}, "unit": "subgraph"}))
 		if len(r.Hits) == 0 || len(r.Usage.Notes) < 3 {
 			t.Fatalf("%+v", r.Usage)
 		}
