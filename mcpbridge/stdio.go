@@ -37,6 +37,8 @@ const (
 //     at once still gets every answer.
 //   - A request the client cancelled (notifications/cancelled) is not
 //     answered, as MCP requires.
+//   - Task status notifications leave as notifications/tasks/status
+//     (tasks.RewriteStatus).
 //
 // JSON-RPC batches (allowed only by MCP 2025-03-26) are refused with -32600.
 type StdioTransport struct {
@@ -220,6 +222,9 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("mcpbridge: encoding a message: %w", err)
+	}
+	if status := tasks.RewriteStatus(data); status != nil {
+		data = status
 	}
 	return c.writeLine(data)
 }

@@ -10,6 +10,9 @@
 // moves params.task into params._meta[MetaKey] before decoding (Lift, and
 // LiftHTTP for streamable HTTP); the bridge's stdio transport calls Lift.
 //
+// Every status change is told to the task's session as
+// notifications/tasks/status (status.go).
+//
 // Tasks belong to the MCP session that created them: another session can
 // neither see, read nor cancel them. A task lives for its TTL from creation
 // (the requested ttl, clamped to [MinTTL, Options.MaxTTL]); a task still
@@ -233,8 +236,8 @@ func (m *Manager) run(ctx context.Context, t *task, run func(context.Context) (m
 // finish records the outcome unless the task was already cancelled.
 func (m *Manager) finish(t *task, res mcp.Result, err error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if t.Status.terminal() {
+		m.mu.Unlock()
 		return
 	}
 	t.result, t.err = res, err
@@ -244,22 +247,34 @@ func (m *Manager) finish(t *task, res mcp.Result, err error) {
 	}
 	t.LastUpdatedAt = stamp(time.Now())
 	close(t.done)
+	snap := t.Task
+	m.mu.Unlock()
+	m.notifyStatus(t.session, snap)
 }
 
 // expire removes a task whose TTL ended, cancelling it if it still runs.
 func (m *Manager) expire(id string) {
 	m.mu.Lock()
 	t, ok := m.tasks[id]
+	running := ok && !t.Status.terminal()
 	if ok {
 		delete(m.tasks, id)
-		if !t.Status.terminal() {
+		if running {
 			t.Status, t.StatusMessage = Cancelled, "TTL expired"
+			t.LastUpdatedAt = stamp(time.Now())
 			close(t.done)
 		}
+	}
+	var snap Task
+	if ok {
+		snap = t.Task
 	}
 	m.mu.Unlock()
 	if ok {
 		t.cancel()
+	}
+	if running {
+		m.notifyStatus(t.session, snap)
 	}
 }
 
@@ -309,6 +324,7 @@ func (m *Manager) cancelTask(ss mcp.Session, id string) (Task, error) {
 	snap := t.Task
 	m.mu.Unlock()
 	t.cancel()
+	m.notifyStatus(t.session, snap)
 	return snap, nil
 }
 
