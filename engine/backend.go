@@ -37,3 +37,14 @@ type Backend interface {
 }
 
 var _ Backend = (*index.Index)(nil)
+
+// preparer is a Backend that can do an add's CPU work (analysis,
+// screening, record encoding) ahead of the engine's write lock and commit
+// the result under it; the embedded index does. Other backends' Add runs
+// under the lock.
+type preparer interface {
+	Prepare(ctx context.Context, docs []index.Document) (*index.Batch, error)
+	Commit(ctx context.Context, b *index.Batch) ([]string, error)
+}
+
+var _ preparer = (*index.Index)(nil)

@@ -31,8 +31,8 @@ type addDoc struct {
 	// stored one unit per page, so unit "page" and citation.page work.
 	wholePages bool
 	contextual bool
-	// units are the chunks of a chunked document, prepared (split and
-	// annotated) before the write lock is taken.
+	// units are the chunks of a chunked document, split and annotated by
+	// planWrite before the write lock is taken.
 	units []index.Document
 }
 
@@ -74,9 +74,10 @@ func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAdd
 	}
 	var key string
 	p.Meta.Get(rcp.MetaIdempotencyKey, &key)
-	// Chunking is CPU work on the request's own data: done before the
-	// write lock so that it never delays other writers.
-	if err := e.prepareChunks(ctx, docs); err != nil {
+	// Chunking and analysis are CPU work on the request's own data: done
+	// before the write lock so that they never delay other writers.
+	plan, err := e.planWrite(ctx, docs)
+	if err != nil {
 		return nil, err
 	}
 
@@ -101,16 +102,15 @@ func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAdd
 			}
 		}
 	}
-	ids, nchunks, err := e.writeLocked(ctx, docs)
-	if err != nil {
+	if err := e.commitLocked(ctx, plan); err != nil {
 		return nil, err
 	}
 	if err := e.writable(); err != nil { // written into a deleted directory: not durable
 		return nil, err
 	}
-	res := &rcp.IndexAddResult{IDs: ids, IndexVersion: e.ix.Version()}
+	res := &rcp.IndexAddResult{IDs: plan.ids, IndexVersion: e.ix.Version()}
 	if chunked {
-		res.Chunks = &nchunks
+		res.Chunks = &plan.nchunks
 	}
 	if key != "" {
 		b, _ := json.Marshal(res)
@@ -200,32 +200,44 @@ func mintID() string {
 // chunkID names chunk i of parent.
 func chunkID(parent string, i int) string { return parent + "#c" + strconv.Itoa(i) }
 
-// write takes the write lock and writes docs.
+// write writes docs: planned outside the write lock, committed under it.
 func (e *Engine) write(ctx context.Context, docs []addDoc, _ bool) ([]string, int, error) {
+	plan, err := e.planWrite(ctx, docs)
+	if err != nil {
+		return nil, 0, err
+	}
 	e.wmu.Lock()
 	defer e.wmu.Unlock()
-	return e.writeLocked(ctx, docs)
+	if err := e.commitLocked(ctx, plan); err != nil {
+		return nil, 0, err
+	}
+	return plan.ids, plan.nchunks, nil
 }
 
-// writeLocked indexes docs (caller holds wmu). It returns the ids in input
-// order and the number of chunks written. The response implies durability:
-// index.Add returns after its store transaction is fsynced.
-func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int, error) {
-	ids := make([]string, len(docs))
+// writePlan is an add with its CPU work done: ids minted, the batch
+// deduplicated, chunked documents split and every unit analysed. Building
+// it takes no lock, so a large (chunked) add does not hold the write path
+// while it is prepared; only commitLocked, which depends on the stored
+// state, runs under wmu.
+type writePlan struct {
+	ids     []string // in input order
+	docs    []addDoc // the documents written: the last one of each id
+	idocs   []index.Document
+	batch   *index.Batch          // idocs prepared, when the backend is a preparer
+	catalog map[string]*docRecord // top-level id → its new catalog record
+	nchunks int
+}
+
+func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, error) {
+	p := &writePlan{ids: make([]string, len(docs)), catalog: map[string]*docRecord{}}
 	last := map[string]int{}
 	for i := range docs {
 		if docs[i].id == "" {
 			docs[i].id = mintID()
 		}
-		ids[i] = docs[i].id
+		p.ids[i] = docs[i].id
 		last[docs[i].id] = i
 	}
-	var idocs []index.Document
-	var transitions []string
-	catalog := map[string]*docRecord{} // top-level id → its new catalog record
-	chunkSets := map[string]int{}      // parent → number of chunks now
-	plain := map[string]bool{}
-	nchunks := 0
 	for i, d := range docs {
 		if last[d.id] != i {
 			continue // a later document with the same id wins
@@ -235,44 +247,69 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 			d.chunk, d.wholePages = true, true
 		}
 		if !d.chunk {
+			p.idocs = append(p.idocs, index.Document{ID: d.id, Title: d.title, Text: d.text, Meta: d.meta, Source: src})
+			p.catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Values: e.fieldValues(d.meta)}
+			p.docs = append(p.docs, d)
+			continue
+		}
+		units, err := e.chunkUnits(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		for j := range units {
+			units[j].Source = src
+			if ci, ok := pipeline.ReadChunkInfo(units[j].Meta); ok && ci.Page > 0 {
+				paged := *src
+				paged.Page = ci.Page
+				units[j].Source = &paged
+			}
+		}
+		d.units = units
+		p.idocs = append(p.idocs, units...)
+		p.nchunks += len(units)
+		p.catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Chunks: len(units), Text: d.text,
+			Context: d.contextual, Values: e.fieldValues(d.meta)}
+		p.docs = append(p.docs, d)
+	}
+	if pr, ok := e.ix.(preparer); ok {
+		var err error
+		if p.batch, err = pr.Prepare(ctx, p.idocs); err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// commitLocked writes a plan (caller holds wmu). The response implies
+// durability: the index commit returns after its store transaction is
+// fsynced.
+func (e *Engine) commitLocked(ctx context.Context, p *writePlan) error {
+	var transitions []string
+	chunkSets := map[string]int{} // parent → number of chunks now
+	plain := map[string]bool{}
+	for _, d := range p.docs {
+		if !d.chunk {
 			plain[d.id] = true
 			if c0, err := e.ix.Get(ctx, chunkID(d.id, 0)); err != nil {
-				return nil, 0, fmt.Errorf("engine: %w", err)
+				return fmt.Errorf("engine: %w", err)
 			} else if c0 != nil && c0.Chunk != nil && c0.Chunk.DocID == d.id {
 				transitions = append(transitions, d.id) // was chunked: drop its chunks
 			}
-			idocs = append(idocs, index.Document{ID: d.id, Title: d.title, Text: d.text, Meta: d.meta, Source: src})
-			catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Values: e.fieldValues(d.meta)}
 			continue
 		}
 		if old, err := e.ix.Get(ctx, d.id); err != nil {
-			return nil, 0, fmt.Errorf("engine: %w", err)
+			return fmt.Errorf("engine: %w", err)
 		} else if old != nil && old.Chunk == nil {
 			transitions = append(transitions, d.id) // was a whole document
 		}
-		if d.units == nil {
-			var err error
-			if d.units, err = e.chunkUnits(ctx, d); err != nil {
-				return nil, 0, err
-			}
-		}
 		for j := range d.units {
 			if err := e.chunkIDFree(ctx, d.units[j].ID, d.id); err != nil {
-				return nil, 0, err
-			}
-			d.units[j].Source = src
-			if ci, ok := pipeline.ReadChunkInfo(d.units[j].Meta); ok && ci.Page > 0 {
-				paged := *src
-				paged.Page = ci.Page
-				d.units[j].Source = &paged
+				return err
 			}
 		}
-		idocs = append(idocs, d.units...)
 		chunkSets[d.id] = len(d.units)
-		nchunks += len(d.units)
-		catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Chunks: len(d.units), Text: d.text,
-			Context: d.contextual, Values: e.fieldValues(d.meta)}
 	}
+	catalog, idocs := p.catalog, p.idocs
 	// The dense log is written first: after a crash it may name documents
 	// the index lacks (dense hits are resolved against the index and
 	// dropped), never the reverse. Its ops are embedded in the background
@@ -322,15 +359,15 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 		opSeq = dt.ops.Sequence()
 		return nil
 	}); err != nil {
-		return nil, 0, fmt.Errorf("engine: dense log and catalog: %w", err)
+		return fmt.Errorf("engine: dense log and catalog: %w", err)
 	}
 	if len(transitions) > 0 {
 		if _, err := e.ix.Delete(ctx, transitions); err != nil {
 			e.catalogOpen.Store(false) // the catalog is ahead of the index
-			return nil, 0, fmt.Errorf("engine: %w", err)
+			return fmt.Errorf("engine: %w", err)
 		}
 	}
-	if _, err := e.ix.Add(ctx, idocs); err != nil {
+	if err := e.addToBackend(ctx, p); err != nil {
 		// The index refused the batch (nothing of it was committed): put
 		// the catalog back, or leave it to be rebuilt at the next Open.
 		if len(transitions) > 0 || e.db.Update(func(tx *bolt.Tx) error {
@@ -344,26 +381,23 @@ func (e *Engine) writeLocked(ctx context.Context, docs []addDoc) ([]string, int,
 		}) != nil {
 			e.catalogOpen.Store(false)
 		}
-		return nil, 0, fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("engine: %w", err)
 	}
 	e.denseCommitted(opSeq)
 	e.graphNotify()
-	return ids, nchunks, nil
+	return nil
 }
 
-// prepareChunks splits the chunked documents of docs into their units.
-func (e *Engine) prepareChunks(ctx context.Context, docs []addDoc) error {
-	for i := range docs {
-		if !docs[i].chunk {
-			continue
-		}
-		units, err := e.chunkUnits(ctx, docs[i])
-		if err != nil {
-			return err
-		}
-		docs[i].units = units
+// addToBackend writes the plan's documents: its prepared batch, else
+// through Add.
+func (e *Engine) addToBackend(ctx context.Context, p *writePlan) error {
+	var err error
+	if p.batch != nil {
+		_, err = e.ix.(preparer).Commit(ctx, p.batch)
+	} else {
+		_, err = e.ix.Add(ctx, p.idocs)
 	}
-	return nil
+	return err
 }
 
 // chunkUnits splits d into its chunk documents (Source left to the

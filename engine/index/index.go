@@ -525,6 +525,24 @@ var errNoChange = errors.New("no change")
 // chunks of their parent that are not in the batch. Add returns after the
 // change is durable and visible to the next Search.
 func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
+	b, err := ix.Prepare(ctx, docs)
+	if err != nil {
+		return nil, err
+	}
+	return ix.Commit(ctx, b)
+}
+
+// Batch is documents validated and analysed for Commit.
+type Batch struct {
+	docs   []Document
+	inputs []*docInput
+}
+
+// Prepare validates and analyses docs (the CPU-bound part of Add) without
+// taking any lock, so that a caller can do it before entering its own
+// write path: a large add then does not delay small ones while it is
+// analysed. It checks ctx as it goes.
+func (ix *Index) Prepare(ctx context.Context, docs []Document) (*Batch, error) {
 	for i := range docs {
 		if err := validateDoc(&docs[i]); err != nil {
 			return nil, err
@@ -534,6 +552,12 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return &Batch{docs: docs, inputs: inputs}, nil
+}
+
+// Commit writes a prepared batch: Add after Prepare.
+func (ix *Index) Commit(ctx context.Context, b *Batch) ([]string, error) {
+	docs, inputs := b.docs, b.inputs
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	if ix.closed.Load() {
@@ -545,7 +569,7 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 	var added []*docInput
 	var kills []uint64
 	oldest := ix.oldestRetained()
-	err = ix.st.Update(ctx, func(tx *store.Tx) error {
+	err := ix.st.Update(ctx, func(tx *store.Tx) error {
 		added, kills = added[:0], kills[:0]
 		m = ix.man
 		inBatch := map[string]bool{}
@@ -560,9 +584,12 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 			if d.Chunk != nil && d.Chunk.DocID != "" {
 				parents[d.Chunk.DocID] = true
 			}
-			enc, err := store.EncodeDoc(&d, inputs[i].facts)
-			if err != nil {
-				return err
+			enc := inputs[i].enc
+			if enc == nil { // the id was minted here
+				var err error
+				if enc, err = store.EncodeDoc(&d, inputs[i].facts); err != nil {
+					return err
+				}
 			}
 			if old, ok := tx.LookupID(d.ID); ok {
 				if oldEnc, _ := tx.DocBytes(old); bytes.Equal(oldEnc, enc) {

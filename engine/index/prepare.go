@@ -195,10 +195,9 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 				}
 			}
 			var err error
-			if out[i], err = prepare(an, fields, &docs[i], &sc); err != nil {
+			if out[i], err = prepareRecord(an, fields, &docs[i], &sc); err != nil {
 				return nil, err
 			}
-			out[i].facts = factsOf(&docs[i])
 		}
 		return out, nil
 	}
@@ -221,11 +220,10 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 			for lo := range next {
 				for i := lo; i < min(lo+64, len(docs)); i++ {
 					var err error
-					if out[i], err = prepare(an, fields, &docs[i], &sc); err != nil {
+					if out[i], err = prepareRecord(an, fields, &docs[i], &sc); err != nil {
 						errOnce.Do(func() { firstErr = err })
 						continue
 					}
-					out[i].facts = factsOf(&docs[i])
 				}
 			}
 		})
@@ -238,6 +236,24 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 		return nil, firstErr
 	}
 	return out, nil
+}
+
+// prepareRecord is prepare plus what Add stores with the record: its
+// facts and, when the document already has its id, its encoding (zstd
+// compression is the costly part of a commit; doing it here keeps it out
+// of the write lock).
+func prepareRecord(an *analysis.Analyzer, fields map[string]FieldType, d *Document, sc *prepScratch) (*docInput, error) {
+	in, err := prepare(an, fields, d, sc)
+	if err != nil {
+		return nil, err
+	}
+	in.facts = factsOf(d)
+	if d.ID != "" {
+		if in.enc, err = store.EncodeDoc(d, in.facts); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
 }
 
 // factsOf derives what queries need from every hit and would otherwise

@@ -94,6 +94,7 @@ type docInput struct {
 	kw    []string   // keyword keys (field\x00value, \x01field for exists), deduplicated
 	nums  []numValue
 	facts store.Facts // stored with the record (Add only; replay does not need them)
+	enc   []byte      // the encoded record, when prepared with its id (Add only)
 	// toks lists each field's tokens: numFields runs of a count, then
 	// (index into terms, position) pairs.
 	toks []uint32
