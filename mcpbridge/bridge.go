@@ -518,7 +518,8 @@ func (b *Bridge) logf(ctx context.Context, ss *mcp.ServerSession, level mcp.Logg
 // withProgress maps the MCP request's progress token onto the RCP call
 // (rcp.WithProgress attaches _meta.progressToken, §9). RCP progress is a
 // fraction in [0,1]; MCP wants strictly increasing values, so frames that do
-// not advance are folded into the next one's message.
+// not advance are folded into the next one's message. The progress of a
+// task keeps the token and names the task (io.modelcontextprotocol/related-task).
 func (b *Bridge) withProgress(ctx context.Context, ss *mcp.ServerSession, token any) context.Context {
 	if token == nil || ss == nil {
 		return ctx
@@ -532,8 +533,11 @@ func (b *Bridge) withProgress(ctx context.Context, ss *mcp.ServerSession, token 
 			return
 		}
 		last = *p.Progress
-		msg := progressMessage(p.Stage, p.Message)
-		if err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: last, Total: 1, Message: msg}); err != nil {
+		n := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: last, Total: 1, Message: progressMessage(p.Stage, p.Message)}
+		if id, ok := tasks.TaskOf(ctx); ok {
+			n.Meta = tasks.RelatedMeta(id)
+		}
+		if err := ss.NotifyProgress(ctx, n); err != nil {
 			b.log.Debug("mcpbridge: progress", "err", err)
 		}
 	})

@@ -168,7 +168,7 @@ func (m *Manager) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			case sup == Forbidden:
 				return nil, methodNotFound("tool %q cannot be called as a task (execution.taskSupport is forbidden): call it without params.task", name)
 			}
-			t, err := m.start(ctx, req.GetSession(), m.ttl(tr.TTL), func(ctx context.Context) (mcp.Result, error) {
+			t, err := m.start(req.GetSession(), m.ttl(tr.TTL), func(ctx context.Context) (mcp.Result, error) {
 				return next(ctx, method, req)
 			})
 			if err != nil {

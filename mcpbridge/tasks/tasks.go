@@ -39,8 +39,22 @@ import (
 // MetaKey is the params._meta member that carries a lifted params.task.
 const MetaKey = "io.rcpgo/task"
 
-// relatedTask is the _meta member that ties a result to its task.
+// relatedTask is the _meta member that ties a result or notification to
+// its task.
 const relatedTask = "io.modelcontextprotocol/related-task"
+
+type taskKey struct{}
+
+// TaskOf returns the id of the task whose context ctx is.
+func TaskOf(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(taskKey{}).(string)
+	return id, ok
+}
+
+// RelatedMeta is the _meta of a message related to task id.
+func RelatedMeta(id string) mcp.Meta {
+	return mcp.Meta{relatedTask: map[string]any{"taskId": id}}
+}
 
 // MinTTL is the shortest TTL granted.
 const MinTTL = time.Second
@@ -198,13 +212,19 @@ func (m *Manager) ttl(requested int64) time.Duration {
 }
 
 // start creates a task for one tools/call and runs it in the background.
-func (m *Manager) start(ctx context.Context, ss mcp.Session, ttl time.Duration, run func(context.Context) (mcp.Result, error)) (*Task, error) {
+func (m *Manager) start(ss mcp.Session, ttl time.Duration, run func(context.Context) (mcp.Result, error)) (*Task, error) {
 	now := time.Now()
-	// The task outlives the request that created it, not the server.
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t := &task{session: ss, created: now, expires: now.Add(ttl), cancel: cancel, done: make(chan struct{})}
+	t := &task{session: ss, created: now, expires: now.Add(ttl), done: make(chan struct{})}
 	t.Task = Task{TaskID: newID(), Status: Working, CreatedAt: stamp(now), LastUpdatedAt: stamp(now),
 		TTL: ttl.Milliseconds(), PollInterval: m.opts.PollInterval.Milliseconds()}
+	// The task outlives the request that created it, so its context carries
+	// nothing of that request: the go-sdk ties what is sent under a
+	// request's context to the request's stream, which over streamable HTTP
+	// ends with the CreateTaskResult. Unrelated to a request, the task's
+	// progress (same token, MCP 2025-11-25) and logs go to the session's GET
+	// stream.
+	rctx, cancel := context.WithCancel(context.WithValue(context.Background(), taskKey{}, t.TaskID))
+	t.cancel = cancel
 	m.mu.Lock()
 	m.sweep(now)
 	n := 0
