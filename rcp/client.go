@@ -87,7 +87,21 @@ type Client struct {
 	init   InitializeResult
 	nextID atomic.Int64
 	closed atomic.Bool
+	// abandoned is set when a call gave up waiting for its answer (its
+	// context ended): the server is not keeping up, so Close waits for it
+	// only briefly.
+	abandoned atomic.Bool
 }
+
+// How long Close waits for the server to finish (a spawned process to exit,
+// an in-process server to return, an HTTP session's shutdown) before
+// ending it: closeGrace normally, abandonedGrace once a call was abandoned
+// at its deadline, so a command given --timeout 3s does not linger 5 s more
+// on a server that has stopped answering.
+const (
+	closeGrace     = 5 * time.Second
+	abandonedGrace = 250 * time.Millisecond
+)
 
 // clientTransport moves requests and notifications.
 type clientTransport interface {
@@ -96,7 +110,10 @@ type clientTransport interface {
 	roundTrip(ctx context.Context, id int64, method string, params json.RawMessage, token string, progress func(ProgressParams)) (*response, error)
 	notify(ctx context.Context, method string, params json.RawMessage) error
 	setSession(token string)
-	close() error
+	// close ends the connection, waiting up to grace for the peer to
+	// finish before cutting it off (killing a child, abandoning a
+	// shutdown request).
+	close(grace time.Duration) error
 }
 
 // response is a decoded answer.
@@ -122,7 +139,7 @@ func newClient(ctx context.Context, tr clientTransport, opts *ClientOptions) (*C
 		c.log = slog.Default()
 	}
 	if err := c.handshake(ctx); err != nil {
-		_ = tr.close()
+		_ = tr.close(c.closeGrace())
 		return nil, err
 	}
 	return c, nil
@@ -151,12 +168,20 @@ func (c *Client) handshake(ctx context.Context) error {
 }
 
 // Close ends the connection. On stdio the server sees EOF (an implicit
-// shutdown) and is waited for.
+// shutdown) and is waited for: up to 5 s, or 250 ms once a call has been
+// abandoned at its deadline; then a spawned server is killed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	return c.tr.close()
+	return c.tr.close(c.closeGrace())
+}
+
+func (c *Client) closeGrace() time.Duration {
+	if c.abandoned.Load() {
+		return abandonedGrace
+	}
+	return closeGrace
 }
 
 // InitializeResult returns the server's answer to initialize: identity,
@@ -370,10 +395,13 @@ func (c *Client) once(ctx context.Context, method string, params json.RawMessage
 	}
 	resp, err := c.tr.roundTrip(ctx, id, method, params, token, progress)
 	if err != nil {
-		if ctx.Err() != nil && method != MethodInitialize {
-			// §7.14: tell the server; the late answer is discarded.
-			cp, _ := json.Marshal(map[string]any{"id": id, "reason": "client context ended"})
-			_ = c.tr.notify(context.WithoutCancel(ctx), NotifyCancel, cp)
+		if ctx.Err() != nil {
+			c.abandoned.Store(true)
+			if method != MethodInitialize {
+				// §7.14: tell the server; the late answer is discarded.
+				cp, _ := json.Marshal(map[string]any{"id": id, "reason": "client context ended"})
+				_ = c.tr.notify(context.WithoutCancel(ctx), NotifyCancel, cp)
+			}
 		}
 		return nil, fmt.Errorf("rcp: %s: %w", method, err)
 	}

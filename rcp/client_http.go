@@ -269,13 +269,13 @@ func (t *httpTransport) notify(ctx context.Context, method string, params json.R
 	return nil
 }
 
-func (t *httpTransport) close() error {
+func (t *httpTransport) close(grace time.Duration) error {
 	t.mu.Lock()
 	session := t.session
 	t.mu.Unlock()
 	if session != "" {
 		// end the stateful session on the server (best effort)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), min(2*time.Second, grace))
 		if req, err := t.newRequest(ctx, MethodShutdown, jsonrpc.Request(json.RawMessage(`"shutdown"`), MethodShutdown, json.RawMessage("{}"))); err == nil {
 			if resp, err := t.hc.Do(req); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)

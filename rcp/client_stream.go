@@ -32,7 +32,7 @@ type streamTransport struct {
 
 	readerDone chan struct{}
 	closeOnce  sync.Once
-	afterClose func() error // waits for the peer (child process, server goroutine)
+	afterClose func(grace time.Duration) error // waits up to grace for the peer (child process, server goroutine), then ends it
 }
 
 func newStreamTransport(r io.Reader, w io.Writer, closeW func() error, opts *ClientOptions) *streamTransport {
@@ -168,12 +168,12 @@ func (t *streamTransport) notify(_ context.Context, method string, params json.R
 
 func (t *streamTransport) setSession(string) {}
 
-func (t *streamTransport) close() error {
+func (t *streamTransport) close(grace time.Duration) error {
 	var err error
 	t.closeOnce.Do(func() {
 		err = t.closeW() // EOF: the server's implicit shutdown
 		if t.afterClose != nil {
-			if werr := t.afterClose(); werr != nil && err == nil {
+			if werr := t.afterClose(grace); werr != nil && err == nil {
 				err = werr
 			}
 		}
@@ -185,8 +185,9 @@ func (t *streamTransport) close() error {
 // ConnectStdio spawns argv as an RCP server and speaks NDJSON over its stdin
 // and stdout (§5.1), then performs the handshake. The child gets a
 // least-privilege environment (§15.1): PATH, HOME, LANG, LC_ALL, TMPDIR and
-// TZ from ours (all of ours with opts.InheritEnv), plus opts.Env. Close sends EOF and waits for the child (it is
-// killed after 5 s).
+// TZ from ours (all of ours with opts.InheritEnv), plus opts.Env. Close
+// sends EOF and waits for the child (see Client.Close for how long), then
+// kills it.
 func ConnectStdio(ctx context.Context, argv []string, opts *ClientOptions) (*Client, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("rcp: ConnectStdio: empty argv")
@@ -200,6 +201,9 @@ func ConnectStdio(ctx context.Context, argv []string, opts *ClientOptions) (*Cli
 		cmd.Env = append(os.Environ(), opts.Env...)
 	}
 	cmd.Dir = opts.Dir
+	// A grandchild (the binary `go run` built, a shell's command) may hold
+	// stderr open after the child has gone: stop copying it soon after.
+	cmd.WaitDelay = time.Second
 	if opts.Stderr != nil {
 		cmd.Stderr = opts.Stderr
 	} else {
@@ -219,14 +223,19 @@ func ConnectStdio(ctx context.Context, argv []string, opts *ClientOptions) (*Cli
 	t := newStreamTransport(stdout, stdin, stdin.Close, opts)
 	waited := make(chan error, 1)
 	go func() { <-t.readerDone; waited <- cmd.Wait() }()
-	t.afterClose = func() error {
+	t.afterClose = func(grace time.Duration) error {
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
 		select {
 		case err := <-waited:
 			return exitErr(err)
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			return exitErr(<-waited)
+		case <-timer.C:
 		}
+		_ = cmd.Process.Kill()
+		// The reader waits for EOF on stdout, which a grandchild may still
+		// hold: stop reading, so Wait (which must follow the reads) can run.
+		_ = stdout.Close()
+		return exitErr(<-waited)
 	}
 	return newClient(ctx, t, opts)
 }
@@ -235,6 +244,9 @@ func exitErr(err error) error {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && !ee.Exited() {
 		return nil // killed by us after the grace period, or by a signal
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		return nil // exited; a grandchild kept its stderr open
 	}
 	if err != nil {
 		return fmt.Errorf("rcp: server exited: %w", err)
@@ -270,10 +282,17 @@ func ConnectInProcess(ctx context.Context, srv *Server, opts *ClientOptions) (*C
 		served <- err
 	}()
 	t := newStreamTransport(s2cR, c2sW, c2sW.Close, opts)
-	t.afterClose = func() error {
-		err := <-served
-		cancel()
-		return err
+	t.afterClose = func(grace time.Duration) error {
+		defer cancel()
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
+		select {
+		case err := <-served:
+			return err
+		case <-timer.C:
+			cancel() // stop the server's calls still running
+			return <-served
+		}
 	}
 	return newClient(ctx, t, opts)
 }

@@ -55,6 +55,10 @@ func runHelperServer() {
 // Message, and every result validates against its method's definition.
 func inProcess(t *testing.T, h Handler, opts *ClientOptions) *Client {
 	t.Helper()
+	// Fail here, on the test's goroutine, when ../shared is missing: the
+	// validator runs on the server's, where t.Fatal would leave the
+	// handshake waiting forever.
+	schematest.SchemaPath(t)
 	srv := NewServer(h, &ServerOptions{Logger: quietLogger()})
 	c2sR, c2sW := io.Pipe()
 	s2cR, s2cW := io.Pipe()
@@ -66,7 +70,7 @@ func inProcess(t *testing.T, h Handler, opts *ClientOptions) *Client {
 		served <- err
 	}()
 	tr := newStreamTransport(s2cR, &lineTee{fn: v.request, w: c2sW}, c2sW.Close, opts)
-	tr.afterClose = func() error { return <-served }
+	tr.afterClose = func(time.Duration) error { return <-served }
 	c, err := newClient(context.Background(), tr, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +201,7 @@ func (r *recordingTransport) roundTrip(_ context.Context, _ int64, method string
 }
 func (r *recordingTransport) notify(context.Context, string, json.RawMessage) error { return nil }
 func (r *recordingTransport) setSession(string)                                     {}
-func (r *recordingTransport) close() error                                          { return nil }
+func (r *recordingTransport) close(time.Duration) error                             { return nil }
 
 func TestClientGating(t *testing.T) {
 	rt := &recordingTransport{}
@@ -453,6 +457,53 @@ func TestClientStdioAndTransportDeath(t *testing.T) {
 	}
 	if _, err := c.Ping(context.Background(), nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("call after death: %v", err)
+	}
+}
+
+// A deadline bounds the whole call, Close included (issue 16 finding 9:
+// "--timeout 3s takes 8 s"): once a call is abandoned at its deadline, or the
+// server never answered initialize, Close does not wait the 5 s grace for
+// the server, and a grandchild holding the child's stdout does not keep it
+// waiting either.
+func TestClientStdioDeadlineBoundsClose(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bound = 2 * time.Second // well under the 5 s grace of a healthy server
+	c, err := ConnectStdio(context.Background(), []string{exe}, &ClientOptions{Env: []string{"RCPGO_TEST_HELPER=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	// "sleep:" ignores cancellation, and the server drains on EOF: it would
+	// keep running for 30 s.
+	if _, err := c.Retrieve(ctx, &RetrieveParams{Query: TextQuery("sleep:30s"), K: 1}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("retrieve: %v", err)
+	}
+	_ = c.Close()
+	if d := time.Since(start); d > bound {
+		t.Errorf("abandoned call then Close took %v, want < %v", d, bound)
+	}
+
+	for name, argv := range map[string][]string{
+		"silent child":      {"sleep", "8"},
+		"silent grandchild": {"sh", "-c", "sleep 8; exit 0"}, // sh forks sleep, which holds stdout
+	} {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		// stderr is a pipe of ours, not the test binary's (go test would
+		// wait for the orphaned sleep to close it).
+		_, err := ConnectStdio(ctx, argv, &ClientOptions{Stderr: io.Discard})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if d := time.Since(start); d > bound {
+			t.Errorf("%s: initialize timeout took %v, want < %v", name, d, bound)
+		}
 	}
 }
 

@@ -113,6 +113,9 @@ func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io
 func runCompletion(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) != 1 || !slices.Contains(completion.Shells, args[0]) {
 		fmt.Fprintln(stderr, "usage: rcpd completion bash|zsh|fish  (bash: eval \"$(rcpd completion bash)\" in ~/.bashrc)")
+		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+			return 0
+		}
 		return 2
 	}
 	var cmds []completion.Command

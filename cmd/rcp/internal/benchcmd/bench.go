@@ -74,6 +74,9 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	jsonOut := fs.String("json", "", "write the JSON result to `path` (- for stdout)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	usage := func(msg string, a ...any) int {

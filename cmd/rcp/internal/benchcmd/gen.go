@@ -2,6 +2,7 @@ package benchcmd
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +34,9 @@ func Gen(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	multihop := fs.Bool("multihop", false, "write a two-hop (bridge) question corpus instead: -docs documents, -queries questions, both supporting documents in qrels")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if *out == "" || fs.NArg() > 0 {

@@ -82,6 +82,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return int(ec)
 		}
 		fmt.Fprintf(stderr, "rcp %s: %v\n", args[0], err)
+		if msg := err.Error(); errors.Is(err, context.DeadlineExceeded) && !strings.Contains(msg, "-timeout") {
+			fmt.Fprintln(stderr, "hint: the server did not answer within --timeout (per call; default 60s): raise it, or check the server's load")
+		}
 		return 1
 	}
 }

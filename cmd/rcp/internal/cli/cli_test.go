@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -142,5 +144,53 @@ func TestEvalAgainstRcpd(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "runs", "tiny.sparse.run")); err != nil {
 		t.Errorf("run file: %v", err)
+	}
+}
+
+// Finding 9: an --http URL without the /rcp base path gets a hint to add
+// it; one with a path does not.
+func TestHTTPBasePathHint(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	code, _, errs := rcpRun("ping", "--http", srv.URL)
+	if code != 1 || !strings.Contains(errs, "hint: "+srv.URL+" has no path") || !strings.Contains(errs, srv.URL+"/rcp") {
+		t.Fatalf("no path: exit %d %q", code, errs)
+	}
+	code, _, errs = rcpRun("ping", "--http", srv.URL+"/")
+	if code != 1 || !strings.Contains(errs, "e.g. "+srv.URL+"/rcp") {
+		t.Fatalf("trailing slash: exit %d %q", code, errs)
+	}
+	code, _, errs = rcpRun("ping", "--http", srv.URL+"/rcp")
+	if code != 1 || strings.Contains(errs, "hint") {
+		t.Fatalf("with a path: exit %d %q", code, errs)
+	}
+}
+
+// Finding 9: rcp eval -h describes --modes as the README uses it (a comma
+// list of presets), and every preset it names is one eval knows; -h exits
+// 0 for the measuring commands too.
+func TestEvalHelpDescribesModes(t *testing.T) {
+	for _, cmd := range []string{"score", "bench", "gen", "completion"} {
+		if code, _, errs := rcpRun(cmd, "-h"); code != 0 || !strings.Contains(strings.ToLower(errs), "usage") {
+			t.Errorf("%s -h: exit %d %q", cmd, code, errs)
+		}
+	}
+	code, _, errs := rcpRun("eval", "-h")
+	if code != 0 {
+		t.Fatalf("eval -h: exit %d", code)
+	}
+	line := ""
+	for _, l := range strings.Split(errs, "\n") {
+		if strings.Contains(l, "comma list of presets") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("eval -h does not describe -modes as a comma list:\n%s", errs)
+	}
+	for name := range modePresets {
+		if !strings.Contains(line, name) {
+			t.Errorf("eval -h does not name preset %q: %s", name, line)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rcpgo/rcpgo/internal/shared"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -202,6 +203,37 @@ func TestSpawnedCommandEnvironmentAndStart(t *testing.T) {
 	code, _, errs = rcpRun("ping", "--start-timeout", "1s", "--", "sh", "-c", "sleep 3")
 	if code != 1 || !strings.Contains(errs, "did not answer initialize within --start-timeout 1s") || !strings.Contains(errs, "go run") {
 		t.Fatalf("timeout: %d %q", code, errs)
+	}
+}
+
+// Finding 9: "--timeout 3s takes 8 s". A server that answers initialize
+// and then nothing (and ignores EOF) costs the command its --timeout, not
+// --timeout plus the 5 s Close grants a healthy server to exit.
+func TestTimeoutBoundsTheCommand(t *testing.T) {
+	initialized := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"server":{"name":"mute","version":"0"},"capabilities":{"retrieve":{"modes":["sparse"]}}}}`
+	mute := []string{"--", "sh", "-c", `read line; printf '%s\n' "$0"; exec sleep 10`, initialized}
+	start := time.Now()
+	code, _, errs := rcpRun(append([]string{"query", "--timeout", "1s", "anything"}, mute...)...)
+	took := time.Since(start)
+	if code != 1 || !strings.Contains(errs, "deadline exceeded") || !strings.Contains(errs, "--timeout") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("--timeout 1s took %v", took)
+	}
+}
+
+// Finding 9: --k above the server's maxK is clamped with a note on stderr.
+func TestKAboveMaxKNoted(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.txt": "clamping notes"})
+	data := filepath.Join(dir, "data")
+	if code, out, errs := rcpRun(append([]string{"index", "add", filepath.Join(dir, "a.txt")}, serverArgs(t, data)...)...); code != 0 {
+		t.Fatalf("add: %d %s%s", code, out, errs)
+	}
+	code, out, errs := rcpRun(append([]string{"query", "--k", "1000000", "clamping"}, serverArgs(t, data)...)...)
+	if code != 0 || !strings.Contains(out, "clamping") || !strings.Contains(errs, "note: --k 1000000 is above the server's maxK; asking for 200") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }
 

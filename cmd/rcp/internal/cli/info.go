@@ -92,8 +92,13 @@ func runVersion(_ context.Context, env *Env, args []string) error {
 // runCompletion prints a completion script whose flags come from every
 // command's own -h output.
 func runCompletion(ctx context.Context, env *Env, args []string) error {
+	const synopsis = "rcp completion bash|zsh|fish  (bash: eval \"$(rcp completion bash)\" in ~/.bashrc)"
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(env.Stderr, "Usage:", synopsis)
+		return nil
+	}
 	if len(args) != 1 || !slices.Contains(completion.Shells, args[0]) {
-		return usageErr("rcp completion bash|zsh|fish  (bash: eval \"$(rcp completion bash)\" in ~/.bashrc)")
+		return usageErr("%s", synopsis)
 	}
 	return completion.Write(env.Stdout, args[0], "rcp", completionCommands(ctx))
 }

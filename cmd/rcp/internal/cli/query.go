@@ -92,6 +92,7 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 	}
 	if maxK := c.Capabilities().Retrieve.MaxK; maxK > 0 && *k > maxK {
 		fmt.Fprintf(env.Stderr, "note: --k %d is above the server's maxK; asking for %d\n", *k, maxK)
+		p.K = maxK
 	}
 	res, err := c.Retrieve(ctx, p)
 	if err != nil {

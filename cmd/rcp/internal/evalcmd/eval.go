@@ -80,6 +80,9 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	perQuery := fs.Bool("per-query", false, "keep per-query figures in the JSON report")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	usage := func(msg string, a ...any) int {

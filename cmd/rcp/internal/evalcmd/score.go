@@ -1,6 +1,7 @@
 package evalcmd
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,6 +30,9 @@ func Score(args []string, stdout, stderr io.Writer) int {
 	chartOut := fs.String("chart", "", "write the chart to `path` (.png or .svg)")
 	rankOrder := fs.Bool("rank-order", false, "use the rank column order instead of trec_eval's score order")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if *qrelsPath == "" || *runs == "" || fs.NArg() > 0 {
