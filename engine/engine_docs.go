@@ -625,6 +625,18 @@ func (e *Engine) listDocuments(ctx context.Context, p *rcp.ListDocumentsParams) 
 	return res, ctx.Err()
 }
 
+// Documents returns the number of stored top-level documents (what
+// x-rcpgo/list lists); Stats().Docs counts retrieval units (unchunked
+// documents and chunks).
+func (e *Engine) Documents() (int, error) {
+	n := 0
+	err := e.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketDocs).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
 // ---- x-rcpgo/values ----
 
 func (e *Engine) fieldValuesMethod(ctx context.Context, p *rcp.FieldValuesParams) (*rcp.FieldValuesResult, error) {

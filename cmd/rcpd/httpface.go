@@ -122,7 +122,9 @@ func requireAuth(h http.Handler, authed func(*http.Request) bool) http.Handler {
 
 // healthz answers probes: 200 {"status":"ok"} while the engine can serve
 // and accept writes, 503 {"status":"unhealthy","reason":…} otherwise;
-// document counts and the index version only to authorised callers.
+// counts and the index version only to authorised callers: documents (as
+// rcp index list counts them) and units (what retrieve ranks: unchunked
+// documents and chunks).
 func healthz(eng *engine.Engine, authed func(*http.Request) bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -137,6 +139,12 @@ func healthz(eng *engine.Engine, authed func(*http.Request) bool) http.HandlerFu
 			return
 		}
 		st := eng.Stats()
-		fmt.Fprintf(w, `{"status":"ok","docs":%d,"indexVersion":%q}`+"\n", st.Docs, st.Version)
+		docs, err := eng.Documents()
+		if err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, `{"status":"unhealthy","reason":%q}`+"\n", err.Error())
+			return
+		}
+		fmt.Fprintf(w, `{"status":"ok","documents":%d,"units":%d,"indexVersion":%q}`+"\n", docs, st.Docs, st.Version)
 	}
 }

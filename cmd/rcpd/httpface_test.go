@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +75,39 @@ func TestHTTPFaceAuth(t *testing.T) {
 			}
 		}
 		f.close()
+	}
+}
+
+// Finding 9 of issue 16: /healthz counted chunks as "docs". It reports
+// documents (as rcp index list counts them) and units (what retrieve
+// ranks) under their own names.
+func TestHealthzCountsDocuments(t *testing.T) {
+	eng, err := engine.Open(context.Background(), engine.Config{Dir: t.TempDir(), Dense: engine.DenseNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	long := strings.Repeat("A long document is cut into several chunks by the server. ", 200)
+	chunk := true
+	for _, p := range []rcp.IndexAddParams{
+		{Documents: []rcp.Document{{ID: "long", Text: long}}, Chunk: &chunk},
+		{Documents: []rcp.Document{{ID: "short", Text: "a short note"}}},
+	} {
+		b, _ := json.Marshal(p)
+		if _, err := eng.Call(context.Background(), rcp.MethodIndexAdd, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	healthz(eng, func(*http.Request) bool { return true })(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	var got struct {
+		Status           string
+		Documents, Units int
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got.Status != "ok" {
+		t.Fatalf("%d %s (%v)", rec.Code, rec.Body, err)
+	}
+	if got.Documents != 2 || got.Units <= 2 || got.Units != eng.Stats().Docs {
+		t.Fatalf("healthz %s: want 2 documents and every chunk as a unit (%d)", rec.Body, eng.Stats().Docs)
 	}
 }

@@ -306,7 +306,8 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		return err
 	}
 	defer eng.Close()
-	log.Info("rcpd: engine open", "data", cfg.Dir, "docs", eng.Stats().Docs, "version", eng.Stats().Version,
+	docs, _ := eng.Documents()
+	log.Info("rcpd: engine open", "data", cfg.Dir, "documents", docs, "units", eng.Stats().Docs, "version", eng.Stats().Version,
 		"dense", eng.DenseIdentity(), "conformance", eng.Describe(ctx).Conformance)
 
 	timeout := rcp.DefaultRequestTimeout
