@@ -108,10 +108,10 @@ func TestEvalAgainstRcpd(t *testing.T) {
 {"_id":"q3","text":"lemon banana"}
 `)
 	write("qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td3\t1\nq2\td4\t2\nq2\td1\t1\nq3\td5\t1\n")
-	report := filepath.Join(dir, "report.json")
 	var stdout, stderr bytes.Buffer
+	// A bare --json (finding 10) puts the JSON report on stdout.
 	code := Main([]string{"eval", "--dataset", ds, "--ingest", "--quiet", "--modes", "sparse",
-		"--metrics", "ndcg@10,recall@10,mrr@10", "--json", report, "--runs", filepath.Join(dir, "runs"),
+		"--metrics", "ndcg@10,recall@10,mrr@10", "--json", "--runs", filepath.Join(dir, "runs"),
 		"--", rcpd, "serve", "--stdio", "--data", filepath.Join(dir, "data"), "--log-level", "error"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
@@ -122,9 +122,8 @@ func TestEvalAgainstRcpd(t *testing.T) {
 			Scores struct{ Mean map[string]float64 }
 		}
 	}
-	b, _ := os.ReadFile(report)
-	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Modes) != 1 {
-		t.Fatalf("report: %v\n%s", err, b)
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Modes) != 1 {
+		t.Fatalf("report on stdout: %v\n%s", err, stdout.String())
 	}
 	// q1 "grape": d3 alone matches, rank 1 → nDCG 1, recall 1, RR 1.
 	// q2 "kiwi": d4 (gain 2) at rank 1, d1 (gain 1) never retrieved →
@@ -191,6 +190,66 @@ func TestEvalHelpDescribesModes(t *testing.T) {
 	for name := range modePresets {
 		if !strings.Contains(line, name) {
 			t.Errorf("eval -h does not name preset %q: %s", name, line)
+		}
+	}
+}
+
+// Finding 10: the measuring commands take --json like every other command:
+// bare (last, or before another flag) it prints the JSON report on stdout
+// instead of the table; --json PATH still writes a file.
+func TestMeasuringCommandsJSON(t *testing.T) {
+	for _, tt := range []struct{ in, want []string }{
+		{[]string{"--qrels", "q", "--json"}, []string{"--qrels", "q", "--json", "-"}},
+		{[]string{"--json", "--qrels", "q"}, []string{"--json", "-", "--qrels", "q"}},
+		{[]string{"--json", "out.json"}, []string{"--json", "out.json"}},
+		{[]string{"-json", "-"}, []string{"-json", "-"}},
+		{[]string{"--json", "-", "--", "rcpd", "--json"}, []string{"--json", "-", "--", "rcpd", "--json"}},
+	} {
+		if got := bareJSON(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("bareJSON(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	dir := t.TempDir()
+	qrels := filepath.Join(dir, "qrels.tsv")
+	run := filepath.Join(dir, "bm25.run")
+	if err := os.WriteFile(qrels, []byte("query-id\tcorpus-id\tscore\nq1\td1\t1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(run, []byte("q1 Q0 d1 1 2.0 bm25\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := rcpRun("score", "--json", "--qrels", qrels, "--run", run, "--metrics", "ndcg@10")
+	var rep struct {
+		Modes []struct{ Scores struct{ Mean map[string]float64 } }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Modes) != 1 || rep.Modes[0].Scores.Mean["ndcg@10"] != 1 {
+		t.Fatalf("score --json: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = rcpRun("score", "--qrels", qrels, "--run", run, "--metrics", "ndcg@10", "--json", filepath.Join(dir, "r.json"))
+	if b, err := os.ReadFile(filepath.Join(dir, "r.json")); code != 0 || err != nil || !json.Valid(b) || !strings.Contains(out, "| bm25 |") {
+		t.Fatalf("score --json FILE: exit %d %v\n%s%s", code, err, out, errs)
+	}
+}
+
+// Finding 10: every command that prints results offers --json (info and
+// gen print nothing else; completion prints a script, not results).
+func TestEveryResultCommandHasJSON(t *testing.T) {
+	alwaysJSON := map[string]bool{"info": true, "gen": true, "completion": true}
+	for name := range commands {
+		var help []string
+		if name == "index" {
+			for _, sub := range []string{"add", "sync", "list", "delete"} {
+				_, _, errs := rcpRun("index", sub, "-h")
+				help = append(help, errs)
+			}
+		} else {
+			_, _, errs := rcpRun(name, "-h")
+			help = append(help, errs)
+		}
+		for _, h := range help {
+			if !alwaysJSON[name] && !strings.Contains(h, "-json") {
+				t.Errorf("rcp %s has no --json:\n%s", name, h)
+			}
 		}
 	}
 }

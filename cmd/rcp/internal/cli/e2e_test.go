@@ -275,9 +275,14 @@ func TestVersionCompletionAndConventions(t *testing.T) {
 	if colorOn(env, os.Stdout) {
 		t.Error("NO_COLOR=1 still colours")
 	}
-	code, stdout, _ = rcpRun(append([]string{"ping", "-n", "1", "--json"}, serverArgs(t, filepath.Join(t.TempDir(), "d"))...)...)
+	data := filepath.Join(t.TempDir(), "d")
+	code, stdout, _ = rcpRun(append([]string{"ping", "-n", "1", "--json"}, serverArgs(t, data)...)...)
 	if code != 0 || !json.Valid([]byte(stdout)) {
 		t.Errorf("ping --json: %d %q", code, stdout)
+	}
+	code, stdout, _ = rcpRun(append([]string{"feedback", "--json", "--signal", "x:helpful"}, serverArgs(t, data)...)...)
+	if code != 0 || !json.Valid([]byte(stdout)) || !strings.Contains(stdout, `"accepted"`) {
+		t.Errorf("feedback --json: %d %q", code, stdout)
 	}
 }
 

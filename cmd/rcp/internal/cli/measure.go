@@ -132,8 +132,27 @@ func expandModes(args []string) ([]string, error) {
 	return out, nil
 }
 
+// bareJSON lets the measuring commands take --json like every other rcp
+// command: a bare --json (the last argument, or followed by another flag)
+// means "-", the JSON report on stdout; --json PATH still writes a file.
+func bareJSON(args []string) []string {
+	out := make([]string, 0, len(args)+1)
+	for i, a := range args {
+		out = append(out, a)
+		if a == "--" {
+			return append(out, args[i+1:]...) // a spawned command's own flags
+		}
+		if a == "--json" || a == "-json" {
+			if i+1 == len(args) || strings.HasPrefix(args[i+1], "-") && args[i+1] != "-" {
+				out = append(out, "-")
+			}
+		}
+	}
+	return out
+}
+
 func runEval(_ context.Context, env *Env, args []string) error {
-	args, err := expandModes(targetArgs(args))
+	args, err := expandModes(targetArgs(bareJSON(args)))
 	if err != nil {
 		return err
 	}
@@ -144,11 +163,11 @@ func runEval(_ context.Context, env *Env, args []string) error {
 }
 
 func runScore(_ context.Context, env *Env, args []string) error {
-	return exitStatus(evalcmd.Score(args, env.Stdout, env.Stderr))
+	return exitStatus(evalcmd.Score(bareJSON(args), env.Stdout, env.Stderr))
 }
 
 func runBench(_ context.Context, env *Env, args []string) error {
-	return exitStatus(benchcmd.Main(targetArgs(args), env.Stdout, env.Stderr, dialCaller))
+	return exitStatus(benchcmd.Main(targetArgs(bareJSON(args)), env.Stdout, env.Stderr, dialCaller))
 }
 
 func runGen(_ context.Context, env *Env, args []string) error {

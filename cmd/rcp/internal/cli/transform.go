@@ -66,6 +66,7 @@ func runFeedback(ctx context.Context, env *Env, args []string) error {
 	t.register(fs)
 	session := fs.String("session", "", "sessionId of the trajectory the hits came from")
 	query := fs.String("query", "", "the query the hits answered")
+	jsonOut := fs.Bool("json", false, "print the raw result as JSON")
 	var signals multiFlag
 	fs.Var(&signals, "signal", "HIT_ID:FLAG,… with flags used, cited, helpful, unhelpful, reward=X (in [-1,1]), poison, injection; repeatable")
 	pos, err := parse(fs, &t, args)
@@ -94,6 +95,9 @@ func runFeedback(ctx context.Context, env *Env, args []string) error {
 	res, err := c.Feedback(ctx, p)
 	if err != nil {
 		return err
+	}
+	if *jsonOut {
+		return writeJSON(env.Stdout, res)
 	}
 	fmt.Fprintf(env.Stdout, "accepted %d of %d signals\n", res.Accepted, len(p.Signals))
 	return nil

@@ -73,7 +73,7 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	batch := fs.Int("batch", 64, "ingest: documents per index/add")
 	ingestConc := fs.Int("ingest-c", 2, "ingest: batches in flight")
 	limit := fs.Int64("limit", 0, "ingest: stop after this many documents (0: all)")
-	jsonOut := fs.String("json", "", "write the JSON report to `path`")
+	jsonOut := fs.String("json", "", "write the JSON report to `path` (- or a bare --json: stdout, instead of the Markdown table)")
 	mdOut := fs.String("md", "", "write the Markdown table to `path`")
 	chartOut := fs.String("chart", "", "write the chart to `path` (.png or .svg)")
 	runsDir := fs.String("runs", "", "write one TREC run file per mode into `directory`")
@@ -192,11 +192,8 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	}
 	rep.IndexVersion = rr.Pinned()
 	md := rep.Markdown()
-	fmt.Fprint(stdout, md)
-	if *jsonOut != "" {
-		if err := writeFileWith(*jsonOut, rep.WriteJSON); err != nil {
-			return fail(err)
-		}
+	if err := writeReport(stdout, *jsonOut, md, rep.WriteJSON); err != nil {
+		return fail(err)
 	}
 	if *mdOut != "" {
 		if err := os.WriteFile(*mdOut, []byte(md), 0o644); err != nil {
@@ -219,6 +216,22 @@ func writeRunFile(dir, dataset, mode string, run eval.Run) error {
 	}
 	tag := unsafeName.ReplaceAllString(mode, "_")
 	return writeFileWith(filepath.Join(dir, dataset+"."+tag+".run"), func(w io.Writer) error { return eval.WriteRun(w, run, tag) })
+}
+
+// writeReport prints the Markdown table on stdout, and the JSON report to
+// jsonPath; with jsonPath "-" the JSON takes stdout's place (the table then
+// goes only to -md), so `--json | jq` reads one JSON document.
+func writeReport(stdout io.Writer, jsonPath, md string, writeJSON func(io.Writer) error) error {
+	if jsonPath == "-" {
+		return writeJSON(stdout)
+	}
+	if _, err := io.WriteString(stdout, md); err != nil {
+		return err
+	}
+	if jsonPath == "" {
+		return nil
+	}
+	return writeFileWith(jsonPath, writeJSON)
 }
 
 func writeFileWith(path string, fn func(io.Writer) error) error {

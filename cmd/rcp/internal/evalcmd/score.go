@@ -25,7 +25,7 @@ func Score(args []string, stdout, stderr io.Writer) int {
 	runs := fs.String("run", "", "comma-separated run files, each `[name=]path`")
 	metrics := fs.String("metrics", "", "comma-separated metrics (default ndcg@10,recall@10,recall@50,recall@100,mrr@10,map,map@100,p@10)")
 	dataset := fs.String("dataset", "", "dataset name for the report (default: the qrels file's directory)")
-	jsonOut := fs.String("json", "", "write the JSON report to `path`")
+	jsonOut := fs.String("json", "", "write the JSON report to `path` (- or a bare --json: stdout, instead of the Markdown table)")
 	mdOut := fs.String("md", "", "write the Markdown table to `path`")
 	chartOut := fs.String("chart", "", "write the chart to `path` (.png or .svg)")
 	rankOrder := fs.Bool("rank-order", false, "use the rank column order instead of trec_eval's score order")
@@ -77,12 +77,9 @@ func Score(args []string, stdout, stderr io.Writer) int {
 	}
 	rep := eval.ScoreRuns(*dataset, qrels, names, loaded, ms)
 	md := rep.Markdown()
-	fmt.Fprint(stdout, md)
-	if *jsonOut != "" {
-		if err := writeFileWith(*jsonOut, rep.WriteJSON); err != nil {
-			fmt.Fprintln(stderr, "score:", err)
-			return 1
-		}
+	if err := writeReport(stdout, *jsonOut, md, rep.WriteJSON); err != nil {
+		fmt.Fprintln(stderr, "score:", err)
+		return 1
 	}
 	if *mdOut != "" {
 		if err := os.WriteFile(*mdOut, []byte(md), 0o644); err != nil {
