@@ -220,7 +220,9 @@ func TestMeasuringCommandsJSON(t *testing.T) {
 	}
 	code, out, errs := rcpRun("score", "--json", "--qrels", qrels, "--run", run, "--metrics", "ndcg@10")
 	var rep struct {
-		Modes []struct{ Scores struct{ Mean map[string]float64 } }
+		Modes []struct {
+			Scores struct{ Mean map[string]float64 }
+		}
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Modes) != 1 || rep.Modes[0].Scores.Mean["ndcg@10"] != 1 {
 		t.Fatalf("score --json: exit %d\n%s%s", code, out, errs)
