@@ -43,6 +43,10 @@ type clientModel struct {
 // samplingMaxTokens bounds what the client's model writes per request.
 const samplingMaxTokens = 512
 
+// maxHypothetical bounds the hyde passage searched with: asked for 120
+// words, a client's model may still write more than an engine accepts.
+const maxHypothetical = 4096
+
 // modelRerankMax bounds the candidates graded by modelRerank (two sampling
 // requests of ten passages).
 const modelRerankMax = 20
@@ -130,7 +134,10 @@ func prepareQuery(ctx context.Context, m clientModel, steps modelSteps, out *Sea
 			return "", fmt.Errorf("hyde: %w", err)
 		}
 		out.Hypothetical = res.Hypothetical
-		return q + "\n\n" + res.Hypothetical, nil
+		if len(out.Hypothetical) > maxHypothetical {
+			out.Hypothetical = strings.ToValidUTF8(out.Hypothetical[:maxHypothetical], "")
+		}
+		return q + "\n\n" + out.Hypothetical, nil
 	}
 	return q, nil
 }

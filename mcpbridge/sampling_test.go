@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,8 +17,9 @@ import (
 // fakeModel is an MCP client's model (a CreateMessageHandler): it answers
 // the engine's transform and grading prompts and records every request.
 type fakeModel struct {
-	mu   sync.Mutex
-	seen []*mcp.CreateMessageParams
+	mu      sync.Mutex
+	seen    []*mcp.CreateMessageParams
+	passage string // the hyde passage (default: one about BM25)
 }
 
 var passageTag = regexp.MustCompile(`(?s)<passage-([0-9a-f]+) id="(\d+)">\n(.*?)\n</passage-([0-9a-f]+)>`)
@@ -41,7 +44,11 @@ func (f *fakeModel) handle(_ context.Context, r *mcp.CreateMessageRequest) (*mcp
 		b, _ := json.Marshal(map[string]any{"scores": scores})
 		reply = string(b)
 	case strings.Contains(sys, "short factual passage"):
-		reply = `{"passage":"BM25 ranks documents by term frequency and inverse document frequency."}`
+		f.mu.Lock()
+		p := cmp.Or(f.passage, "BM25 ranks documents by term frequency and inverse document frequency.")
+		f.mu.Unlock()
+		b, _ := json.Marshal(map[string]string{"passage": p})
+		reply = string(b)
 	default: // rewrite
 		reply = "Here you go: ```json\n{\"queries\":[\"BM25 inverse document frequency\"]}\n```"
 	}
@@ -121,6 +128,18 @@ func TestSamplingAsLLM(t *testing.T) {
 		t.Fatalf("%d sampling requests for hyde", len(reqs))
 	}
 	delimited(reqs[0], query)
+	// A model that writes far more than asked is cut to maxHypothetical.
+	model.mu.Lock()
+	model.passage = "BM25 " + strings.Repeat("é", 100_000)
+	model.mu.Unlock()
+	res = callTool(t, cs, ToolSearch, map[string]any{"query": "scoring", "hyde": true, "k": 1})
+	if out = structured[SearchOutput](t, res); res.IsError || len(out.Hypothetical) > maxHypothetical || !utf8.ValidString(out.Hypothetical) || len(out.Hits) == 0 {
+		t.Fatalf("hyde with a huge passage: %d bytes, %s", len(out.Hypothetical), textOf(res))
+	}
+	model.mu.Lock()
+	model.passage = ""
+	model.mu.Unlock()
+	model.requests()
 
 	// modelRewrite: the model's query (from a fenced JSON reply) is used.
 	res = callTool(t, cs, ToolSearch, map[string]any{"query": "that ranking formula thing", "modelRewrite": true, "k": 1})
