@@ -109,6 +109,10 @@ type Options struct {
 	RetainVersions int           // at most this many past versions stay pinnable (default 64)
 	RetainFor      time.Duration // past versions stay pinnable this long (default 10m)
 
+	// DocCacheBytes bounds the cache of decoded documents that Load
+	// serves repeated hits from (default DefaultDocCacheBytes; < 0: none).
+	DocCacheBytes int64
+
 	// NoBackground disables the background flusher/merger; call Flush and
 	// Merge explicitly. For tests and bulk loads.
 	NoBackground bool
@@ -143,6 +147,9 @@ func (o *Options) fill() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.DocCacheBytes == 0 {
+		o.DocCacheBytes = DefaultDocCacheBytes
+	}
 }
 
 // Index is an open index directory. Safe for concurrent use.
@@ -160,6 +167,8 @@ type Index struct {
 	cur      atomic.Pointer[snapshot]
 	rmu      sync.Mutex
 	retained []*snapshot // ascending version, includes cur
+
+	docs *docCache // decoded records for Load; nil when disabled
 
 	bgmu   sync.Mutex // serialises flush and merge
 	kick   chan struct{}
@@ -188,7 +197,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{dir: dir, opts: opts, an: opts.Analyzer, st: st, log: opts.Logger,
+	ix := &Index{dir: dir, opts: opts, an: opts.Analyzer, st: st, log: opts.Logger, docs: newDocCache(opts.DocCacheBytes),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), bgDone: make(chan struct{})}
 	if err := store.Protect(filepath.Join(dir, storeFile), func() error { return ix.recover(ctx) }); err != nil {
 		st.Close()
@@ -567,7 +576,7 @@ func (ix *Index) Commit(ctx context.Context, b *Batch) ([]string, error) {
 	ver := m.Version + 1
 	ids := make([]string, len(docs))
 	var added []*docInput
-	var kills []uint64
+	var kills, purged []uint64
 	oldest := ix.oldestRetained()
 	err := ix.st.Update(ctx, func(tx *store.Tx) error {
 		added, kills = added[:0], kills[:0]
@@ -626,7 +635,8 @@ func (ix *Index) Commit(ctx context.Context, b *Batch) ([]string, error) {
 			return errNoChange
 		}
 		m.Version = ver
-		if _, err := tx.PurgeDead(oldest); err != nil {
+		var err error
+		if purged, err = tx.PurgeDead(oldest); err != nil {
 			return err
 		}
 		return tx.PutManifest(m)
@@ -637,6 +647,7 @@ func (ix *Index) Commit(ctx context.Context, b *Batch) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: add: %w", err)
 	}
+	ix.docs.purge(purged)
 	ix.man = m
 	segs := slices.Clone(ix.cur.Load().segs)
 	if len(added) > 0 {
@@ -668,7 +679,7 @@ func (ix *Index) Delete(ctx context.Context, ids []string) (int, error) {
 	}
 	m := ix.man
 	ver := m.Version + 1
-	var kills []uint64
+	var kills, purged []uint64
 	deleted := 0
 	oldest := ix.oldestRetained()
 	err := ix.st.Update(ctx, func(tx *store.Tx) error {
@@ -704,7 +715,8 @@ func (ix *Index) Delete(ctx context.Context, ids []string) (int, error) {
 			return errNoChange
 		}
 		m.Version = ver
-		if _, err := tx.PurgeDead(oldest); err != nil {
+		var err error
+		if purged, err = tx.PurgeDead(oldest); err != nil {
 			return err
 		}
 		return tx.PutManifest(m)
@@ -715,6 +727,7 @@ func (ix *Index) Delete(ctx context.Context, ids []string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("index: delete: %w", err)
 	}
+	ix.docs.purge(purged)
 	ix.man = m
 	segs := slices.Clone(ix.cur.Load().segs)
 	applyKills(segs, kills)

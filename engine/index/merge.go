@@ -246,8 +246,10 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 		m.FlushedSeq = max(m.FlushedSeq, maxSeq)
 	}
 	oldest := ix.oldestRetained()
+	var purged []uint64
 	err = ix.st.Update(ctx, func(tx *store.Tx) error {
-		if _, err := tx.PurgeDead(oldest); err != nil {
+		var err error
+		if purged, err = tx.PurgeDead(oldest); err != nil {
 			return err
 		}
 		return tx.PutManifest(m)
@@ -258,6 +260,7 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 		}
 		return fmt.Errorf("index: commit merge: %w", err)
 	}
+	ix.docs.purge(purged)
 	ix.man = m
 	segs := make([]segView, 0, len(cur.segs)-len(src)+1)
 	segs = append(segs, cur.segs[:first]...)

@@ -306,15 +306,30 @@ func (ix *Index) WordMax(ctx context.Context, version, word string) (float64, er
 // Load reads the stored documents numbered nums (from the Hits of a
 // Search with SkipDocs) and their facts, in one read transaction; withText
 // false leaves the texts unread. A document purged since the Search (its
-// snapshot is no longer retained) fails with ErrSnapshotGone.
+// snapshot is no longer retained) fails with ErrSnapshotGone. Documents
+// come from a bounded cache of decoded records when they are in it
+// (Options.DocCacheBytes) and are shared: callers must not modify them.
 func (ix *Index) Load(ctx context.Context, nums []DocNum, withText bool) ([]*Document, []Facts, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
 	docs := make([]*Document, len(nums))
 	facts := make([]Facts, len(nums))
+	missing := false
+	for i, n := range nums {
+		var ok bool
+		if docs[i], facts[i], ok = ix.docs.get(n, withText); !ok {
+			missing = true
+		}
+	}
+	if !missing {
+		return docs, facts, nil
+	}
 	err := ix.st.View(func(tx *store.ReadTx) error {
 		for i, n := range nums {
+			if docs[i] != nil {
+				continue
+			}
 			d, f, err := tx.Record(uint64(n), withText)
 			if err != nil {
 				return err
@@ -323,6 +338,7 @@ func (ix *Index) Load(ctx context.Context, nums []DocNum, withText bool) ([]*Doc
 				return fmt.Errorf("%w: document %d was purged", ErrSnapshotGone, n)
 			}
 			docs[i], facts[i] = d, f
+			ix.docs.put(n, d, f, withText)
 		}
 		return nil
 	})

@@ -373,25 +373,25 @@ func (t *Tx) Kill(id string, seq, version uint64, replaced bool) error {
 }
 
 // PurgeDead deletes the records of documents killed at or before version
-// (no retained snapshot can see them any more) and returns how many.
-func (t *Tx) PurgeDead(upTo uint64) (int, error) {
+// (no retained snapshot can see them any more) and returns their numbers.
+func (t *Tx) PurgeDead(upTo uint64) ([]uint64, error) {
 	c := t.tx.Bucket(bktDead).Cursor()
 	docs := t.tx.Bucket(bktDocs)
-	n := 0
+	var seqs []uint64
 	for k, _ := c.First(); k != nil; k, _ = c.First() {
 		if len(k) != 16 {
-			return n, fmt.Errorf("%w: tombstone %x", ErrCorrupt, k)
+			return seqs, fmt.Errorf("%w: tombstone %x", ErrCorrupt, k)
 		}
 		if binary.BigEndian.Uint64(k) > upTo {
 			break
 		}
 		if err := docs.Delete(k[8:]); err != nil {
-			return n, err
+			return seqs, err
 		}
 		if err := c.Delete(); err != nil {
-			return n, err
+			return seqs, err
 		}
-		n++
+		seqs = append(seqs, binary.BigEndian.Uint64(k[8:]))
 	}
-	return n, nil
+	return seqs, nil
 }

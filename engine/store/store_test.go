@@ -70,7 +70,7 @@ func TestDocsIDsChildrenTombstones(t *testing.T) {
 		if err := tx.Kill("p#0", 2, 2, false); err != nil {
 			return err
 		}
-		if n, err := tx.PurgeDead(1); err != nil || n != 0 {
+		if n, err := tx.PurgeDead(1); err != nil || len(n) != 0 {
 			t.Fatalf("early purge %d %v", n, err)
 		}
 		return nil
@@ -91,7 +91,7 @@ func TestDocsIDsChildrenTombstones(t *testing.T) {
 		return nil
 	})
 	s.Update(ctx, func(tx *Tx) error {
-		if n, err := tx.PurgeDead(2); err != nil || n != 1 {
+		if n, err := tx.PurgeDead(2); err != nil || len(n) != 1 {
 			t.Fatalf("purge %d %v", n, err)
 		}
 		return nil
