@@ -358,13 +358,15 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 
 	deps := &pipeline.Deps{Sparse: e.ix, Reranker: e.cfg.Reranker, Compile: e.ix.CompileFilter, Screen: !e.cfg.NoScreen, WireName: WireSource,
 		Trust: trust.Policy{Sources: e.cfg.TrustedSources}}
-	deps.Observe = func(stage string, progress float64, msg string, partial []rcp.Hit) {
-		pp := rcp.ProgressParams{Progress: &progress, Stage: stage, Message: msg}
-		if len(partial) > 0 {
-			pp.Partial = &rcp.Partial{Hits: partial}
+	if rcp.ProgressAllowed(ctx) || rcp.LogEnabled(ctx, rcp.LogDebug) { // else stage reports are not even formatted
+		deps.Observe = func(stage string, progress float64, msg string, partial []rcp.Hit) {
+			pp := rcp.ProgressParams{Progress: &progress, Stage: stage, Message: msg}
+			if len(partial) > 0 {
+				pp.Partial = &rcp.Partial{Hits: partial}
+			}
+			_ = rcp.ReportProgress(ctx, pp)
+			rcp.Log(ctx, rcp.LogDebug, msg, map[string]any{"stage": stage})
 		}
-		_ = rcp.ReportProgress(ctx, pp)
-		rcp.Log(ctx, rcp.LogDebug, msg, map[string]any{"stage": stage})
 	}
 
 	usesDense := mode != rcp.ModeSparse || req.MMRLambda != nil || req.Vectors

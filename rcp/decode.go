@@ -55,7 +55,8 @@ func DecodeParams(raw json.RawMessage, v any) error {
 		}
 		return InvalidParams(wirePath(reflect.TypeOf(v), fieldFromError(err)), "%v", err)
 	}
-	if path, ok := checkIntegers(reflect.ValueOf(v), ""); !ok {
+	if path, ok := checkIntegers(reflect.ValueOf(v)); !ok {
+		path = strings.TrimPrefix(path, ".")
 		return InvalidParams(path, "%s: integer outside the 53-bit range", path)
 	}
 	return nil
@@ -199,9 +200,10 @@ func fieldFromError(err error) string {
 }
 
 // checkIntegers walks a decoded value and reports the first integer field
-// beyond ±MaxSafeInteger. It only descends into parts of the type that can
-// hold integers (a per-type plan is cached).
-func checkIntegers(v reflect.Value, path string) (string, bool) {
+// beyond ±MaxSafeInteger with its path below v ("a.b[2].c"). It only
+// descends into parts of the type that can hold integers (a per-type plan
+// is cached) and builds the path on the way out of a failure only.
+func checkIntegers(v reflect.Value) (string, bool) {
 	if !mayHoldInts(v.Type()) {
 		return "", true
 	}
@@ -210,42 +212,45 @@ func checkIntegers(v reflect.Value, path string) (string, bool) {
 		if v.IsNil() {
 			return "", true
 		}
-		return checkIntegers(v.Elem(), path)
+		return checkIntegers(v.Elem())
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		n := v.Int()
 		if n > MaxSafeInteger || n < -MaxSafeInteger {
-			return path, false
+			return "", false
 		}
 	case reflect.Uint, reflect.Uint64, reflect.Uint32:
 		if v.Uint() > MaxSafeInteger {
-			return path, false
+			return "", false
 		}
 	case reflect.Struct:
 		for _, f := range structPlan(v.Type()) {
-			p := f.name
-			if path != "" {
-				p = path + "." + f.name
-			}
-			if q, ok := checkIntegers(v.Field(f.index), p); !ok {
-				return q, false
+			if q, ok := checkIntegers(v.Field(f.index)); !ok {
+				return joinPath(f.name, q), false
 			}
 		}
 	case reflect.Slice, reflect.Array:
 		for i := 0; i < v.Len(); i++ {
-			if q, ok := checkIntegers(v.Index(i), path+"["+strconv.Itoa(i)+"]"); !ok {
-				return q, false
+			if q, ok := checkIntegers(v.Index(i)); !ok {
+				return joinPath("["+strconv.Itoa(i)+"]", q), false
 			}
 		}
 	case reflect.Map:
 		iter := v.MapRange()
 		for iter.Next() {
-			p := path + "." + iter.Key().String()
-			if q, ok := checkIntegers(iter.Value(), p); !ok {
-				return q, false
+			if q, ok := checkIntegers(iter.Value()); !ok {
+				return joinPath("."+iter.Key().String(), q), false
 			}
 		}
 	}
 	return "", true
+}
+
+// joinPath appends the path tail (a field name, "[i]" or ".key") to head.
+func joinPath(head, tail string) string {
+	if tail == "" || tail[0] == '[' || tail[0] == '.' {
+		return head + tail
+	}
+	return head + "." + tail
 }
 
 type planField struct {

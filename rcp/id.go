@@ -15,8 +15,23 @@ type ID struct{ raw string }
 
 // StringID returns the ID for a JSON string.
 func StringID(s string) ID {
+	if plainJSON(s) { // the common case, with the bytes json.Marshal would write
+		return ID{raw: "\"" + s + "\""}
+	}
 	b, _ := json.Marshal(s)
 	return ID{raw: string(b)}
+}
+
+// plainJSON reports whether s is printable ASCII that json.Marshal writes
+// between quotes unchanged (no quote, backslash or HTML-escaped <, >, &).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // IntID returns the ID for a JSON integer.
@@ -36,6 +51,9 @@ func (id ID) Raw() string { return id.raw }
 // numeric IDs.
 func (id ID) String() string {
 	if id.IsString() {
+		if len(id.raw) >= 2 && plainJSON(id.raw[1:len(id.raw)-1]) {
+			return id.raw[1 : len(id.raw)-1]
+		}
 		var s string
 		_ = json.Unmarshal([]byte(id.raw), &s)
 		return s

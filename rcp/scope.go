@@ -74,19 +74,26 @@ func ReportProgress(ctx context.Context, p ProgressParams) error {
 // from the request's or the session's _meta.logLevel. Otherwise it is a
 // no-op. data may be nil.
 func Log(ctx context.Context, level, msg string, data map[string]any) {
+	if !LogEnabled(ctx, level) {
+		return
+	}
 	s := scopeOf(ctx)
-	if s == nil || s.logLevel == "" || s.notify == nil {
-		return
-	}
-	r, ok := logRank[level]
-	if !ok || r < logRank[s.logLevel] {
-		return
-	}
 	b, err := json.Marshal(LogParams{Level: level, Message: msg, Data: data})
 	if err != nil {
 		return
 	}
 	s.notify(jsonrpc.Notification(NotifyLog, b))
+}
+
+// LogEnabled reports whether Log(ctx, level, …) would send anything, so a
+// caller can skip building a message nobody receives.
+func LogEnabled(ctx context.Context, level string) bool {
+	s := scopeOf(ctx)
+	if s == nil || s.logLevel == "" || s.notify == nil {
+		return false
+	}
+	r, ok := logRank[level]
+	return ok && r >= logRank[s.logLevel]
 }
 
 // Session describes the session a request belongs to.

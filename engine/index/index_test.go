@@ -428,7 +428,7 @@ func exhaustive(ix *Index, text string, k int, filt Filter) []cand {
 			for _, x := range c {
 				s += x
 			}
-			all = append(all, cand{score: s, id: v.seg.id(uint32(d))})
+			all = append(all, cand{score: s, id: v.seg.idBytes(uint32(d))})
 		}
 	}
 	slices.SortFunc(all, func(a, b cand) int {
@@ -482,7 +482,7 @@ func TestPruningMatchesExhaustive(t *testing.T) {
 				t.Fatalf("%s %q k=%d: %d hits, want %d", stage, text, k, len(got.Hits), len(want))
 			}
 			for i, h := range got.Hits {
-				if h.ID != want[i].id || math.Abs(h.Score-want[i].score) > 1e-9 {
+				if h.ID != string(want[i].id) || math.Abs(h.Score-want[i].score) > 1e-9 {
 					t.Fatalf("%s %q k=%d hit %d: %s %.12f, want %s %.12f", stage, text, k, i, h.ID, h.Score, want[i].id, want[i].score)
 				}
 			}

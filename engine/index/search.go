@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -250,7 +251,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		qset[qt.term] = true
 	}
 	for i, c := range cands {
-		h := Hit{ID: c.id, DocNum: DocNum(c.seg.seq(c.local)), Score: c.score}
+		h := Hit{ID: string(c.id), DocNum: DocNum(c.seg.seq(c.local)), Score: c.score}
 		if !q.SkipDocs || q.Highlight {
 			d, facts, err := record(uint64(h.DocNum), q.Highlight || !q.NoText)
 			if err != nil {
@@ -305,7 +306,8 @@ func (ix *Index) WordMax(ctx context.Context, version, word string) (float64, er
 
 // Load reads the stored documents numbered nums (from the Hits of a
 // Search with SkipDocs) and their facts, in one read transaction; withText
-// false leaves the texts unread. A document purged since the Search (its
+// false leaves the texts unread (a document served from the cache may
+// carry its text anyway). A document purged since the Search (its
 // snapshot is no longer retained) fails with ErrSnapshotGone. Documents
 // come from a bounded cache of decoded records when they are in it
 // (Options.DocCacheBytes) and are shared: callers must not modify them.
@@ -620,7 +622,7 @@ func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, accept func(u
 
 type cand struct {
 	score float64
-	id    string
+	id    []byte // in the segment's mapping: valid while the search runs
 	seg   *segment
 	local uint32
 }
@@ -630,7 +632,7 @@ func worse(a, b *cand) bool {
 	if a.score != b.score {
 		return a.score < b.score
 	}
-	return a.id > b.id
+	return bytes.Compare(a.id, b.id) > 0
 }
 
 // topK is a bounded min-heap of the best candidates (root = worst).
@@ -656,7 +658,7 @@ func (t *topK) admits(score float64) bool {
 // the heap changed.
 func (t *topK) offer(score float64, seg *segment, doc uint32) bool {
 	if len(t.h) < t.k {
-		t.h = append(t.h, cand{score: score, id: seg.id(doc), seg: seg, local: doc})
+		t.h = append(t.h, cand{score: score, id: seg.idBytes(doc), seg: seg, local: doc})
 		for i := len(t.h) - 1; i > 0; {
 			p := (i - 1) / 2
 			if !worse(&t.h[i], &t.h[p]) {
@@ -671,7 +673,7 @@ func (t *topK) offer(score float64, seg *segment, doc uint32) bool {
 		return false
 	}
 	c := cand{score: score, seg: seg, local: doc}
-	c.id = seg.id(doc)
+	c.id = seg.idBytes(doc)
 	if !worse(&t.h[0], &c) {
 		return false
 	}

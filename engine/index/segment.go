@@ -689,9 +689,10 @@ func strAt(offs, blob []byte, i int) []byte {
 	return blob[a:b]
 }
 
-func (s *segment) id(i uint32) string {
-	return string(strAt(s.sec[secIDOff], s.sec[secIDBlob], int(i)))
-}
+func (s *segment) id(i uint32) string { return string(s.idBytes(i)) }
+
+// idBytes is id without a copy: the bytes alias the segment's data.
+func (s *segment) idBytes(i uint32) []byte { return strAt(s.sec[secIDOff], s.sec[secIDBlob], int(i)) }
 
 func (s *segment) term(i int) string {
 	return string(strAt(s.sec[secTermOff], s.sec[secTermBlob], i))

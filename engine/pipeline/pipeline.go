@@ -218,10 +218,12 @@ func Run(ctx context.Context, deps *Deps, req *Request) (*Page, error) {
 	return &s.Page, nil
 }
 
+// observing reports whether anyone receives stage reports: callers check it
+// before formatting one, so an unobserved request pays nothing for them.
+func (s *State) observing() bool { return s.Deps.Observe != nil }
+
 func (s *State) observe(stage string, progress float64, msg string, partial []rcp.Hit) {
-	if s.Deps.Observe != nil {
-		s.Deps.Observe(stage, progress, msg, partial)
-	}
+	s.Deps.Observe(stage, progress, msg, partial)
 }
 
 func (s *State) note(format string, args ...any) {
@@ -305,11 +307,13 @@ func recall(ctx context.Context, s *State) error {
 		}
 	}
 	s.Page.Candidates = len(s.Cands)
-	partial := make([]rcp.Hit, 0, min(len(s.Cands), 20))
-	for _, c := range s.Cands[:min(len(s.Cands), 20)] {
-		partial = append(partial, rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Score})
+	if s.observing() {
+		partial := make([]rcp.Hit, 0, min(len(s.Cands), 20))
+		for _, c := range s.Cands[:min(len(s.Cands), 20)] {
+			partial = append(partial, rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Score})
+		}
+		s.observe("recall", 0.4, fmt.Sprintf("recall: %d sparse, %d dense candidates", len(sparse), len(dense)), partial)
 	}
-	s.observe("recall", 0.4, fmt.Sprintf("recall: %d sparse, %d dense candidates", len(sparse), len(dense)), partial)
 	return nil
 }
 
@@ -345,7 +349,9 @@ func fuse(_ context.Context, s *State) error {
 			}
 		}
 		slices.SortFunc(s.Cands, byScore)
-		s.observe("fuse", 0.6, fmt.Sprintf("fuse: single %s list of %d, nothing to fuse", r.Mode, len(s.Cands)), nil)
+		if s.observing() {
+			s.observe("fuse", 0.6, fmt.Sprintf("fuse: single %s list of %d, nothing to fuse", r.Mode, len(s.Cands)), nil)
+		}
 		return nil
 	}
 	floor := 0.0
@@ -391,7 +397,9 @@ func fuse(_ context.Context, s *State) error {
 	if method == "" {
 		method = rcp.FusionRRF
 	}
-	s.observe("fuse", 0.6, fmt.Sprintf("fused %d sparse + %d dense by %s into %d", len(sp), len(dn), method, len(out)), nil)
+	if s.observing() {
+		s.observe("fuse", 0.6, fmt.Sprintf("fused %d sparse + %d dense by %s into %d", len(sp), len(dn), method, len(out)), nil)
+	}
 	return nil
 }
 
@@ -431,7 +439,9 @@ func adjust(ctx context.Context, s *State) error {
 		// below N are not comparable with reranker scores and are dropped.
 		s.Cands = top
 		s.Page.Reranked = n
-		s.observe("rerank", 0.7, fmt.Sprintf("reranked %d/%d with %s", n, len(s.Cands), s.Deps.Reranker.Identity()), nil)
+		if s.observing() {
+			s.observe("rerank", 0.7, fmt.Sprintf("reranked %d/%d with %s", n, len(s.Cands), s.Deps.Reranker.Identity()), nil)
+		}
 		if r.Recency == nil {
 			return nil
 		}
@@ -470,7 +480,9 @@ func adjust(ctx context.Context, s *State) error {
 		slices.SortStableFunc(s.Cands, byScore)
 	}
 	if s.Page.Reranked == 0 {
-		s.observe("rerank", 0.7, "rerank: no reranker configured; order kept"+map[bool]string{true: " (recency decay applied)", false: ""}[r.Recency != nil], nil)
+		if s.observing() {
+			s.observe("rerank", 0.7, "rerank: no reranker configured; order kept"+map[bool]string{true: " (recency decay applied)", false: ""}[r.Recency != nil], nil)
+		}
 	}
 	return nil
 }
@@ -633,7 +645,9 @@ func diversify(ctx context.Context, s *State) error {
 			out = append(out, s.Cands[i])
 		}
 		s.Cands = out
-		s.observe("diversify", 0.8, fmt.Sprintf("mmr λ=%g over %d candidates", *r.MMRLambda, len(out)), nil)
+		if s.observing() {
+			s.observe("diversify", 0.8, fmt.Sprintf("mmr λ=%g over %d candidates", *r.MMRLambda, len(out)), nil)
+		}
 	}
 	return nil
 }
@@ -734,13 +748,16 @@ func pack(ctx context.Context, s *State) error {
 		s.Page.Next = end
 	}
 	s.Page.Hits = make([]rcp.Hit, 0, len(page))
-	for _, c := range page {
-		s.Page.Hits = append(s.Page.Hits, s.hit(c))
+	parts := make([]hitParts, len(page))
+	for i, c := range page {
+		s.Page.Hits = append(s.Page.Hits, s.hit(c, &parts[i]))
 		if r.Vectors {
 			s.Page.Vectors = append(s.Page.Vectors, c.vec)
 		}
 	}
-	s.observe("pack", 1, fmt.Sprintf("packed %d hits (%d tokens)", len(page), tokens), nil)
+	if s.observing() {
+		s.observe("pack", 1, fmt.Sprintf("packed %d hits (%d tokens)", len(page), tokens), nil)
+	}
 	return nil
 }
 
@@ -816,8 +833,20 @@ func ReadChunkInfo(meta map[string]any) (ChunkInfo, bool) {
 	return ci, true
 }
 
-// hit builds the wire hit for c.
-func (s *State) hit(c *Candidate) rcp.Hit {
+// hitParts holds what one wire hit points to, so that a page allocates
+// them at once instead of a handful of small objects per hit.
+type hitParts struct {
+	conf, trustScore float64
+	text             string
+	start, end, page int
+	suspected        bool
+	cit              rcp.Citation
+	chunk            rcp.ChunkRef
+	trust            rcp.Trust
+}
+
+// hit builds the wire hit for c, its parts in p.
+func (s *State) hit(c *Candidate, p *hitParts) rcp.Hit {
 	r := s.Req
 	d := c.Doc
 	id := c.ID
@@ -829,8 +858,8 @@ func (s *State) hit(c *Candidate) rcp.Hit {
 	}
 	h := rcp.Hit{ID: rcp.StringID(id), Score: c.Score, Unit: unit, Modality: rcp.ModalityText}
 	if r.Confidence {
-		v := c.conf
-		h.Confidence = &v
+		p.conf = c.conf
+		h.Confidence = &p.conf
 	}
 	h.Scores = map[string]float64{}
 	if c.HasSparse {
@@ -849,8 +878,8 @@ func (s *State) hit(c *Candidate) rcp.Hit {
 		return h
 	}
 	if r.IncludeText {
-		t := d.Text
-		h.Text = &t
+		p.text = d.Text
+		h.Text = &p.text
 	}
 	if _, internal := d.Meta[MetaKey]; !internal && len(d.Meta) > 0 {
 		h.Meta = d.Meta // read for this request alone: no copy
@@ -862,13 +891,14 @@ func (s *State) hit(c *Candidate) rcp.Hit {
 			}
 		}
 	}
-	cit := &rcp.Citation{Title: d.Title}
+	cit := &p.cit
+	cit.Title = d.Title
 	wire := true
 	if d.Source != nil {
 		cit.Source, cit.URI = d.Source.Name, d.Source.URI
 		if d.Source.Page > 0 {
-			p := d.Source.Page
-			cit.Page = &p
+			p.page = d.Source.Page
+			cit.Page = &p.page
 		}
 		wire = d.Source.Name == s.Deps.WireName
 	}
@@ -879,34 +909,36 @@ func (s *State) hit(c *Candidate) rcp.Hit {
 		cit.Source = s.Deps.WireName
 	}
 	if d.Chunk != nil {
-		h.Chunk = &rcp.ChunkRef{DocID: d.Chunk.DocID, Index: d.Chunk.Index}
+		p.chunk = rcp.ChunkRef{DocID: d.Chunk.DocID, Index: d.Chunk.Index}
+		h.Chunk = &p.chunk
 		if ci, ok := ReadChunkInfo(d.Meta); ok {
-			st, en := ci.Start, ci.End
-			cit.Start, cit.End = &st, &en
+			p.start, p.end = ci.Start, ci.End
+			cit.Start, cit.End = &p.start, &p.end
 			h.Chunk.Context = ci.Context
 		}
 	} else {
-		st, en := 0, c.Facts.Runes
+		p.start, p.end = 0, c.Facts.Runes
 		if !hasFacts(c) {
-			en = utf8.RuneCountInString(d.Text)
+			p.end = utf8.RuneCountInString(d.Text)
 		}
-		cit.Start, cit.End = &st, &en
+		cit.Start, cit.End = &p.start, &p.end
 	}
 	h.Citation = cit
 	srcName := ""
 	if d.Source != nil {
 		srcName = d.Source.Name
 	}
-	t := &rcp.Trust{Level: s.Deps.Trust.Level(srcName, wire)}
+	t := &p.trust
+	t.Level = s.Deps.Trust.Level(srcName, wire)
 	if s.Deps.Screen {
 		verdict, susp := c.Facts.ScreenScore, c.Facts.Suspected // screened at index time
 		if !hasFacts(c) {
 			sc := trust.Screen(d.Title + "\n" + d.Text)
 			verdict, susp = sc.Score, sc.Suspected
 		}
-		score := 1 - verdict // trust.score: higher is more trustworthy
-		t.Score = &score
-		t.InjectionSuspected = &susp
+		p.trustScore, p.suspected = 1-verdict, susp // trust.score: higher is more trustworthy
+		t.Score = &p.trustScore
+		t.InjectionSuspected = &p.suspected
 	}
 	if v := c.verdict; v != nil && v.Quarantined {
 		// Quarantined by client reports (§15.3): advisory, never trusted.
