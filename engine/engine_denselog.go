@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/rcpgo/rcpgo/engine/store"
 )
 
 // The dense log lives in engine.db and is written in the same transaction
@@ -15,7 +18,9 @@ import (
 // write durable for the dense side. Vectors and the HNSW graph are derived
 // from it in the background (engine_derive.go).
 //
-//	dense      id → denseRecord (JSON): the text the encoder sees, the parent
+//	dense      id → dense record: the text the encoder sees (compressed as the
+//	           document store compresses texts), the parent (encodeDenseRecord;
+//	           logs written before it hold JSON records, still read)
 //	denseids   id → ann key (u64 BE); keys are never reused
 //	densekeys  ann key → id
 //	denseops   seq (u64 BE) → op: 'a' or 'd' + ann key (u64 BE). Every change
@@ -47,6 +52,52 @@ type denseRecord struct {
 	Text   string `json:"t"`
 }
 
+// denseRecordTag starts a binary dense record:
+//
+//	0xD2 ‖ uvarint len(parent) ‖ parent ‖ uvarint len(text) ‖ store.AppendText(text)
+//
+// Earlier records are JSON objects (they start with '{').
+const denseRecordTag = 0xD2
+
+func encodeDenseRecord(parent, text string) []byte {
+	b := make([]byte, 0, 2*binary.MaxVarintLen32+1+len(parent)+len(text))
+	b = append(b, denseRecordTag)
+	b = binary.AppendUvarint(b, uint64(len(parent)))
+	b = append(b, parent...)
+	b = binary.AppendUvarint(b, uint64(len(text)))
+	return store.AppendText(b, text)
+}
+
+// decodeDenseRecord reads a dense record; withText false leaves the text
+// undecoded (binary records).
+func decodeDenseRecord(v []byte, withText bool) (denseRecord, error) {
+	var r denseRecord
+	if len(v) > 0 && v[0] == '{' {
+		err := json.Unmarshal(v, &r)
+		return r, err
+	}
+	if len(v) == 0 || v[0] != denseRecordTag {
+		return r, errors.New("engine: unknown dense record")
+	}
+	pl, n := binary.Uvarint(v[1:])
+	if n <= 0 || pl > uint64(len(v)-1-n) {
+		return r, errors.New("engine: bad dense record parent")
+	}
+	off := 1 + n
+	r.Parent = string(v[off : off+int(pl)])
+	off += int(pl)
+	tl, n := binary.Uvarint(v[off:])
+	if n <= 0 {
+		return r, errors.New("engine: bad dense record text length")
+	}
+	if !withText {
+		return r, nil
+	}
+	var err error
+	r.Text, err = store.DecodeText(v[off+n:], tl)
+	return r, err
+}
+
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
 // denseTx is the dense log inside one bbolt write transaction.
@@ -55,17 +106,23 @@ type denseTx struct {
 }
 
 func openDenseTx(tx *bolt.Tx) denseTx {
-	return denseTx{recs: tx.Bucket(bucketDense), ids: tx.Bucket(bucketDenseIDs),
+	d := denseTx{recs: tx.Bucket(bucketDense), ids: tx.Bucket(bucketDenseIDs),
 		keys: tx.Bucket(bucketDenseKeys), ops: tx.Bucket(bucketDenseOps)}
+	// Keys and op numbers only grow: their pages split full, not half full
+	// (bbolt's default suits random inserts).
+	d.keys.FillPercent, d.ops.FillPercent = 1, 1
+	return d
 }
 
 // put records the dense text of a unit; an unchanged text appends no op,
 // so re-adding a document never re-embeds it.
 func (d denseTx) put(id, parent, text string) error {
-	rec, _ := json.Marshal(denseRecord{Parent: parent, Text: text})
-	if old := d.recs.Get([]byte(id)); old != nil && bytes.Equal(old, rec) {
-		return nil
+	if old := d.recs.Get([]byte(id)); old != nil {
+		if r, err := decodeDenseRecord(old, true); err == nil && r.Parent == parent && r.Text == text {
+			return nil
+		}
 	}
+	rec := encodeDenseRecord(parent, text)
 	if err := d.recs.Put([]byte(id), rec); err != nil {
 		return err
 	}
@@ -138,8 +195,7 @@ func (d denseTx) trimChunks(parent string, n int) error {
 	var dead []string
 	c := d.recs.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var r denseRecord
-		if json.Unmarshal(v, &r) != nil || r.Parent != parent {
+		if r, err := decodeDenseRecord(v, false); err != nil || r.Parent != parent {
 			continue
 		}
 		if i, err := strconv.Atoi(string(k[len(prefix):])); err == nil && i >= n {
@@ -221,8 +277,11 @@ func unitText(tx *bolt.Tx, key uint64) (string, bool) {
 		return "", false
 	}
 	v := tx.Bucket(bucketDense).Get(id)
-	var r denseRecord
-	if v == nil || json.Unmarshal(v, &r) != nil {
+	if v == nil {
+		return "", false
+	}
+	r, err := decodeDenseRecord(v, true)
+	if err != nil {
 		return "", false
 	}
 	return r.Text, true

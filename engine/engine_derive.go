@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -495,8 +494,11 @@ func (dv *deriver) units(ctx context.Context, maxKey uint64, fail *error) iter.S
 				for ; k != nil && len(page) < 1024; k, v = c.Next() {
 					after = append(after[:0], k...)
 					kb := ids.Get(k)
-					var r denseRecord
-					if len(kb) != 8 || binary.BigEndian.Uint64(kb) > maxKey || json.Unmarshal(v, &r) != nil {
+					if len(kb) != 8 || binary.BigEndian.Uint64(kb) > maxKey {
+						continue
+					}
+					r, err := decodeDenseRecord(v, true)
+					if err != nil {
 						continue
 					}
 					page = append(page, unit{binary.BigEndian.Uint64(kb), r.Text})

@@ -118,15 +118,30 @@ func EncodeDoc(d *Document, f Facts) ([]byte, error) {
 	out = append(out, recordTag)
 	out = binary.AppendUvarint(out, uint64(len(head)))
 	out = append(out, head...)
-	if len(d.Text) >= minCompress {
-		z := zenc.EncodeAll(unsafe.Slice(unsafe.StringData(d.Text), len(d.Text)), nil)
-		if len(z) < len(d.Text)*9/10 {
-			out = append(out, textZstd)
-			return append(out, z...), nil
+	return AppendText(out, d.Text), nil
+}
+
+// AppendText appends text in the record text encoding: a codec byte, then
+// the bytes raw or as one zstd frame, whichever is smaller by a margin.
+// The length is not included (DecodeText takes it).
+func AppendText(b []byte, text string) []byte {
+	if len(text) >= minCompress {
+		z := zenc.EncodeAll(unsafe.Slice(unsafe.StringData(text), len(text)), nil)
+		if len(z) < len(text)*9/10 {
+			b = append(b, textZstd)
+			return append(b, z...)
 		}
 	}
-	out = append(out, textRaw)
-	return append(out, d.Text...), nil
+	b = append(b, textRaw)
+	return append(b, text...)
+}
+
+// DecodeText decodes what AppendText wrote for a text of n bytes.
+func DecodeText(p []byte, n uint64) (string, error) {
+	if len(p) == 0 {
+		return "", fmt.Errorf("missing text codec")
+	}
+	return decodeText(p[0], p[1:], n)
 }
 
 func appendStr(b []byte, s string) []byte {
