@@ -121,7 +121,16 @@ func serveMounted(ctx context.Context, srv *rcp.Server, o ServeOptions) error {
 	mux.Handle(base, rh)
 	mux.Handle(base+"/", rh)
 	o.Mount(mux, srv)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The limits rcp.Server.ServeListener applies: connection cap, read,
+	// write and idle timeouts (docs/hostile-input.md item 4).
+	var lim rcp.HTTPLimits
+	if o.HTTP != nil {
+		lim = o.HTTP.Limits
+	}
+	if lim.WriteTimeout == 0 && o.Server != nil && o.Server.RequestTimeout > 0 {
+		lim.WriteTimeout = o.Server.RequestTimeout + 30*time.Second
+	}
+	hs := rcp.NewHTTPServer(mux, lim)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(o.Listener) }()
 	select {

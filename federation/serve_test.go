@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -153,5 +154,48 @@ func TestServeHTTPMount(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("Serve did not return after cancel")
+	}
+}
+
+// With routes mounted (the console, on by default) the gateway's listener
+// keeps the connection limits of rcp.HTTPLimits: beyond MaxConns a new
+// connection evicts a silent one (item 4: the mounted listener was a bare
+// http.Server whose silent connections piled up until file descriptors ran
+// out).
+func TestServeHTTPMountLimits(t *testing.T) {
+	_, beta := httpEngine(t, "beta", nil)
+	ln := listen(t)
+	reg := &federation.Registry{Engines: []federation.EngineSpec{{ID: "beta", URL: beta.URL}}}
+	gw := federation.NewGateway(reg, &federation.GatewayOptions{Federation: federation.Options{Client: clientOpts(), Logger: quiet}})
+	defer gw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- gw.Serve(ctx, federation.ServeOptions{Listener: ln, HTTP: &rcp.HTTPOptions{Limits: rcp.HTTPLimits{MaxConns: 2}},
+			Server: &rcp.ServerOptions{Logger: quiet},
+			Mount:  func(mux *http.ServeMux, _ *rcp.Server) {}})
+	}()
+	defer func() { cancel(); <-done }()
+	var conns []net.Conn
+	for range 4 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+		time.Sleep(50 * time.Millisecond) // accepted in order
+	}
+	_ = conns[0].SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err := conns[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the oldest silent connection beyond MaxConns 2: read %v, want EOF (evicted)", err)
+	}
+	resp, err := http.Post("http://"+ln.Addr().String()+"/rcp/ping", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("ping beside the silent connections: HTTP %d", resp.StatusCode)
 	}
 }

@@ -33,6 +33,9 @@ type HTTPOptions struct {
 	// Limits bound the connections of ServeHTTP (rcp.HTTPLimits; the write
 	// timeout is off: standalone SSE streams stay open).
 	Limits rcp.HTTPLimits
+	// Mount, when set, adds routes beside the MCP endpoint on ServeHTTP's
+	// listener (rcpd mounts /metrics); they get none of its protections.
+	Mount func(mux *http.ServeMux)
 }
 
 // HTTPHandler returns the streamable HTTP handler of the bridge with its
@@ -143,6 +146,9 @@ func (b *Bridge) ServeHTTP(ctx context.Context, ln net.Listener, path string, op
 	}
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
+	if opts.Mount != nil {
+		opts.Mount(mux)
+	}
 	lim := opts.Limits
 	lim.WriteTimeout = -1
 	srv := rcp.NewHTTPServer(mux, lim)

@@ -1,8 +1,9 @@
 // Package attack replays the hostile-input attacks of issue 19 (items 1–9)
 // against the built rcpd, `rcpd gateway` and `rcpd mcp --http` on loopback,
 // and checks that each answers with its documented code, that memory stays
-// bounded, that CPU returns to idle within a second of each attack and
-// that a normal client is served throughout (docs/hostile-input.md).
+// bounded, that CPU returns to idle within a second of each attack, that
+// goroutines return to baseline and that a normal client is served
+// throughout (docs/hostile-input.md).
 package attack
 
 import (
@@ -369,7 +370,8 @@ var rcpAttacks = []attack{
 	}},
 }
 
-// goroutines reads go_goroutines from rcpd's /metrics.
+// goroutines reads go_goroutines from /metrics (rcpd serve, the gateway
+// and the MCP face all serve it).
 func goroutines(t *testing.T, base string) int {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
@@ -389,13 +391,28 @@ func goroutines(t *testing.T, base string) int {
 	return 0
 }
 
-// replay runs each attack with a normal client alongside, then checks
-// idle CPU, RSS and (when count is set) goroutines.
-func replay(t *testing.T, p *proc, base string, attacks []attack, count func() int) {
-	baseline := 0
-	if count != nil {
-		baseline = count()
+// backToBaseline waits up to 5 s for the process's goroutines to return
+// to baseline (+10: timers and pooled connections come and go).
+func backToBaseline(t *testing.T, base string, baseline int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := goroutines(t, base)
+		if n <= baseline+10 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%d goroutines, baseline %d", n, baseline)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// replay runs each attack with a normal client alongside, then checks
+// idle CPU, RSS and goroutines.
+func replay(t *testing.T, p *proc, base string, attacks []attack) {
+	baseline := goroutines(t, base)
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
 			stop := normal(t, base)
@@ -406,21 +423,7 @@ func replay(t *testing.T, p *proc, base string, attacks []attack, count func() i
 			}
 			stop()
 			p.settle(t, a.name)
-			if count == nil {
-				return
-			}
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				n := count()
-				if n <= baseline+10 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Errorf("%d goroutines, baseline %d", n, baseline)
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			backToBaseline(t, base, baseline)
 		})
 	}
 }
@@ -454,7 +457,7 @@ func TestAttackRCPD(t *testing.T) {
 		}
 		expectCode(t, "2 MB chunked add", <-done, 0)
 	}})
-	replay(t, p, base, attacks, func() int { return goroutines(t, base) })
+	replay(t, p, base, attacks)
 	if resp, err := http.Get(base + "/metrics"); err == nil {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -535,14 +538,21 @@ func TestAttackGateway(t *testing.T) {
 			}
 		}
 	}})
-	replay(t, p, base, attacks, nil)
+	replay(t, p, base, attacks)
 }
 
 // mcpPost posts one MCP message and returns the HTTP status.
 func mcpPost(base, body string, hdr map[string]string) (int, error) {
-	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	status, _, err := mcpDo(http.MethodPost, base, body, hdr)
+	return status, err
+}
+
+// mcpDo sends one MCP request and returns the HTTP status and the
+// session id the server assigned.
+func mcpDo(method, base, body string, hdr map[string]string) (int, string, error) {
+	req, err := http.NewRequest(method, base+"/mcp", strings.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -555,11 +565,31 @@ func mcpPost(base, body string, hdr map[string]string) (int, error) {
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: normalTimeout}
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), nil
+}
+
+// mcpSession is the normal MCP client's round: initialize a session, then
+// end it (DELETE), as a well-behaved client does; a live session holds a
+// goroutine until it ends or idles out.
+func mcpSession(base string) error {
+	status, id, err := mcpDo(http.MethodPost, base, mcpInit("normal"), nil)
+	if err != nil {
+		return err
+	}
+	if status != 200 || id == "" {
+		return fmt.Errorf("initialize: HTTP %d, session %q", status, id)
+	}
+	if status, _, err = mcpDo(http.MethodDelete, base, "", map[string]string{"Mcp-Session-Id": id}); err != nil {
+		return err
+	}
+	if status >= 300 {
+		return fmt.Errorf("ending the session: HTTP %d", status)
+	}
+	return nil
 }
 
 func mcpInit(client string) string {
@@ -596,6 +626,7 @@ func TestAttackMCP(t *testing.T) {
 		}},
 	}
 	// The normal client of the MCP face initializes a session.
+	baseline := goroutines(t, base)
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -604,8 +635,8 @@ func TestAttackMCP(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for ctx.Err() == nil {
-					if status, err := mcpPost(base, mcpInit("normal"), nil); (err != nil || status != 200) && ctx.Err() == nil {
-						t.Errorf("a normal MCP client was not served: %d %v", status, err)
+					if err := mcpSession(base); err != nil && ctx.Err() == nil {
+						t.Errorf("a normal MCP client was not served: %v", err)
 						return
 					}
 					time.Sleep(100 * time.Millisecond)
@@ -619,6 +650,7 @@ func TestAttackMCP(t *testing.T) {
 			cancel()
 			wg.Wait()
 			p.settle(t, a.name)
+			backToBaseline(t, base, baseline)
 		})
 	}
 }

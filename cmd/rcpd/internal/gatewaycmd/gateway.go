@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/rcpgo/rcpgo/cmd/rcpd/internal/procmetrics"
 	"github.com/rcpgo/rcpgo/console"
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -26,6 +28,12 @@ embed/rerank/graph/transform are routed to one engine each.
 
 flags:
 `
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // Main is the "rcpd gateway" command: it parses args, loads the registry,
 // dials the engines and serves the gateway over HTTP or stdio until ctx
@@ -52,7 +60,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		logLevel      = fs.String("log-level", "info", "stderr log level: debug | info | warn | error")
 		noUI          = fs.Bool("no-ui", false, "do not serve the web console at / on the HTTP listener")
 		uiDatasets    = fs.String("ui-datasets", "", "directory of BEIR datasets the console's Evaluate tab may run against the gateway (default: off)")
+		metricsAddr   = fs.String("metrics-addr", "", "serve /metrics without auth on this separate `ADDR` (and not on --http)")
+		allowHosts    stringList
+		allowOrigins  stringList
 	)
+	fs.Var(&allowHosts, "allow-host", "also accept this `NAME` in the HTTP Host header (repeatable; IP literals and localhost always pass; * accepts any): DNS-rebinding protection")
+	fs.Var(&allowOrigins, "allow-origin", "accept cross-site browser requests from this `ORIGIN` (scheme://host[:port], repeatable; * accepts any): CSRF protection")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -76,6 +89,15 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return fail("give either --http or --stdio, not both")
 	case *token != "" && *httpAddr == "":
 		return fail("--token needs --http (stdio peers are authorised by whoever spawns the process)")
+	case (len(allowHosts) > 0 || len(allowOrigins) > 0 || *metricsAddr != "") && *httpAddr == "":
+		return fail("--allow-host, --allow-origin and --metrics-addr need --http")
+	}
+	for _, o := range allowOrigins {
+		if o != "*" {
+			if err := http.NewCrossOriginProtection().AddTrustedOrigin(o); err != nil {
+				return fail("--allow-origin %q: %v", o, err)
+			}
+		}
 	}
 	switch *fusionMethod {
 	case rcp.FusionRRF, federation.FusionAuto, rcp.FusionWeighted, rcp.FusionConvex:
@@ -96,7 +118,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err != nil {
 		return fail("--sessions: %v", err)
 	}
-	httpOpts := &rcp.HTTPOptions{Sessions: mode}
+	httpOpts := &rcp.HTTPOptions{Sessions: mode, AllowedHosts: allowHosts, TrustedOrigins: allowOrigins}
 	if *token != "" {
 		httpOpts.BearerTokens = []string{*token}
 	}
@@ -126,16 +148,28 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	defer gw.Close()
 	o := federation.ServeOptions{HTTP: httpOpts, Stdin: stdin, Stdout: stdout, Server: &rcp.ServerOptions{Logger: log},
 		Logger: log, EngineTimeout: *engineTimeout, NoDial: budget <= 0}
-	if *httpAddr != "" && !*noUI {
-		o.Mount = func(mux *http.ServeMux, srv *rcp.Server) {
-			mux.Handle("/", console.New(console.Options{Server: srv, Authorize: console.BearerAuth(httpOpts.BearerTokens),
-				Datasets: *uiDatasets, Title: "rcpd gateway console", Logger: log}))
-		}
-	}
 	if *httpAddr != "" {
+		o.Mount = func(mux *http.ServeMux, srv *rcp.Server) {
+			if *metricsAddr == "" {
+				procmetrics.Mount(mux, httpOpts.BearerTokens, "rcpd-gateway")
+			}
+			if !*noUI {
+				mux.Handle("/", console.New(console.Options{Server: srv, Authorize: console.BearerAuth(httpOpts.BearerTokens),
+					Datasets: *uiDatasets, Title: "rcpd gateway console", Logger: log, AllowedHosts: httpOpts.AllowedHosts}))
+			}
+		}
 		if o.Listener, err = net.Listen("tcp", *httpAddr); err != nil {
 			fmt.Fprintf(stderr, "rcpd gateway: %v\n", err)
 			return 1
+		}
+		if *metricsAddr != "" {
+			mctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if _, err := procmetrics.ServeSeparate(mctx, *metricsAddr, log); err != nil {
+				_ = o.Listener.Close()
+				fmt.Fprintf(stderr, "rcpd gateway: --metrics-addr: %v\n", err)
+				return 1
+			}
 		}
 	}
 	if err := gw.Serve(ctx, o); err != nil {

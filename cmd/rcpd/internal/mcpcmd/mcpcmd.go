@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/rcpgo/rcpgo/cmd/rcpd/internal/procmetrics"
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/mcpbridge"
@@ -45,6 +47,7 @@ type config struct {
 	// connectTokenFile holds the bearer token of the --connect engine.
 	connectTokenFile string
 	origins          stringList
+	metricsAddr      string
 	connect          string
 	registry         string
 	engineID         string
@@ -88,6 +91,7 @@ func newFlags(name string, stderr io.Writer, c *config, desc bool) *flag.FlagSet
 	} else {
 		fs.BoolVar(&c.allowRemote, "allow-remote", false, "allow --http on a non-loopback address")
 		fs.Var(&c.origins, "allow-origin", "trusted browser `ORIGIN` for cross-origin requests (repeatable)")
+		fs.StringVar(&c.metricsAddr, "metrics-addr", "", "with --http: serve /metrics without auth on this separate `ADDR` (and not on --http, where it needs the token when there is one)")
 		fs.DurationVar(&c.refresh, "refresh", 0, "re-dial the engine every `INTERVAL` and re-derive tools when its capabilities changed (gateways)")
 	}
 	return fs
@@ -148,6 +152,12 @@ func parse(name string, args []string, stderr io.Writer, desc bool) (*config, er
 	}
 	if c.httpAddr != "" && !c.allowRemote && !mcpbridge.IsLoopback(c.httpAddr) {
 		return nil, fmt.Errorf("--http %s is not a loopback address: pass --allow-remote to expose the MCP face beyond this host", c.httpAddr)
+	}
+	if c.metricsAddr != "" && c.httpAddr == "" {
+		return nil, errors.New("--metrics-addr needs --http")
+	}
+	if c.httpAddr != "" && c.metricsAddr == "" && c.path == "/metrics" {
+		return nil, errors.New("--path /metrics is where metrics are served: choose another path or --metrics-addr")
 	}
 	if desc && c.format != "json" && c.format != "yaml" {
 		return nil, fmt.Errorf("--format %q: want json or yaml", c.format)
@@ -313,7 +323,20 @@ func run(ctx context.Context, c *config, log *slog.Logger, stdin io.Reader, stdo
 			return err
 		}
 		log.Info("rcpd mcp: serving streamable HTTP", "url", "http://"+ln.Addr().String()+c.path, "auth", token != "")
-		return b.ServeHTTP(ctx, ln, c.path, mcpbridge.HTTPOptions{BearerToken: token, TrustedOrigins: c.origins})
+		opts := mcpbridge.HTTPOptions{BearerToken: token, TrustedOrigins: c.origins}
+		if c.metricsAddr != "" {
+			if _, err := procmetrics.ServeSeparate(ctx, c.metricsAddr, log); err != nil {
+				_ = ln.Close()
+				return fmt.Errorf("--metrics-addr: %w", err)
+			}
+		} else {
+			var tokens []string
+			if token != "" {
+				tokens = []string{token}
+			}
+			opts.Mount = func(mux *http.ServeMux) { procmetrics.Mount(mux, tokens, "rcpd-mcp") }
+		}
+		return b.ServeHTTP(ctx, ln, c.path, opts)
 	}
 	err = b.Run(ctx, &mcpbridge.StdioTransport{Reader: stdin, Writer: stdout})
 	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
