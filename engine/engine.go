@@ -212,6 +212,7 @@ type Engine struct {
 
 	ag *agentic   // transform, session and feedback (engine_agentic.go)
 	kg *knowledge // graph and memory (engine_graph.go); nil when disabled
+	rt *raptor    // the summary tree (engine_tree.go); nil when disabled
 
 	// catalogOpen: the catalog was made current at Open and is marked dirty
 	// until Close marks it clean; a failed write clears it (see engine_docs.go).
@@ -418,6 +419,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.openTree()
 	return e, nil
 }
 
@@ -433,6 +435,9 @@ var fieldTypes = map[string]index.FieldType{
 // Close releases the engine's resources.
 func (e *Engine) Close() error {
 	var errs []error
+	if e.rt != nil {
+		e.rt.close()
+	}
 	if e.derive != nil {
 		errs = append(errs, e.derive.stop())
 	}
@@ -465,9 +470,9 @@ func (e *Engine) Close() error {
 // dense generation; the server freezes it per session.
 func (e *Engine) Describe(ctx context.Context) rcp.Description {
 	if g := e.gen.Load(); g != nil {
-		return g.desc
+		return e.withTree(g.desc)
 	}
-	return e.descSparse
+	return e.withTree(e.descSparse)
 }
 
 // Call implements rcp.Handler.

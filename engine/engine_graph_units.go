@@ -19,8 +19,9 @@ import (
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int,
-	unsupported func(option, format string, args ...any) error, notes *[]string, started time.Time) (*rcp.RetrieveResult, error) {
+// structuredOptions applies strict to the options that only make sense
+// for text units, on a request for a graph or tree unit.
+func structuredOptions(p *retrieveParams, unsupported func(option, format string, args ...any) error) error {
 	for _, o := range []struct {
 		set  bool
 		name string
@@ -30,9 +31,17 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 	} {
 		if o.set {
 			if err := unsupported(o.name, "%s does not apply to unit %q", o.name, p.Unit); err != nil {
-				return nil, err
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int,
+	unsupported func(option, format string, args ...any) error, notes *[]string, started time.Time) (*rcp.RetrieveResult, error) {
+	if err := structuredOptions(p, unsupported); err != nil {
+		return nil, err
 	}
 	level := 0
 	if p.Level != nil {

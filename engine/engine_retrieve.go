@@ -271,7 +271,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	if note != "" {
 		notes = append(notes, note)
 	}
-	passage := false
+	passage, treeLeaf := false, false
 	switch p.Unit {
 	case "", rcp.UnitChunk:
 		req.Unit = rcp.UnitChunk
@@ -282,6 +282,18 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	case rcp.UnitCommunity, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitPath, rcp.UnitSubgraph:
 		if e.kg != nil {
 			return e.retrieveGraphUnit(ctx, p, k, unsupported, &notes, started)
+		}
+		fallthrough
+	case rcp.UnitTreeNode:
+		if t := e.currentTree(); t != nil && p.Unit == rcp.UnitTreeNode {
+			if p.Level != nil && *p.Level > 0 {
+				if err := structuredOptions(p, unsupported); err != nil {
+					return nil, err
+				}
+				return e.retrieveTreeNode(ctx, t, p.Query.String(), *p.Level, k, &notes, started)
+			}
+			req.Unit, treeLeaf = rcp.UnitChunk, true // level 0: the leaves are the units
+			break
 		}
 		fallthrough
 	default:
@@ -431,6 +443,13 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	if req.Unit == rcp.UnitPage {
 		if err := e.fillPages(ctx, res.Hits, req.IncludeText); err != nil {
 			return nil, err
+		}
+	}
+	if treeLeaf {
+		for i := range res.Hits {
+			h := &res.Hits[i]
+			zero := 0
+			h.Unit, h.Level, h.Provenance = rcp.UnitTreeNode, &zero, &rcp.Provenance{Leaves: []string{h.ID.String()}}
 		}
 	}
 	if passage {

@@ -156,7 +156,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&f.demo, "demo", false, "load the built-in demo corpus (idempotent) into its own data directory ($XDG_DATA_HOME/rcpd-demo) unless --data is given")
 	fs.Var(&f.fields, "field", "declare a filterable metadata field NAME=TYPE (keyword, text, int, float, bool, date); repeatable, added to the config file's fields")
 	fs.BoolVar(&f.readOnly, "read-only", false, "refuse index/add and index/delete")
-	fs.BoolVar(&f.graph, "graph", false, "build the knowledge graph in the background and serve graph and memory/build|recall (env RCPD_GRAPH=1; on with --demo)")
+	fs.BoolVar(&f.graph, "graph", false, "build the knowledge graph and the summary tree in the background and serve graph, memory/build|recall and the graph and tree-node units (env RCPD_GRAPH=1; on with --demo)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (env RCPD_LOG_LEVEL; default info)")
 	fs.StringVar(&f.sessions, "http-sessions", "", "HTTP session mode: single, stateful or stateless (env RCPD_HTTP_SESSIONS; default stateful: a session per client that initializes, stateless for clients that send no RCP-Session; single: one shared session, what the reference harness check.py expects)")
 	fs.StringVar(&f.dense, "dense", "", "dense encoder: lsa, openai, onnx or none (env RCPD_DENSE; default lsa)")

@@ -3,14 +3,13 @@ package graph
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"encoding/gob"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
+
+	"github.com/rcpgo/rcpgo/internal/atomicfile"
 )
 
 // snapshotMagic heads a graph snapshot; the version changes with the
@@ -62,11 +61,10 @@ func (g *Graph) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("graph: encode snapshot: %w", err)
 	}
-	out := make([]byte, 0, len(snapshotMagic)+body.Len()+4)
-	out = append(out, snapshotMagic...)
-	out = append(out, body.Bytes()...)
-	out = binary.LittleEndian.AppendUint32(out, crc32.ChecksumIEEE(body.Bytes()))
-	return writeFileAtomic(path, out)
+	if err := atomicfile.WriteFile(path, atomicfile.Seal(snapshotMagic, body.Bytes())); err != nil {
+		return fmt.Errorf("graph: save: %w", err)
+	}
+	return nil
 }
 
 // Load replaces the graph's contents with the snapshot at path. A missing
@@ -76,12 +74,9 @@ func (g *Graph) Load(path string) error {
 	if err != nil {
 		return err
 	}
-	if len(data) < len(snapshotMagic)+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
-		return fmt.Errorf("%w: %s: bad header", ErrSnapshot, path)
-	}
-	body := data[len(snapshotMagic) : len(data)-4]
-	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
-		return fmt.Errorf("%w: %s: checksum mismatch", ErrSnapshot, path)
+	body, err := atomicfile.Open(snapshotMagic, data)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrSnapshot, path, err)
 	}
 	dec := gob.NewDecoder(bufio.NewReader(bytes.NewReader(body)))
 	var n int
@@ -104,36 +99,5 @@ func (g *Graph) Load(path string) error {
 	g.units, g.unitByID, g.byParent, g.freeUnits, g.live = fresh.units, fresh.unitByID, fresh.byParent, fresh.freeUnits, fresh.live
 	g.mu.Unlock()
 	g.version.Add(1)
-	return nil
-}
-
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("graph: save: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("graph: save: %w", err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("graph: save: %w", err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("graph: save: %w", err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("graph: save: %w", err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 	return nil
 }

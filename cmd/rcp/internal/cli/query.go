@@ -22,6 +22,7 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 	k := fs.Int("k", 10, "number of hits")
 	mode := fs.String("mode", "", "dense | sparse | hybrid (default: the server's)")
 	unit := fs.String("unit", "", "a unit of retrieve.units (chunk, document, page, tree-node, ...; rcp info lists them)")
+	level := fs.Int("level", -1, "abstraction level of a hierarchical unit (tree-node, community; 0 = leaves/finest; default: the server's)")
 	candK := fs.Int("candidate-k", 0, "recall-stage candidates (0: server default)")
 	rerank := fs.String("rerank", "", "rerank method inside retrieve (cross-encoder | colbert | llm)")
 	mmr := fs.Float64("mmr", -1, "MMR lambda in [0,1] (default off)")
@@ -54,6 +55,9 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 	p := &rcp.RetrieveParams{Query: rcp.TextQuery(query), K: *k, Mode: *mode, Unit: *unit}
 	if *candK > 0 {
 		p.CandidateK = candK
+	}
+	if *level >= 0 {
+		p.Level = level
 	}
 	if *rerank != "" {
 		p.Rerank = &rcp.RerankOptions{Method: *rerank}

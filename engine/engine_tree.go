@@ -1,0 +1,300 @@
+package engine
+
+// The RAPTOR tree behind retrieve unit "tree-node" (§7.7.2), kept with the
+// knowledge graph (Config.Graph) when a dense encoder exists: package tree
+// clusters the units' dense vectors (LSA or the configured encoder)
+// level by level, each cluster with an extractive summary. Level 0 are
+// the units themselves.
+//
+// Upkeep is a scheduled full rebuild, not incremental: clustering is
+// global (one insert can move centroids everywhere) and a rebuild is cheap
+// next to ingest (docs/rcpd.md gives the measured cost). The keeper
+// builds the first tree as soon as every write is embedded (at Open for a
+// preload), then rebuilds once the index has changed and stayed quiet for
+// treeQuiet with every write embedded, or when the tree has been stale for
+// treeMaxLag under steady writes; it saves each tree atomically (tree.snap) and loads
+// it at start. Queries read the current tree and never wait; a tree lags
+// the index by at most a rebuild, and its hits only count live units.
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/tree"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+const (
+	treeSnapshot = "tree.snap"
+	treePoll     = 2 * time.Second
+	treeQuiet    = 10 * time.Second
+	treeMaxLag   = 5 * time.Minute
+	// treeCandidates is how many units a tree-node query scores its
+	// clusters from.
+	treeCandidates = 200
+)
+
+// raptor keeps the summary tree current in the background.
+type raptor struct {
+	e      *Engine
+	path   string
+	cur    atomic.Pointer[tree.Tree]
+	syncs  chan chan error
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// openTree loads the saved tree (when the graph and a dense encoder are
+// on) or drops a stale snapshot (when not: the next enable rebuilds).
+func (e *Engine) openTree() {
+	path := filepath.Join(e.cfg.Dir, treeSnapshot)
+	if e.kg == nil || e.derive == nil {
+		if !e.cfg.ReadOnly {
+			_ = os.Remove(path)
+		}
+		return
+	}
+	rt := &raptor{e: e, path: path, syncs: make(chan chan error), done: make(chan struct{})}
+	t, err := tree.Load(path)
+	switch {
+	case err == nil:
+		rt.cur.Store(t)
+	case !errors.Is(err, fs.ErrNotExist):
+		e.log.Warn("tree: snapshot unusable; rebuilding", "err", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rt.cancel = cancel
+	e.rt = rt
+	if rt.cur.Load() == nil && len(e.cfg.Preload) > 0 && rt.embedded() {
+		// Like its embedding, the preload's tree is ready when Open returns.
+		if err := rt.rebuild(ctx); err != nil {
+			e.log.Error("tree: first build failed", "err", err)
+		}
+	}
+	go rt.run(ctx)
+}
+
+func (rt *raptor) close() {
+	rt.cancel()
+	<-rt.done
+}
+
+// SyncTree waits until every write is embedded and rebuilds the tree now
+// (tests, benchmarks).
+func (e *Engine) SyncTree(ctx context.Context) error {
+	if e.rt == nil {
+		return errors.New("engine: the tree is off (it needs the graph and a dense encoder)")
+	}
+	ch := make(chan error, 1)
+	select {
+	case e.rt.syncs <- ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.rt.done:
+		return errors.New("engine: tree keeper stopped")
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// currentTree is the tree queries use (nil: none built yet, or off).
+func (e *Engine) currentTree() *tree.Tree {
+	if e.rt == nil {
+		return nil
+	}
+	return e.rt.cur.Load()
+}
+
+func (rt *raptor) run(ctx context.Context) {
+	defer close(rt.done)
+	tick := time.NewTicker(treePoll)
+	defer tick.Stop()
+	seen, changed, stale := "", time.Now(), time.Time{}
+	for {
+		var waiter chan error
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case waiter = <-rt.syncs:
+		}
+		now := time.Now()
+		if v := rt.e.ix.Version(); v != seen {
+			seen, changed = v, now
+		}
+		if waiter != nil {
+			err := rt.e.derive.waitIdle(ctx)
+			if err == nil {
+				err = rt.rebuild(ctx)
+			}
+			waiter <- err
+			continue
+		}
+		t := rt.cur.Load()
+		if t != nil && t.Version == seen {
+			stale = time.Time{}
+			continue
+		}
+		if stale.IsZero() {
+			stale = now
+		}
+		// The first tree is built as soon as every write is embedded; later
+		// ones once writes pause, or after treeMaxLag of steady writes.
+		due := rt.embedded() && (t == nil || now.Sub(changed) >= treeQuiet)
+		if !due && (t == nil || now.Sub(stale) < treeMaxLag) {
+			continue
+		}
+		if err := rt.rebuild(ctx); err != nil && ctx.Err() == nil {
+			rt.e.log.Error("tree: rebuild failed", "err", err)
+		}
+	}
+}
+
+// embedded reports whether the published generation has every write.
+func (rt *raptor) embedded() bool {
+	g := rt.e.gen.Load()
+	return g != nil && rt.e.denseBacklog(g) == 0
+}
+
+// rebuild clusters the current units and publishes and saves the tree.
+func (rt *raptor) rebuild(ctx context.Context) error {
+	start := time.Now()
+	version := rt.e.ix.Version() // read first: later writes make the tree stale
+	leaves, err := rt.e.treeLeaves(ctx)
+	if err != nil || leaves == nil {
+		return err
+	}
+	t, err := tree.Build(ctx, version, leaves, tree.Options{})
+	if err != nil {
+		return err
+	}
+	rt.cur.Store(t)
+	if err := t.Save(rt.path); err != nil {
+		return err
+	}
+	rt.e.log.Info("tree: rebuilt", "leaves", t.Leaves(), "depth", t.Depth(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// treeLeaves reads every embedded unit's vector and dense text (nil
+// without a published generation).
+func (e *Engine) treeLeaves(ctx context.Context) ([]tree.Leaf, error) {
+	g := e.gen.Load()
+	if g == nil {
+		return nil, nil
+	}
+	select {
+	case <-g.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if g.loadErr != nil {
+		return nil, nil
+	}
+	var leaves []tree.Leaf
+	err := e.db.View(func(tx *bolt.Tx) error {
+		recs := tx.Bucket(bucketDense)
+		c := tx.Bucket(bucketDenseIDs).Cursor()
+		for id, k := c.First(); id != nil; id, k = c.Next() {
+			if len(leaves)&1023 == 1023 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if len(k) != 8 {
+				continue
+			}
+			vec, ok := g.ann.Vector(binary.BigEndian.Uint64(k))
+			if !ok {
+				continue // not embedded yet: the next rebuild has it
+			}
+			var rec denseRecord
+			_ = json.Unmarshal(recs.Get(id), &rec)
+			leaves = append(leaves, tree.Leaf{ID: string(id), Vec: vec, Text: rec.Text})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: tree leaves: %w", err)
+	}
+	return leaves, nil
+}
+
+// withTree adds unit tree-node and the tree's depth to a description once
+// a tree exists.
+func (e *Engine) withTree(d rcp.Description) rcp.Description {
+	t := e.currentTree()
+	if t == nil || t.Depth() < 2 || d.Capabilities.Retrieve == nil {
+		return d
+	}
+	ret := *d.Capabilities.Retrieve
+	ret.Units = append(slices.Clip(ret.Units), rcp.UnitTreeNode)
+	ret.Levels = max(ret.Levels, t.Depth())
+	d.Capabilities.Retrieve = &ret
+	return d
+}
+
+// retrieveTreeNode answers unit "tree-node" at level ≥ 1: the level's
+// clusters ranked from the sparse scores of the query's top units.
+func (e *Engine) retrieveTreeNode(ctx context.Context, t *tree.Tree, query string, level, k int, notes *[]string, started time.Time) (*rcp.RetrieveResult, error) {
+	if level >= t.Depth() {
+		*notes = append(*notes, fmt.Sprintf("level %d clamped to the tree's top level %d", level, t.Depth()-1))
+		level = t.Depth() - 1
+	}
+	res, err := e.ix.Search(ctx, index.Query{Text: query, K: treeCandidates, SkipDocs: true})
+	if err != nil {
+		return nil, fmt.Errorf("engine: tree-node: %w", err)
+	}
+	scores := make(map[string]float64, len(res.Hits))
+	for _, h := range res.Hits {
+		scores[h.ID] = h.Score
+	}
+	hits := []rcp.Hit{}
+	for _, n := range t.Rank(level, scores, k) {
+		leaves, err := e.liveIDs(ctx, n.Central)
+		if err != nil {
+			return nil, err
+		}
+		text, lv := n.Summary, n.Level
+		hits = append(hits, rcp.Hit{ID: rcp.StringID(n.ID), Score: n.Score, Text: &text, Unit: rcp.UnitTreeNode, Level: &lv,
+			Modality: rcp.ModalityText, Provenance: &rcp.Provenance{Leaves: leaves}})
+	}
+	if t.Version != e.ix.Version() {
+		*notes = append(*notes, "the tree is being rebuilt for recent writes; clusters reflect the index as of the last rebuild")
+	}
+	lat := float64(time.Since(started).Microseconds()) / 1000
+	n := len(res.Hits)
+	return &rcp.RetrieveResult{Hits: hits, IndexVersion: e.ix.Version(),
+		Usage: &rcp.Usage{Candidates: &n, LatencyMs: &lat, Notes: *notes}}, nil
+}
+
+// liveIDs keeps the ids the index still holds (a tree lags deletes).
+func (e *Engine) liveIDs(ctx context.Context, ids []string) ([]string, error) {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		d, err := e.ix.Get(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		if d != nil {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
