@@ -85,9 +85,10 @@ type Options struct {
 	// before they reach the engine. The search tool's inputSchema
 	// declares it as maxLength.
 	MaxQueryLength int
-	// Sampling lets search use the MCP client's model through
-	// sampling/createMessage (hyde=true) when the client declares the
-	// sampling capability. Off by default: it spends the user's model.
+	// Sampling lets search (hyde, modelRewrite, modelRerank) and transform
+	// (useMyModel) use the MCP client's model through
+	// sampling/createMessage when the client declares the sampling
+	// capability (sampling.go). Off by default: it spends the user's model.
 	Sampling bool
 	// Relay, when set, is connected to the bridge so that the RCP
 	// notifications/log it receives are forwarded as MCP log messages.

@@ -83,7 +83,7 @@ func newFlags(name string, stderr io.Writer, c *config, desc bool) *flag.FlagSet
 	fs.BoolVar(&c.readOnly, "read-only", false, "with --data: open the index read-only")
 	fs.Var(&c.fields, "field", "with --data: filterable metadata field `NAME=TYPE` (repeatable)")
 	fs.Var(&c.trust, "trust", "with --data: trust level of documents ingested from source `NAME=LEVEL` (trusted, community or untrusted; repeatable; like trustedSources of rcpd serve)")
-	fs.BoolVar(&c.sampling, "sampling", false, "let search use the MCP client's model through sampling (hyde=true) when the client supports it; off by default")
+	fs.BoolVar(&c.sampling, "sampling", false, "let search (hyde, modelRewrite, modelRerank) and transform (useMyModel) use the MCP client's model through sampling when the client supports it; off by default")
 	fs.StringVar(&c.name, "name", "", "engine `NAME` in resource URIs rcp://NAME/… (default: the engine's name)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "stderr log `LEVEL` (debug, info, warn, error)")
 	if desc {
