@@ -232,6 +232,10 @@ func supportedVersions() []string {
 }
 
 // Server returns the MCP server (serve it with Run, Connect or HTTPHandler).
+// Served over another transport, it lacks what the bridge's own transports
+// add: cancelled requests are answered (go-sdk behaviour) and task status
+// changes arrive as notifications/progress carrying the task in
+// _meta["io.rcpgo/tasks-status"] instead of notifications/tasks/status.
 func (b *Bridge) Server() *mcp.Server { return b.srv }
 
 // Capabilities returns the MCP capabilities reported at initialize (to
