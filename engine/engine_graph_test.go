@@ -187,12 +187,40 @@ func TestGraphMultihopFloors(t *testing.T) {
 	for _, n := range names {
 		t.Logf("%-32s Recall@10(both)=%.3f nDCG@10=%.3f", n, scores[n].both, scores[n].ndcg)
 	}
+	// How often the top summary of a level covers both supporting
+	// documents (its provenance.leaves name both): reported, no floor.
+	if err := e.SyncTree(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []struct {
+		unit  string
+		level int
+	}{{rcp.UnitTreeNode, 1}, {rcp.UnitTreeNode, 2}, {rcp.UnitCommunity, 0}, {rcp.UnitCommunity, 1}} {
+		t.Logf("%-9s level %d: top-1 summary covers both supports in %.3f of questions", u.unit, u.level, summaryCoverage(t, e, m, u.unit, u.level))
+	}
 	base := math.Max(scores["retrieve sparse"].both, scores["retrieve hybrid"].both)
 	for name, margin := range map[string]float64{"graph local": 0.3, "graph drift": 0.3, "retrieve + memory/recall clues": 0.2} {
 		if got := scores[name].both; got < base+margin {
 			t.Errorf("%s Recall@10(both) = %.3f, want ≥ plain retrieve %.3f + %.2f", name, got, base, margin)
 		}
 	}
+}
+
+// summaryCoverage is the share of m's questions whose top hit of unit at
+// level names both supporting documents among its provenance.leaves.
+func summaryCoverage(t testing.TB, e *Engine, m *gen.Multihop, unit string, level int) float64 {
+	covered := 0
+	for _, q := range m.Questions {
+		var r struct{ Hits []rcp.Hit }
+		if err := json.Unmarshal(mustCall(t, e, rcp.MethodRetrieve, map[string]any{"query": q.Text, "k": 1, "unit": unit, "level": level}), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Hits) == 1 && r.Hits[0].Provenance != nil &&
+			slices.Contains(r.Hits[0].Provenance.Leaves, q.Supports[0]) && slices.Contains(r.Hits[0].Provenance.Leaves, q.Supports[1]) {
+			covered++
+		}
+	}
+	return float64(covered) / float64(max(len(m.Questions), 1))
 }
 
 // chainDocs is a small two-hop world for the API tests.

@@ -19,7 +19,6 @@ package engine
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -224,8 +223,10 @@ func (e *Engine) treeLeaves(ctx context.Context) ([]tree.Leaf, error) {
 			if !ok {
 				continue // not embedded yet: the next rebuild has it
 			}
-			var rec denseRecord
-			_ = json.Unmarshal(recs.Get(id), &rec)
+			rec, err := decodeDenseRecord(recs.Get(id), true)
+			if err != nil {
+				return fmt.Errorf("unit %q: %w", id, err)
+			}
 			leaves = append(leaves, tree.Leaf{ID: string(id), Vec: vec, Text: rec.Text})
 		}
 		return nil

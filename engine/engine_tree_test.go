@@ -81,6 +81,10 @@ func TestTreeNodeUnit(t *testing.T) {
 	if top.Unit != "tree-node" || top.Level == nil || *top.Level != 1 || top.Provenance == nil || len(top.Provenance.Leaves) == 0 || top.Text == "" {
 		t.Fatalf("level-1 hit %+v", top)
 	}
+	if !(strings.Contains(top.Text, "magma") || strings.Contains(top.Text, "basalt") || strings.Contains(top.Text, "lava") ||
+		strings.Contains(top.Text, "crater") || strings.Contains(top.Text, "eruption")) {
+		t.Fatalf("volcano cluster summary %q", top.Text)
+	}
 	for _, l := range top.Provenance.Leaves {
 		if !strings.HasPrefix(l, "volcano-") {
 			t.Fatalf("volcano cluster holds %v", top.Provenance.Leaves)

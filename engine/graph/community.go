@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,60 +44,155 @@ type Community struct {
 // Communities returns the latest hierarchy (nil before the first Rebuild).
 func (g *Graph) Communities() *Hierarchy { return g.comms.Load() }
 
-// Rebuild recomputes the communities (Louvain, gonum, fixed seed: the same
-// graph gives the same communities) and publishes them. The graph is
-// copied under the read lock; the clustering runs without it.
-func (g *Graph) Rebuild(ctx context.Context) error {
+// Rebuild recomputes the communities and publishes them. Louvain (gonum,
+// fixed seed: the same graph gives the same communities) runs on the
+// graph's core — nodes mentioned by at least two units — and every other
+// node joins the community of its strongest core neighbour (coreGraph):
+// most nodes of a corpus are mentioned once, hang off one unit's clique and
+// would join that clique's community anyway, and Louvain's cost grows
+// with the edges they bring. The graph is copied under the read lock; the
+// clustering runs without it.
+func (g *Graph) Rebuild(ctx context.Context) error { return g.rebuild(ctx, coreMinUnits) }
+
+// coreMinUnits is how many units must mention a node for it to join the
+// core Louvain runs on (1: every connected node, the whole graph).
+const coreMinUnits = 2
+
+func (g *Graph) rebuild(ctx context.Context, minUnits int) error {
 	g.mu.RLock()
 	ver := g.version.Load()
-	wg := simple.NewWeightedUndirectedGraph(0, 0)
-	for a := range g.nodes {
-		if len(g.adj[a]) > 0 {
-			wg.AddNode(simple.Node(a))
-		}
-	}
-	for a := range g.nodes {
-		for b, w := range g.adj[a] {
-			if int32(a) < b {
-				wg.SetWeightedEdge(wg.NewWeightedEdge(simple.Node(a), simple.Node(b), float64(w)))
-			}
-		}
-	}
+	attach, wg := g.coreGraphLocked(minUnits)
 	g.mu.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	h := &Hierarchy{Version: ver}
-	if wg.Nodes().Len() > 0 {
+	if wg.Nodes().Len() > 0 || len(attach) > 0 {
 		var levels [][][]gg.Node
-		// The bottom of the chain (no parent) is the singleton partition.
-		r, _ := community.Modularize(wg, 1, rand.NewPCG(1, 1)).(*community.ReducedUndirected)
-		for r != nil {
-			next, _ := r.Expanded().(*community.ReducedUndirected)
-			if next == nil {
-				break
+		if wg.Nodes().Len() > 0 {
+			// The bottom of the chain (no parent) is the singleton partition.
+			r, _ := community.Modularize(wg, 1, rand.NewPCG(1, 1)).(*community.ReducedUndirected)
+			for r != nil {
+				next, _ := r.Expanded().(*community.ReducedUndirected)
+				if next == nil {
+					break
+				}
+				levels = append(levels, r.Communities())
+				r = next
 			}
-			levels = append(levels, r.Communities())
-			r = next
+			// Modularize returns the coarsest level first; level 0 is the finest.
+			slices.Reverse(levels)
+			if len(levels) > MaxLevels {
+				levels = levels[:MaxLevels]
+			}
 		}
-		// Modularize returns the coarsest level first; level 0 is the finest.
-		for i, j := 0, len(levels)-1; i < j; i, j = i+1, j-1 {
-			levels[i], levels[j] = levels[j], levels[i]
-		}
-		if len(levels) > MaxLevels {
-			levels = levels[:MaxLevels]
+		if len(levels) == 0 {
+			levels = [][][]gg.Node{nil}
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		g.mu.RLock()
 		for l, parts := range levels {
-			h.Levels = append(h.Levels, g.summarizeLocked(l, parts))
+			h.Levels = append(h.Levels, g.summarizeLocked(l, g.attachSatellitesLocked(parts, attach)))
 		}
 		g.mu.RUnlock()
 	}
 	g.comms.Store(h)
 	return nil
+}
+
+// coreGraphLocked splits the connected nodes into the core (mentioned by
+// minUnits or more units, with an edge to another core node), returned as a
+// weighted graph, and the rest, each mapped to its strongest core
+// neighbour (-1: none — such nodes are grouped by connected component).
+func (g *Graph) coreGraphLocked(minUnits int) (attach map[int32]int32, wg *simple.WeightedUndirectedGraph) {
+	core := map[int32]bool{}
+	for a := range g.nodes {
+		if len(g.nodes[a].units) < minUnits {
+			continue
+		}
+		for b := range g.adj[a] {
+			if len(g.nodes[b].units) >= minUnits {
+				core[int32(a)] = true
+				break
+			}
+		}
+	}
+	wg = simple.NewWeightedUndirectedGraph(0, 0)
+	attach = map[int32]int32{}
+	for a := range g.nodes {
+		n := int32(a)
+		if len(g.adj[a]) == 0 {
+			continue
+		}
+		if core[n] {
+			wg.AddNode(simple.Node(n))
+			continue
+		}
+		best, bestW := int32(-1), float32(0)
+		for b, w := range g.adj[a] {
+			if core[b] && (w > bestW || (w == bestW && b < best)) {
+				best, bestW = b, w
+			}
+		}
+		attach[n] = best
+	}
+	for a := range core {
+		for b, w := range g.adj[a] {
+			if a < b && core[b] {
+				wg.SetWeightedEdge(wg.NewWeightedEdge(simple.Node(a), simple.Node(b), float64(w)))
+			}
+		}
+	}
+	return attach, wg
+}
+
+// attachSatellitesLocked adds the non-core nodes to a partition of the
+// core: each joins its core neighbour's community; those without one form
+// communities of their own, one per connected component among them.
+func (g *Graph) attachSatellitesLocked(parts [][]gg.Node, attach map[int32]int32) [][]gg.Node {
+	commOf := map[int32]int{}
+	out := make([][]gg.Node, len(parts))
+	for i, p := range parts {
+		out[i] = slices.Clone(p)
+		for _, n := range p {
+			commOf[int32(n.ID())] = i
+		}
+	}
+	sats := make([]int32, 0, len(attach))
+	for n := range attach {
+		sats = append(sats, n)
+	}
+	slices.Sort(sats)
+	placed := map[int32]bool{}
+	for _, n := range sats {
+		if c, ok := commOf[attach[n]]; ok && attach[n] >= 0 {
+			out[c] = append(out[c], simple.Node(n))
+			placed[n] = true
+		}
+	}
+	for _, n := range sats {
+		if placed[n] {
+			continue
+		}
+		var comp []gg.Node
+		stack := []int32{n}
+		placed[n] = true
+		for len(stack) > 0 {
+			a := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			comp = append(comp, simple.Node(a))
+			for _, b := range sortedNeighbors(g.adj[a]) {
+				if _, sat := attach[b]; sat && !placed[b] {
+					placed[b] = true
+					stack = append(stack, b)
+				}
+			}
+		}
+		out = append(out, comp)
+	}
+	return out
 }
 
 func (g *Graph) summarizeLocked(level int, parts [][]gg.Node) []*Community {

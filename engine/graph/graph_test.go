@@ -269,6 +269,47 @@ func TestCommunities(t *testing.T) {
 	}
 }
 
+// Louvain runs on the core (nodes of ≥ 2 units); every other connected
+// node still lands in exactly one community per level: its strongest core
+// neighbour's, or one of its own component when it has none.
+func TestCommunitiesCoverSatellites(t *testing.T) {
+	g := build(t, chain)
+	if err := g.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.RLock()
+	connected := map[string]bool{}
+	satellites := 0
+	for a := range g.nodes {
+		if len(g.adj[a]) > 0 {
+			connected[g.nodes[a].name] = true
+			if len(g.nodes[a].units) < coreMinUnits {
+				satellites++
+			}
+		}
+	}
+	g.mu.RUnlock()
+	if satellites == 0 {
+		t.Fatal("the test graph has no satellite nodes")
+	}
+	for l, level := range g.Communities().Levels {
+		seen := map[string]string{}
+		for _, c := range level {
+			for m := range c.members {
+				if prev, dup := seen[m]; dup {
+					t.Fatalf("level %d: %q in %s and %s", l, m, prev, c.ID)
+				}
+				seen[m] = c.ID
+			}
+		}
+		for n := range connected {
+			if seen[n] == "" {
+				t.Fatalf("level %d: connected node %q in no community", l, n)
+			}
+		}
+	}
+}
+
 func TestLocalDeadline(t *testing.T) {
 	// A large random graph: Local must stop soon after the deadline.
 	g := New(analysis.Default())
