@@ -38,15 +38,19 @@ type GatewayOptions struct {
 
 // Gateway is an rcp.Handler that makes a federation an RCP server of its
 // own (§7.13, §16): retrieve fans out and fuses, catalog/list describes the
-// engines, and embed, embed/sparse, embed/multi, rerank, query/transform
-// and graph are routed to one engine chosen deterministically.
+// engines, graph local and drift fan out and fuse (gateway_graph.go), and
+// embed, embed/sparse, embed/multi, rerank, query/transform, the other
+// graph ops and memory/build + memory/recall are routed to one engine
+// chosen deterministically.
 //
 // Single-engine methods are pinned: the first time an engine advertising
 // the capability is known (engines in priority order, registry order among
 // equals), that engine serves the method for the gateway's lifetime. Embed
 // vectors from different engines live in different spaces, so all embed
 // calls go to that one engine; when it is down the call fails with -32010
-// rather than silently switching spaces. Graph ops are pinned per op.
+// rather than silently switching spaces. Pinned graph ops are pinned per
+// op; a memory lives in the engine that built it, so memory calls stay on
+// the memory engine too.
 //
 // Capabilities are computed from the engines known when a session starts
 // and the server freezes them for that session (§13.2); an engine that dies
@@ -73,6 +77,9 @@ var routed = map[string]string{
 	rcp.MethodEmbedMulti:  rcp.CapMultiVector,
 	rcp.MethodRerank:      rcp.CapRerank,
 	rcp.MethodTransform:   rcp.CapTransform,
+	// A memoryId names a memory in one engine (gateway_graph.go).
+	rcp.MethodMemoryBuild:  rcp.CapMemory,
+	rcp.MethodMemoryRecall: rcp.CapMemory,
 }
 
 // NewGateway returns a gateway over the registry's engines. Call Connect
@@ -173,7 +180,7 @@ func (g *Gateway) repin() {
 		if !ok {
 			continue
 		}
-		for _, key := range []string{rcp.CapEmbed, rcp.CapSparseEmbed, rcp.CapMultiVector, rcp.CapRerank, rcp.CapTransform} {
+		for _, key := range []string{rcp.CapEmbed, rcp.CapSparseEmbed, rcp.CapMultiVector, rcp.CapRerank, rcp.CapTransform, rcp.CapMemory} {
 			if _, pinned := g.pins[key]; !pinned && init.Capabilities.Has(key) {
 				g.pins[key] = e
 			}
@@ -248,6 +255,8 @@ func (g *Gateway) Describe(context.Context) rcp.Description {
 			caps.Rerank = src.Rerank
 		case rcp.CapTransform:
 			caps.Transform = src.Transform
+		case rcp.CapMemory:
+			caps.Memory = src.Memory
 		}
 	}
 	if len(g.graphOps) > 0 {
@@ -324,22 +333,7 @@ func (g *Gateway) Call(ctx context.Context, method string, params json.RawMessag
 	case rcp.MethodFeedback:
 		return g.feedback(ctx, params)
 	case rcp.MethodGraph:
-		var p struct {
-			Op string `json:"op"`
-		}
-		if err := rcp.DecodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		if p.Op == "" {
-			return nil, rcp.InvalidParams("op", "op is required")
-		}
-		g.mu.Lock()
-		e := g.graphPins[p.Op]
-		g.mu.Unlock()
-		if e == nil {
-			return nil, rcp.OptionUnsupported("op", "no engine serves graph op %q", p.Op)
-		}
-		return g.forward(ctx, e, method, params)
+		return g.graph(ctx, params)
 	}
 	if key, ok := routed[method]; ok {
 		if e := g.pinned(key); e != nil {
@@ -611,6 +605,22 @@ func (g *Gateway) checkRouted(ctx context.Context, method string, params json.Ra
 		}
 		if p.Method != "" && caps.Rerank != nil && len(caps.Rerank.Methods) > 0 && !slices.Contains(caps.Rerank.Methods, p.Method) {
 			return rcp.OptionUnsupported("method", "rerank method %q is not advertised", p.Method)
+		}
+	case rcp.MethodMemoryBuild:
+		var p rcp.MemoryBuildParams
+		if err := rcp.DecodeParams(params, &p); err != nil {
+			return err
+		}
+		if p.Scope != "" && caps.Memory != nil && len(caps.Memory.Scopes) > 0 && !slices.Contains(caps.Memory.Scopes, p.Scope) {
+			return rcp.OptionUnsupported("scope", "memory scope %q is not advertised (scopes: %s)", p.Scope, strings.Join(caps.Memory.Scopes, ", "))
+		}
+	case rcp.MethodMemoryRecall:
+		var p rcp.MemoryRecallParams
+		if err := rcp.DecodeParams(params, &p); err != nil {
+			return err
+		}
+		if strings.TrimSpace(p.Query) == "" {
+			return rcp.InvalidParams("query", "query is required")
 		}
 	case rcp.MethodTransform:
 		var p rcp.TransformParams

@@ -23,8 +23,9 @@ import (
 const usage = `usage: rcpd gateway --registry rcp.json [--http ADDR | --stdio] [--token T] [flags]
 
 Serves every engine of an rcp.json registry (§16.1) as one RCP server:
-retrieve fans out and fuses, catalog/list describes the engines, and
-embed/rerank/graph/transform are routed to one engine each.
+retrieve, graph local and graph drift fan out and fuse, catalog/list
+describes the engines, and embed/rerank/transform, the other graph ops and
+memory/build|recall are routed to one engine each.
 
 flags:
 `
