@@ -440,7 +440,7 @@ func (e *Engine) runFused(ctx context.Context, deps *pipeline.Deps, req *pipelin
 		out.Notes = append(out.Notes, fmt.Sprintf("sub-query %d %q: %d candidates, %d hits", i+1, q, page.Candidates, len(page.Hits)))
 		lists = append(lists, fusion.List{Engine: fmt.Sprintf("q%d", i+1), Hits: page.Hits})
 	}
-	fused, err := fusion.Fuse(lists, fusion.Options{})
+	fused, err := fusion.FuseContext(ctx, lists, fusion.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("engine: rewrite fusion: %w", err)
 	}

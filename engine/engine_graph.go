@@ -380,7 +380,7 @@ func (e *Engine) graphDrift(ctx context.Context, pl *graphPlan) (*graphResult, e
 		lists = append(lists, fusion.List{Engine: "followup", Hits: hs, Weight: &w})
 	}
 	k := pl.k
-	fused, err := fusion.Fuse(lists, fusion.Options{K: &k})
+	fused, err := fusion.FuseContext(ctx, lists, fusion.Options{K: &k})
 	if err != nil {
 		return nil, err
 	}

@@ -412,8 +412,11 @@ func (f *Federation) Retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.
 		}
 	}
 	k := p.K
-	fused, err := fusion.Fuse(lists, fusion.Options{Method: eff, RRFK: rrfK, Alpha: alpha, K: &k, Key: f.keyFunc()})
+	fused, err := fusion.FuseContext(ctx, lists, fusion.Options{Method: eff, RRFK: rrfK, Alpha: alpha, K: &k, Key: f.keyFunc()})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, rcp.NewError(rcp.CodeInternalError, "fusion failed: %v", err)
 	}
 	hits := make([]rcp.Hit, 0, len(fused))

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/bits"
@@ -99,7 +100,16 @@ type FieldReader interface {
 	// Doc loads the stored document of local ordinal i (slow path for
 	// predicates no index answers).
 	Doc(i int) (*Document, error)
+	// Err is non-nil once the search compiling the filter was cancelled
+	// or timed out: loops over documents or filter operands check it, so
+	// a cancelled search stops compiling within milliseconds.
+	Err() error
 }
+
+// checkEvery is how many loop iterations run between two Err checks in
+// filter compilation: frequent enough to stop within milliseconds, rare
+// enough to cost nothing measurable.
+const checkEvery = 256
 
 // Filter restricts a search to documents whose metadata match. It is
 // compiled once per segment into a Bitset.
@@ -120,6 +130,11 @@ type docNumFilter struct{ f DocFilter }
 func (d docNumFilter) Compile(r FieldReader) (*Bitset, error) {
 	b := NewBitset(r.Len())
 	for i := 0; i < r.Len(); i++ {
+		if i%(16*checkEvery) == 0 {
+			if err := r.Err(); err != nil {
+				return nil, err
+			}
+		}
 		if d.f.Match(r.DocNum(i)) {
 			b.Set(uint32(i))
 		}
@@ -213,6 +228,11 @@ type predFilter func(*Document) bool
 func (p predFilter) Compile(r FieldReader) (*Bitset, error) {
 	b := NewBitset(r.Len())
 	for i := 0; i < r.Len(); i++ {
+		if i%checkEvery == 0 {
+			if err := r.Err(); err != nil {
+				return nil, err
+			}
+		}
 		d, err := r.Doc(i)
 		if err != nil {
 			return nil, err
@@ -233,6 +253,9 @@ func (a andFilter) Compile(r FieldReader) (*Bitset, error) {
 	out := NewBitset(r.Len())
 	out.Not()
 	for _, f := range a {
+		if err := r.Err(); err != nil {
+			return nil, err
+		}
 		b, err := f.Compile(r)
 		if err != nil {
 			return nil, err
@@ -250,6 +273,9 @@ type orFilter []Filter
 func (o orFilter) Compile(r FieldReader) (*Bitset, error) {
 	out := NewBitset(r.Len())
 	for _, f := range o {
+		if err := r.Err(); err != nil {
+			return nil, err
+		}
 		b, err := f.Compile(r)
 		if err != nil {
 			return nil, err
@@ -323,6 +349,7 @@ func lookupMeta(m map[string]any, field string) (any, bool) {
 
 // segFields implements FieldReader over one segment of a snapshot.
 type segFields struct {
+	ctx    context.Context // the search's; nil: never cancelled
 	seg    *segment
 	fields map[string]FieldType
 	load   func(seq uint64) (*Document, error)
@@ -330,6 +357,13 @@ type segFields struct {
 }
 
 func (s *segFields) Len() int { return s.seg.n }
+
+func (s *segFields) Err() error {
+	if s.ctx == nil {
+		return nil
+	}
+	return s.ctx.Err()
+}
 
 func (s *segFields) Keyword(field, value string) *Bitset {
 	if s.fields[field] == FieldText {
@@ -363,7 +397,15 @@ func (s *segFields) KeywordScan(field string, scalars, elements bool, match func
 // FieldText fields, whose strings are not indexed).
 func (s *segFields) scanStored(field string, scalars, elements bool, match func(string) bool) *Bitset {
 	b := NewBitset(s.seg.n)
-	for _, i := range s.Exists(field).Members() {
+	for j, i := range s.Exists(field).Members() {
+		if j%checkEvery == 0 {
+			if err := s.Err(); err != nil {
+				if s.err == nil {
+					s.err = err
+				}
+				return b
+			}
+		}
 		d, err := s.Doc(int(i))
 		if err != nil || d == nil {
 			if s.err == nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
 // hugeQuery returns n distinct words.
@@ -123,5 +125,83 @@ func TestOrphanSegmentsRefused(t *testing.T) {
 	after, _ := filepath.Glob(filepath.Join(dir, segDir, "*"+segExt))
 	if len(after) != len(before) {
 		t.Fatalf("segments %v became %v", before, after)
+	}
+}
+
+// textFieldIndex holds 2000 documents with a FieldText field "note"
+// (not indexed: equality on it reads the stored documents).
+func textFieldIndex(t *testing.T) *Index {
+	ix := openTest(t, "", Options{NoBackground: true, Fields: map[string]FieldType{"note": FieldText}})
+	docs := make([]Document, 2000)
+	for i := range docs {
+		docs[i] = Document{ID: "d" + strconv.Itoa(i), Text: "common words", Meta: map[string]any{"note": "n" + strconv.Itoa(i)}}
+	}
+	mustAdd(t, ix, docs...)
+	return ix
+}
+
+func compileTree(t *testing.T, ix *Index, tree map[string]any) Filter {
+	t.Helper()
+	n, err := filter.Validate(tree, map[string]string{"note": filter.TypeText}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ix.CompileFilter(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// A search whose filter is slow to compile (1000 equalities on a text
+// field, each a pass over the stored documents) stops within milliseconds
+// of its deadline instead of compiling to the end.
+func TestFilterCompileHonoursContext(t *testing.T) {
+	ix := textFieldIndex(t)
+	var leaves []any
+	for i := range 1000 {
+		leaves = append(leaves, map[string]any{"field": "note", "op": "eq", "value": "v" + strconv.Itoa(i)})
+	}
+	for _, tree := range []map[string]any{{"or": leaves}, {"not": map[string]any{"or": leaves}}} {
+		f := compileTree(t, ix, tree)
+		for _, text := range []string{"common", ""} { // scored, and browsing
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			start := time.Now()
+			_, err := ix.Search(ctx, Query{Text: text, K: 10, Filter: f})
+			cancel()
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("query %q: a search with a 100 ms deadline ran %v compiling its filter", text, d)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("query %q: err = %v, want the deadline", text, err)
+			}
+		}
+	}
+}
+
+// An in-list on a text field is one pass over the stored documents, not
+// one per value (4096 values on 2000 documents took 30 s).
+func TestTextFieldInListIsOnePass(t *testing.T) {
+	ix := textFieldIndex(t)
+	vals := []any{"n7", "n1999"}
+	for i := range 4094 {
+		vals = append(vals, "v"+strconv.Itoa(i))
+	}
+	for _, tc := range []struct {
+		op   string
+		want int
+	}{{"in", 2}, {"nin", 1998}} {
+		f := compileTree(t, ix, map[string]any{"field": "note", "op": tc.op, "value": vals})
+		start := time.Now()
+		res, err := ix.Search(context.Background(), Query{K: 3000, Filter: f, SkipDocs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s with 4096 values on a text field took %v", tc.op, d)
+		}
+		if len(res.Hits) != tc.want {
+			t.Errorf("%s: %d hits, want %d", tc.op, len(res.Hits), tc.want)
+		}
 	}
 }

@@ -78,18 +78,14 @@ func compileLeaf(n *filter.Node, fields map[string]FieldType) Filter {
 			return Not(f)
 		}
 	case filter.OpIn, filter.OpNin:
-		fs := make([]Filter, 0, len(n.Value.Elems()))
-		for _, e := range n.Value.Elems() {
-			f, ok := eqLeaf(n.Field, e, isDate)
-			if !ok {
-				return fallback
-			}
-			fs = append(fs, f)
+		f, ok := inLeaf(n.Field, n.Value.Elems(), isDate, fields[n.Field] == FieldText)
+		if !ok {
+			return fallback
 		}
 		if n.Op == filter.OpIn {
-			return Or(fs...)
+			return f
 		}
-		return Not(Or(fs...))
+		return Not(f)
 	case filter.OpContains:
 		if s, ok := n.Value.Str(); ok && !isDate {
 			return Contains(n.Field, s)
@@ -117,6 +113,31 @@ func compileLeaf(n *filter.Node, fields map[string]FieldType) Filter {
 		}
 	}
 	return fallback
+}
+
+// inLeaf compiles membership of field in vals: one equality per value,
+// except that the strings of a FieldText field (not indexed: every
+// equality reads the stored documents) are matched together in one pass
+// over them. A 4096-string list on 2000 documents took 30 s one value at
+// a time.
+func inLeaf(field string, vals []filter.Value, isDate, text bool) (Filter, bool) {
+	fs := make([]Filter, 0, len(vals))
+	strs := map[string]bool{}
+	for _, e := range vals {
+		if s, ok := e.Str(); ok && text {
+			strs[s] = true
+			continue
+		}
+		f, ok := eqLeaf(field, e, isDate)
+		if !ok {
+			return nil, false
+		}
+		fs = append(fs, f)
+	}
+	if len(strs) > 0 {
+		fs = append(fs, scanFilter{field: field, match: func(v string) bool { return strs[v] }})
+	}
+	return Or(fs...), true
 }
 
 // eqLeaf compiles field == v (element membership for arrays); ok is false

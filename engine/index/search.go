@@ -184,7 +184,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		}
 		v := snap.segs[s]
 		if browse {
-			fr := &segFields{seg: v.seg, fields: ix.opts.Fields, load: load}
+			fr := &segFields{ctx: ctx, seg: v.seg, fields: ix.opts.Fields, load: load}
 			filt, err := q.Filter.Compile(fr)
 			if err == nil {
 				err = fr.err
@@ -228,7 +228,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		}
 		var filt *Bitset
 		if q.Filter != nil {
-			fr := &segFields{seg: v.seg, fields: ix.opts.Fields, load: load}
+			fr := &segFields{ctx: ctx, seg: v.seg, fields: ix.opts.Fields, load: load}
 			filt, err = q.Filter.Compile(fr)
 			if err == nil {
 				err = fr.err

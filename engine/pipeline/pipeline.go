@@ -340,7 +340,7 @@ func termMax(ctx context.Context, sp Sparse, query, version string) float64 {
 }
 
 // fuse merges the sparse and dense rankings (hybrid) with rcp/fusion.
-func fuse(_ context.Context, s *State) error {
+func fuse(ctx context.Context, s *State) error {
 	r := s.Req
 	if r.Mode != rcp.ModeHybrid {
 		for _, c := range s.Cands {
@@ -377,7 +377,7 @@ func fuse(_ context.Context, s *State) error {
 	for _, c := range dn {
 		lists[1].Hits = append(lists[1].Hits, rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Dense})
 	}
-	res, err := fusion.Fuse(lists, r.Fusion)
+	res, err := fusion.FuseContext(ctx, lists, r.Fusion)
 	if err != nil {
 		return fmt.Errorf("pipeline: fuse: %w", err)
 	}

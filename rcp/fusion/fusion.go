@@ -79,6 +79,7 @@
 package fusion
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -218,6 +219,16 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // Fuse merges lists as documented in the package comment.
 func Fuse(lists []List, opts Options) ([]Result, error) {
+	return FuseContext(context.Background(), lists, opts)
+}
+
+// checkEvery is how many hits FuseContext handles between two context
+// checks: a cancelled fusion of many or long lists (content-hash keys hash
+// every hit's text) stops within milliseconds.
+const checkEvery = 1024
+
+// FuseContext is Fuse that stops with ctx's error once ctx ends.
+func FuseContext(ctx context.Context, lists []List, opts Options) ([]Result, error) {
 	method := EffectiveMethod(lists, opts.Method)
 	if method != rcp.FusionRRF && method != rcp.FusionWeighted && method != rcp.FusionConvex {
 		return nil, fmt.Errorf("fusion: unknown method %q", opts.Method)
@@ -247,6 +258,7 @@ func Fuse(lists []List, opts Options) ([]Result, error) {
 	}
 	index := make(map[string]int, total)
 	accs := make([]acc, 0, total)
+	seen := 0
 
 	for li := range lists {
 		l := &lists[li]
@@ -273,6 +285,11 @@ func Fuse(lists []List, opts Options) ([]Result, error) {
 			}
 		}
 		for hi := range l.Hits {
+			if seen++; seen%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			h := &l.Hits[hi]
 			if h.ID.IsZero() {
 				return nil, fmt.Errorf("%w: engine %q rank %d", ErrMissingID, l.Engine, hi+1)
@@ -319,6 +336,9 @@ func Fuse(lists []List, opts Options) ([]Result, error) {
 		}
 	}
 
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	order := make([]*acc, len(accs))
 	for i := range accs {
 		order[i] = &accs[i]
@@ -341,6 +361,9 @@ func Fuse(lists []List, opts Options) ([]Result, error) {
 	})
 	if opts.K != nil && *opts.K < len(order) {
 		order = order[:max(*opts.K, 0)]
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	out := make([]Result, len(order))
 	for i, a := range order {
