@@ -49,6 +49,7 @@ const (
 type raptor struct {
 	e      *Engine
 	path   string
+	llm    treeSummaries // model summaries by cluster (Config.Chat)
 	cur    atomic.Pointer[tree.Tree]
 	syncs  chan chan error
 	cancel context.CancelFunc
@@ -179,15 +180,23 @@ func (rt *raptor) rebuild(ctx context.Context) error {
 	if err != nil || leaves == nil {
 		return err
 	}
+	texts := map[string]string{}
+	if rt.e.cfg.Chat != nil {
+		for _, l := range leaves {
+			texts[l.ID] = l.Text
+		}
+	}
 	t, err := tree.Build(ctx, version, leaves, tree.Options{})
 	if err != nil {
 		return err
 	}
+	leaves = nil
+	calls := rt.e.summarizeTree(ctx, &rt.llm, t, func(id string) string { return texts[id] })
 	rt.cur.Store(t)
 	if err := t.Save(rt.path); err != nil {
 		return err
 	}
-	rt.e.log.Info("tree: rebuilt", "leaves", t.Leaves(), "depth", t.Depth(), "took", time.Since(start).Round(time.Millisecond))
+	rt.e.log.Info("tree: rebuilt", "leaves", t.Leaves(), "depth", t.Depth(), "modelCalls", calls, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -272,9 +281,12 @@ func (e *Engine) retrieveTreeNode(ctx context.Context, t *tree.Tree, query strin
 		if err != nil {
 			return nil, err
 		}
-		text, lv := n.Summary, n.Level
+		text, lv, by := n.Summary, n.Level, "extractive"
+		if n.Model {
+			by = "model"
+		}
 		hits = append(hits, rcp.Hit{ID: rcp.StringID(n.ID), Score: n.Score, Text: &text, Unit: rcp.UnitTreeNode, Level: &lv,
-			Modality: rcp.ModalityText, Provenance: &rcp.Provenance{Leaves: leaves}})
+			Modality: rcp.ModalityText, Provenance: &rcp.Provenance{Leaves: leaves}, Meta: map[string]any{"summary": by}})
 	}
 	if t.Version != e.ix.Version() {
 		*notes = append(*notes, "the tree is being rebuilt for recent writes; clusters reflect the index as of the last rebuild")

@@ -53,6 +53,7 @@ type Node struct {
 	Size    int      // leaves under it
 	Summary string   // leads of its most central members
 	Central []string // up to 20 leaves under it, most central first
+	Model   bool     // Summary was written by a chat model (else extractive)
 }
 
 // Tree is a built summary tree.
