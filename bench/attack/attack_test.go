@@ -399,6 +399,7 @@ func backToBaseline(t *testing.T, base string, baseline int) {
 	for {
 		n := goroutines(t, base)
 		if n <= baseline+10 {
+			t.Logf("goroutines %d (baseline %d)", n, baseline)
 			return
 		}
 		if time.Now().After(deadline) {

@@ -325,7 +325,9 @@ func run(ctx context.Context, c *config, log *slog.Logger, stdin io.Reader, stdo
 		log.Info("rcpd mcp: serving streamable HTTP", "url", "http://"+ln.Addr().String()+c.path, "auth", token != "")
 		opts := mcpbridge.HTTPOptions{BearerToken: token, TrustedOrigins: c.origins}
 		if c.metricsAddr != "" {
-			if _, err := procmetrics.ServeSeparate(ctx, c.metricsAddr, log); err != nil {
+			mctx, cancel := context.WithCancel(ctx) // the metrics listener ends with the MCP one
+			defer cancel()
+			if _, err := procmetrics.ServeSeparate(mctx, c.metricsAddr, log); err != nil {
 				_ = ln.Close()
 				return fmt.Errorf("--metrics-addr: %w", err)
 			}
