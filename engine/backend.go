@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
 	"github.com/rcpgo/rcpgo/rcp/filter"
@@ -26,7 +27,10 @@ type Backend interface {
 	CompileFilter(n *filter.Node) (index.Filter, error)
 	// Get returns the stored document (or chunk) id, nil when absent.
 	Get(ctx context.Context, id string) (*index.Document, error)
-	// Add writes docs (upserting by id) durably before it returns.
+	// Add writes docs (upserting by id) durably before it returns. A
+	// Config.Backend also drops what the write replaces — a document's
+	// former chunks, or its whole form when it is now chunked; the engine
+	// does that itself for the embedded index.
 	Add(ctx context.Context, docs []index.Document) ([]string, error)
 	// Delete removes ids and returns how many existed.
 	Delete(ctx context.Context, ids []string) (int, error)
@@ -48,3 +52,59 @@ type preparer interface {
 }
 
 var _ preparer = (*index.Index)(nil)
+
+// DenseBackend is a Backend that stores vectors itself: it embeds what it
+// is given at Add with Provider and answers dense recall with the
+// request's filter tree. With such a backend (Config.Backend) the
+// engine's own dense machinery — the dense log, the deriver, HNSW
+// generations — stays off, and Provider's identity is the one published
+// generation.
+type DenseBackend interface {
+	Backend
+	// Provider is the encoder (nil: sparse only).
+	Provider() embed.Provider
+	// DenseRecall returns up to k units most similar to query, best first
+	// (ties by id), with strictly positive similarity and Doc set,
+	// restricted by f (nil: no filter).
+	DenseRecall(ctx context.Context, query string, k int, f *filter.Node) ([]*pipeline.Candidate, error)
+	// Vectors returns the stored vectors of ids (zero vectors for unknown
+	// ids).
+	Vectors(ctx context.Context, ids []string) ([][]float32, error)
+}
+
+// remoteDense adapts a DenseBackend to pipeline.Dense for one request.
+type remoteDense struct {
+	b      DenseBackend
+	filter *filter.Node
+}
+
+func (r remoteDense) Recall(ctx context.Context, query string, k int, _ func(*index.Document) bool) ([]*pipeline.Candidate, error) {
+	return r.b.DenseRecall(ctx, query, k, r.filter)
+}
+
+func (r remoteDense) Vectors(ctx context.Context, ids []string) ([][]float32, error) {
+	return r.b.Vectors(ctx, ids)
+}
+
+// openRemoteDense publishes the dense generation of a DenseBackend: its
+// encoder, ready at once (the vectors live in the backend).
+func (e *Engine) openRemoteDense() {
+	db, ok := e.cfg.Backend.(DenseBackend)
+	if !ok || db.Provider() == nil {
+		return
+	}
+	e.remote = db
+	g := &generation{model: db.Provider(), ready: make(chan struct{})}
+	close(g.ready)
+	g.desc = e.describe(g)
+	e.gen.Store(g)
+}
+
+// denseDeps is the pipeline's dense backend for one request under
+// generation g.
+func (e *Engine) denseDeps(g *generation, f *filter.Node) pipeline.Dense {
+	if e.remote != nil {
+		return remoteDense{b: e.remote, filter: f}
+	}
+	return denseBackend{e: e, g: g}
+}

@@ -156,6 +156,11 @@ type Config struct {
 	Session session.Options
 	// Feedback configures quarantine and the ranking prior (§7.16).
 	Feedback feedback.Options
+	// Backend, when set, replaces the embedded index (DIR/index): documents,
+	// sparse recall and filters live there (engine/weaviate), and a
+	// DenseBackend stores the vectors too. Dense must then be "" or "none"
+	// and Graph false; the engine closes Backend at Close.
+	Backend Backend
 	// Graph builds the knowledge graph (entities, triples, communities)
 	// in the background and serves graph and memory (engine_graph.go).
 	Graph bool
@@ -214,6 +219,8 @@ type Engine struct {
 	kg *knowledge // graph and memory (engine_graph.go); nil when disabled
 	rt *raptor    // the summary tree (engine_tree.go); nil when disabled
 
+	remote DenseBackend // Config.Backend when it serves dense recall
+
 	// catalogOpen: the catalog was made current at Open and is marked dirty
 	// until Close marks it clean; a failed write clears it (see engine_docs.go).
 	catalogOpen atomic.Bool
@@ -237,6 +244,15 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.MinFitDocs <= 0 {
 		cfg.MinFitDocs = DefaultMinFitDocs
+	}
+	if cfg.Backend != nil {
+		switch {
+		case cfg.Dense != "" && cfg.Dense != DenseNone || cfg.DenseProvider != nil:
+			return nil, errors.New("engine: with Config.Backend the backend embeds (give it the encoder); Dense must be none")
+		case cfg.Graph:
+			return nil, errors.New("engine: the knowledge graph needs the embedded index (Config.Backend is set)")
+		}
+		cfg.Dense = DenseNone
 	}
 	if cfg.Dense == "" {
 		cfg.Dense = DenseLSA
@@ -346,12 +362,16 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
 	}
 	e.catalogOpen.Store(true)
-	ix, err := index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts)
-	if err != nil {
-		e.Close()
-		return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
+	if cfg.Backend != nil {
+		e.ix = cfg.Backend
+	} else {
+		ix, err := index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts)
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
+		}
+		e.ix = ix
 	}
-	e.ix = ix
 	if err := e.openGraph(); err != nil {
 		e.Close()
 		return nil, err
@@ -361,6 +381,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.ops[i] = string(op)
 	}
 	e.descSparse = e.describe(nil)
+	e.openRemoteDense()
 	before := e.opSeq.Load()
 	if err := e.preload(ctx); err != nil {
 		e.Close()
@@ -398,7 +419,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		})
 	}
 	rcp.Handle(e.router, rcp.MethodIndexDelete, e.indexDelete)
-	if cfg.Dense != DenseNone {
+	if cfg.Dense != DenseNone || e.remote != nil {
 		rcp.Handle(e.router, rcp.MethodEmbed, e.embed)
 	}
 	if cfg.Reranker != nil {
@@ -410,10 +431,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.SparseEncoder != nil {
 		rcp.Handle(e.router, rcp.MethodEmbedSparse, e.embedSparse)
 	}
-	rcp.Handle(e.router, rcp.MethodRCPGoGet, e.getDocuments)
-	rcp.Handle(e.router, rcp.MethodRCPGoList, e.listDocuments)
-	if len(e.fields) > 0 {
-		rcp.Handle(e.router, rcp.MethodRCPGoValues, e.fieldValuesMethod)
+	if cfg.Backend == nil { // the catalog describes the embedded index only
+		rcp.Handle(e.router, rcp.MethodRCPGoGet, e.getDocuments)
+		rcp.Handle(e.router, rcp.MethodRCPGoList, e.listDocuments)
+		if len(e.fields) > 0 {
+			rcp.Handle(e.router, rcp.MethodRCPGoValues, e.fieldValuesMethod)
+		}
 	}
 	if err := e.startGraph(); err != nil {
 		e.Close()
@@ -510,7 +533,7 @@ func (e *Engine) describe(g *generation) rcp.Description {
 		MaxK: e.cfg.MaxK, Modes: []string{rcp.ModeSparse},
 		Units:       []string{rcp.UnitChunk, rcp.UnitPassage, rcp.UnitDocument, rcp.UnitPage},
 		TokenBudget: true, Confidence: true, ScoreScale: "bm25", ScoreFloor: &floor,
-		Deterministic: true, Snapshots: true, DefaultMode: rcp.ModeSparse,
+		Deterministic: true, Snapshots: e.cfg.Backend == nil, DefaultMode: rcp.ModeSparse,
 		Modalities: []string{rcp.ModalityText},
 	}
 	caps := rcp.Capabilities{
@@ -524,9 +547,12 @@ func (e *Engine) describe(g *generation) rcp.Description {
 	if len(e.fields) > 0 {
 		caps.Filter = &rcp.FilterCap{Fields: rcp.TypedFields(e.fields), Operators: e.ops}
 	}
-	vendor := rcp.RCPGoCap{Methods: []string{rcp.MethodRCPGoGet, rcp.MethodRCPGoList}}
-	if len(e.fields) > 0 {
-		vendor.Methods = append(vendor.Methods, rcp.MethodRCPGoValues)
+	var vendor rcp.RCPGoCap
+	if e.cfg.Backend == nil {
+		vendor.Methods = []string{rcp.MethodRCPGoGet, rcp.MethodRCPGoList}
+		if len(e.fields) > 0 {
+			vendor.Methods = append(vendor.Methods, rcp.MethodRCPGoValues)
+		}
 	}
 	e.describeAgentic(&caps, &vendor)
 	e.describeGraph(&caps)

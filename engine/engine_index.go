@@ -290,14 +290,14 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan) error {
 	for _, d := range p.docs {
 		if !d.chunk {
 			plain[d.id] = true
-			if c0, err := e.ix.Get(ctx, chunkID(d.id, 0)); err != nil {
+			if c0, err := e.shapeGet(ctx, chunkID(d.id, 0)); err != nil {
 				return fmt.Errorf("engine: %w", err)
 			} else if c0 != nil && c0.Chunk != nil && c0.Chunk.DocID == d.id {
 				transitions = append(transitions, d.id) // was chunked: drop its chunks
 			}
 			continue
 		}
-		if old, err := e.ix.Get(ctx, d.id); err != nil {
+		if old, err := e.shapeGet(ctx, d.id); err != nil {
 			return fmt.Errorf("engine: %w", err)
 		} else if old != nil && old.Chunk == nil {
 			transitions = append(transitions, d.id) // was a whole document
@@ -511,7 +511,7 @@ func (r *runeOffsets) at(b int) int {
 // parent's chunks: an index written before chunk-form ids were refused may
 // hold a user document under that id, and replacing it would lose it.
 func (e *Engine) chunkIDFree(ctx context.Context, id, parent string) error {
-	old, err := e.ix.Get(ctx, id)
+	old, err := e.shapeGet(ctx, id)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -520,6 +520,17 @@ func (e *Engine) chunkIDFree(ctx context.Context, id, parent string) error {
 			Data: &rcp.ErrorData{Field: "documents", Detail: fmt.Sprintf("delete %q or add %q without chunking", id, parent)}}
 	}
 	return nil
+}
+
+// shapeGet reads a stored document for the write path's shape checks
+// (chunked ↔ whole transitions, chunk ids taken by other documents). A
+// Config.Backend applies shape changes itself in Add, and wire ids cannot
+// take the chunk form: nothing is read there (a round trip per document).
+func (e *Engine) shapeGet(ctx context.Context, id string) (*index.Document, error) {
+	if e.cfg.Backend != nil {
+		return nil, nil
+	}
+	return e.ix.Get(ctx, id)
 }
 
 // hasLoneSurrogate reports a JSON string literal with a \uD800–\uDFFF

@@ -387,7 +387,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		if err != nil {
 			return nil, err
 		}
-		deps.Dense = denseBackend{e: e, g: g}
+		deps.Dense = e.denseDeps(g, req.Filter)
 		if n := e.denseBacklog(g); n > 0 {
 			notes = append(notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
 		}

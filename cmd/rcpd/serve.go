@@ -63,6 +63,8 @@ type fileConfig struct {
 	AllowHosts     []string          `json:"allowHosts"`
 	AllowOrigins   []string          `json:"allowOrigins"`
 	MetricsAddr    string            `json:"metricsAddr"`
+	Backend        string            `json:"backend"` // embedded or weaviate
+	Weaviate       weaviateConfig    `json:"weaviate"`
 }
 
 // uriConfig is the Content uri fetch policy (engine.URIPolicy).
@@ -115,6 +117,7 @@ type serveFlags struct {
 	uiDatasets                                               string
 	metricsAddr                                              string
 	allowHosts, allowOrigins                                 stringList
+	backendFlags
 }
 
 // fieldTypeNames are the filter field types the engine indexes.
@@ -187,6 +190,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz without auth on this separate `ADDR` (and not on --http)")
 	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web console at / on the HTTP listener (env RCPD_NO_UI=1)")
 	fs.StringVar(&f.uiDatasets, "ui-datasets", "", "directory of BEIR datasets the console's Evaluate tab may run (env RCPD_UI_DATASETS; default: running evaluations is off)")
+	f.backendFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -301,6 +305,9 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		return err
 	}
 	defer prov.Close()
+	if err := configureBackend(ctx, f, &fc, &cfg, pick(f.dense, os.Getenv("RCPD_DENSE"), fc.Dense), log); err != nil {
+		return err
+	}
 	eng, err := engine.Open(ctx, cfg)
 	if err != nil {
 		return err

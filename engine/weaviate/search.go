@@ -1,0 +1,342 @@
+package weaviate
+
+import (
+	"cmp"
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
+	"github.com/weaviate/weaviate/entities/models"
+
+	"github.com/rcpgo/rcpgo/engine/embed"
+	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/rcp/filter"
+)
+
+// bm25Props are the searched properties: the title counts twice, as in
+// the embedded index's BM25F.
+var bm25Props = []string{propTitle + "^2", propText}
+
+func (b *Backend) newSearch() *graphql.Search {
+	c, _ := b.conn()
+	if c == nil {
+		return nil
+	}
+	return c.Experimental().Search().WithCollection(b.cfg.Class).WithTenant(b.cfg.Tenant).
+		WithConsistencyLevel(b.cfg.ReadConsistency).WithProperties(storedProps...)
+}
+
+// search runs s (nil: not connected) and classifies its failure.
+func (b *Backend) search(ctx context.Context, s *graphql.Search) ([]graphql.SearchResult, error) {
+	if s == nil {
+		_, err := b.conn()
+		return nil, err
+	}
+	res, err := s.Do(ctx)
+	if err != nil {
+		return nil, classify("search", err)
+	}
+	return res, nil
+}
+
+func (b *Backend) checkVersion(v string) error {
+	if v != "" && v != b.Version() {
+		return index.ErrSnapshotGone
+	}
+	return nil
+}
+
+// Search implements pipeline.Sparse: BM25 over title (×2) and text, ties
+// by id, with the compiled filter in Weaviate and the exact §8 check on
+// every hit. An empty Text browses the filter's matches in id order. Hits
+// carry their documents (one round trip; SkipDocs is ignored).
+func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, error) {
+	if err := b.checkVersion(q.Version); err != nil {
+		return nil, err
+	}
+	if q.K <= 0 {
+		q.K = 10
+	}
+	f, err := asFilter(q.Filter)
+	if err != nil {
+		return nil, err
+	}
+	s := b.newSearch()
+	if s != nil {
+		s.WithLimit(q.K).WithMetadata(&graphql.Metadata{Score: true})
+		if f != nil && f.Where != nil {
+			s.WithWhere(f.Where)
+		}
+		if strings.TrimSpace(q.Text) != "" {
+			s.WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(q.Text).WithProperties(bm25Props...))
+		} else {
+			s.WithSort(graphql.Sort{Path: []string{propID}})
+		}
+	}
+	res, err := b.search(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	out := &index.Result{Version: b.Version(), Scored: len(res)}
+	for i := range res {
+		d, facts := document(&res[i])
+		if f != nil && !f.Exact && !f.Node.Match(d.Meta) {
+			continue
+		}
+		if q.NoText {
+			d.Text = ""
+		}
+		out.Hits = append(out.Hits, index.Hit{ID: d.ID, Score: float64(res[i].Metadata.Score), Doc: d, Facts: facts})
+	}
+	slices.SortStableFunc(out.Hits, func(a, c index.Hit) int {
+		if x := cmp.Compare(c.Score, a.Score); x != 0 {
+			return x
+		}
+		return strings.Compare(a.ID, c.ID)
+	})
+	return out, nil
+}
+
+func asFilter(f index.Filter) (*Filter, error) {
+	if f == nil {
+		return nil, nil
+	}
+	wf, ok := f.(*Filter)
+	if !ok {
+		return nil, fmt.Errorf("weaviate: filter %T was not compiled by this backend", f)
+	}
+	return wf, nil
+}
+
+// Load implements pipeline.Sparse. Search returns documents with its hits,
+// so the pipeline never asks for document numbers.
+func (b *Backend) Load(context.Context, []index.DocNum, bool) ([]*index.Document, []index.Facts, error) {
+	return nil, nil, errors.New("weaviate: documents come with the hits; there are no document numbers to load")
+}
+
+// WordMax implements pipeline.Sparse: the top BM25 score of word alone
+// (the confidence normaliser), cached for a minute per word.
+func (b *Backend) WordMax(ctx context.Context, version, word string) (float64, error) {
+	if err := b.checkVersion(version); err != nil {
+		return 0, err
+	}
+	if v, ok := b.words.get(word); ok {
+		return v, nil
+	}
+	s := b.newSearch()
+	if s != nil {
+		s.WithLimit(1).WithProperties(propID).WithMetadata(&graphql.Metadata{Score: true}).
+			WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(word).WithProperties(bm25Props...))
+	}
+	res, err := b.search(ctx, s)
+	if err != nil {
+		return 0, err
+	}
+	best := 0.0
+	if len(res) > 0 {
+		best = float64(res[0].Metadata.Score)
+	}
+	b.words.put(word, best)
+	return best, nil
+}
+
+// Provider is the dense encoder (nil: sparse only).
+func (b *Backend) Provider() embed.Provider { return b.cfg.Dense }
+
+// DenseRecall returns up to k units nearest to query by cosine similarity
+// (strictly positive), restricted by the compiled filter f (nil: none),
+// best first, ties by id.
+func (b *Backend) DenseRecall(ctx context.Context, query string, k int, f *filter.Node) ([]*pipeline.Candidate, error) {
+	if b.cfg.Dense == nil {
+		return nil, errors.New("weaviate: no dense encoder configured")
+	}
+	qv, err := b.cfg.Dense.Embed(ctx, []string{query}, embed.KindQuery)
+	if err != nil {
+		return nil, fmt.Errorf("weaviate: embedding the query: %w", err)
+	}
+	if len(qv) != 1 || allZero(qv[0]) {
+		return nil, nil
+	}
+	var cf *Filter
+	if f != nil {
+		cf = b.schema.compile(f)
+	}
+	s := b.newSearch()
+	if s != nil {
+		s.WithLimit(k).WithMetadata(&graphql.Metadata{Distance: true}).
+			WithNearVector((&graphql.NearVectorArgumentBuilder{}).WithVector(qv[0]))
+		if cf != nil && cf.Where != nil {
+			s.WithWhere(cf.Where)
+		}
+	}
+	res, err := b.search(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []*pipeline.Candidate
+	for i := range res {
+		d, _ := document(&res[i])
+		sim := 1 - float64(res[i].Metadata.Distance) // cosine distance
+		if sim <= 0 || (cf != nil && !cf.Exact && !f.Match(d.Meta)) {
+			continue
+		}
+		out = append(out, &pipeline.Candidate{ID: d.ID, Doc: d, Dense: sim, HasDense: true, Score: sim})
+	}
+	slices.SortStableFunc(out, func(a, c *pipeline.Candidate) int {
+		if x := cmp.Compare(c.Dense, a.Dense); x != 0 {
+			return x
+		}
+		return strings.Compare(a.ID, c.ID)
+	})
+	return out, nil
+}
+
+func allZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Vectors returns the stored vectors of ids (zero vectors for unknown
+// ids).
+func (b *Backend) Vectors(ctx context.Context, ids []string) ([][]float32, error) {
+	out := make([][]float32, len(ids))
+	at := map[string][]int{}
+	for i, id := range ids {
+		at[id] = append(at[id], i)
+	}
+	uniq := make([]string, 0, len(at))
+	for id := range at {
+		uniq = append(uniq, id)
+	}
+	for start := 0; start < len(uniq); start += 100 {
+		part := uniq[start:min(start+100, len(uniq))]
+		s := b.newSearch()
+		if s != nil {
+			s.WithWhere(textIn(propID, part)).WithLimit(len(part)).WithProperties(propID).
+				WithMetadata(&graphql.Metadata{Vector: true})
+		}
+		res, err := b.search(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		for i := range res {
+			id, _ := res[i].Properties[propID].(string)
+			for _, j := range at[id] {
+				out[j] = res[i].Vector
+			}
+		}
+	}
+	for i := range out {
+		if out[i] == nil && b.cfg.Dense != nil {
+			out[i] = make([]float32, b.cfg.Dense.Dimension())
+		}
+	}
+	return out, nil
+}
+
+type cachedStats struct {
+	at    time.Time
+	stats index.Stats
+}
+
+// Stats reports the number of objects (refreshed at most every 5 s;
+// other fields describe the embedded index and stay zero).
+func (b *Backend) Stats() index.Stats {
+	if c := b.stats.Load(); c != nil && time.Since(c.at) < 5*time.Second {
+		return c.stats
+	}
+	st := index.Stats{Version: b.Version()}
+	if c, err := b.conn(); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		agg := c.GraphQL().Aggregate().WithClassName(b.cfg.Class).
+			WithFields(graphql.Field{Name: "meta", Fields: []graphql.Field{{Name: "count"}}})
+		if b.cfg.Tenant != "" {
+			agg = agg.WithTenant(b.cfg.Tenant)
+		}
+		if r, err := agg.Do(ctx); err == nil && len(r.Errors) == 0 {
+			st.Docs = aggregateCount(r.Data, b.cfg.Class)
+		}
+	}
+	b.stats.Store(&cachedStats{at: time.Now(), stats: st})
+	return st
+}
+
+func aggregateCount(data map[string]models.JSONObject, class string) int {
+	agg, _ := data["Aggregate"].(map[string]any)
+	if agg == nil {
+		return 0
+	}
+	rows, _ := agg[class].([]any)
+	if len(rows) == 0 {
+		return 0
+	}
+	row, _ := rows[0].(map[string]any)
+	meta, _ := row["meta"].(map[string]any)
+	n, _ := meta["count"].(float64)
+	return int(n)
+}
+
+// wordCache is a small LRU with a time to live.
+type wordCache struct {
+	mu    sync.Mutex
+	max   int
+	ttl   time.Duration
+	order *list.List
+	byKey map[string]*list.Element
+}
+
+type wordEntry struct {
+	word  string
+	score float64
+	at    time.Time
+}
+
+func (c *wordCache) init(max int, ttl time.Duration) {
+	c.max, c.ttl, c.order, c.byKey = max, ttl, list.New(), map[string]*list.Element{}
+}
+
+func (c *wordCache) get(w string) (float64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byKey[w]
+	if !ok {
+		return 0, false
+	}
+	e := el.Value.(*wordEntry)
+	if time.Since(e.at) > c.ttl {
+		c.order.Remove(el)
+		delete(c.byKey, w)
+		return 0, false
+	}
+	c.order.MoveToFront(el)
+	return e.score, true
+}
+
+func (c *wordCache) put(w string, score float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[w]; ok {
+		c.order.Remove(el)
+	}
+	c.byKey[w] = c.order.PushFront(&wordEntry{w, score, time.Now()})
+	for c.order.Len() > c.max {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.byKey, last.Value.(*wordEntry).word)
+	}
+}
+
+var _ = filters.Equal
