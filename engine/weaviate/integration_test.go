@@ -67,7 +67,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Close() })
-		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		if err := b.WaitConnected(wctx); err != nil {
 			t.Fatal(err)

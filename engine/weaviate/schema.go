@@ -119,8 +119,6 @@ func (s *schema) properties() []*models.Property {
 			IndexFilterable: ptr(true), IndexSearchable: ptr(false)}
 		if f.dataType == "text[]" {
 			p.Tokenization = "field"
-		} else {
-			p.IndexRangeFilters = ptr(true)
 		}
 		props = append(props, p)
 	}

@@ -172,7 +172,7 @@ func (b *Backend) connectLoop(ctx context.Context, u *url.URL) {
 		b.mu.Lock()
 		b.connErr = err
 		b.mu.Unlock()
-		b.log.Warn("weaviate: not reachable; retrying", "url", b.cfg.URL, "in", wait, "err", err)
+		b.log.Warn("weaviate: not ready (unreachable, or the collection could not be set up); retrying", "url", b.cfg.URL, "in", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return
