@@ -56,7 +56,7 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var targets targetList
-	fs.Var(&targets, "target", "server to load, `[name=]address`; repeat for an A/B run (the first is the baseline)")
+	fs.Var(&targets, "target", "server to load, `[name=]address[,address…]` (several addresses: replicas called in turn); repeat for an A/B run (the first is the baseline)")
 	workload := fs.String("workload", "ping", "ping, retrieve, index or mixed")
 	conc := fs.Int("c", 4, "concurrency: requests in flight")
 	n := fs.Int64("n", 0, "operations to run (0: bounded by -d)")
@@ -155,15 +155,21 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	defer stop()
 	cfg := bench.Config{Workload: wl, Concurrency: *conc, Requests: *n, Duration: *dur, Warmup: *warmup, Timeout: *timeout, Seed: *seed}
 	for _, t := range targets {
-		c, closeFn, err := dial(ctx, t.addr)
-		if err != nil {
-			fmt.Fprintf(stderr, "bench: %s: %v\n", t.name, err)
-			return 1
+		// A target may name several replicas of one server, comma-separated:
+		// its calls go to them in turn.
+		var replicas []bench.Caller
+		for _, addr := range strings.Split(t.addr, ",") {
+			c, closeFn, err := dial(ctx, addr)
+			if err != nil {
+				fmt.Fprintf(stderr, "bench: %s: %v\n", t.name, err)
+				return 1
+			}
+			if closeFn != nil {
+				defer closeFn()
+			}
+			replicas = append(replicas, c)
 		}
-		if closeFn != nil {
-			defer closeFn()
-		}
-		cfg.Targets = append(cfg.Targets, bench.Target{Name: t.name, Caller: c})
+		cfg.Targets = append(cfg.Targets, bench.Target{Name: t.name, Caller: bench.RoundRobin(replicas...)})
 	}
 	var results []*bench.Result
 	for _, size := range batches {
