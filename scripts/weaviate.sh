@@ -16,8 +16,11 @@
 #   RCPGO_WEAVIATE_CACHE  build cache (default ${XDG_CACHE_HOME:-~/.cache}/rcpgo/weaviate)
 #   WEAVIATE_DIR          data, logs and pid files (default ${TMPDIR:-/tmp}/rcpgo-weaviate)
 #   WEAVIATE_PORT         REST port of node 0 (default 8080); node i listens on
-#                         REST PORT+i, gRPC 50051+i, gossip/data 7100+3i/+1,
-#                         RAFT/RAFT-RPC 8300+2i/+1
+#                         REST PORT+i, gRPC GRPC+i, gossip/data GOSSIP+3i/+1,
+#                         RAFT/RAFT-RPC RAFT+2i/+1
+#   WEAVIATE_GRPC_PORT, WEAVIATE_GOSSIP_PORT, WEAVIATE_RAFT_PORT
+#                         the other bases (default 50051, 7100, 8300): give
+#                         two clusters different ones to run them side by side
 #
 # Node i is CLUSTER_HOSTNAME node<i>; with 3 nodes RAFT_BOOTSTRAP_EXPECT=3 and
 # every node joins node0's gossip port. Anonymous access, no modules, no
@@ -28,6 +31,9 @@ VERSION="${RCPGO_WEAVIATE_VERSION:-v1.35.2}"
 CACHE="${RCPGO_WEAVIATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rcpgo/weaviate}"
 DIR="${WEAVIATE_DIR:-${TMPDIR:-/tmp}/rcpgo-weaviate}"
 PORT="${WEAVIATE_PORT:-8080}"
+GRPC="${WEAVIATE_GRPC_PORT:-50051}"
+GOSSIP="${WEAVIATE_GOSSIP_PORT:-7100}"
+RAFT="${WEAVIATE_RAFT_PORT:-8300}"
 
 binary() {
   if [[ -n "${RCPGO_WEAVIATE_BIN:-}" ]]; then
@@ -47,7 +53,7 @@ binary() {
 
 ports() { # node index → REST gRPC gossip data raft raft-rpc
   local i=$1
-  echo "$((PORT + i)) $((50051 + i)) $((7100 + 3 * i)) $((7101 + 3 * i)) $((8300 + 2 * i)) $((8301 + 2 * i))"
+  echo "$((PORT + i)) $((GRPC + i)) $((GOSSIP + 3 * i)) $((GOSSIP + 1 + 3 * i)) $((RAFT + 2 * i)) $((RAFT + 1 + 2 * i))"
 }
 
 start_node() {
@@ -141,5 +147,5 @@ case "$cmd" in
       if curl -fsS "http://127.0.0.1:$rest/v1/.well-known/ready" >/dev/null 2>&1; then echo "node$i ready"; else echo "node$i down"; fi
     done
     ;;
-  *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,29p' "$0" >&2; exit 2 ;;
 esac

@@ -20,7 +20,6 @@ import (
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
 	"github.com/rcpgo/rcpgo/engine/trust"
-	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
 // uuidNamespace roots the deterministic object UUIDs: UUIDv5(namespace,
@@ -301,7 +300,7 @@ func document(r *graphql.SearchResult) (*index.Document, index.Facts) {
 
 // Get returns document (or chunk) id, nil when absent.
 func (b *Backend) Get(ctx context.Context, id string) (*index.Document, error) {
-	res, err := b.search(ctx, b.newSearch().WithWhere(textEq(propID, id)).WithLimit(1))
+	res, err := b.search(ctx, func(s *graphql.Search) { s.WithWhere(textEq(propID, id)).WithLimit(1) })
 	if err != nil || len(res) == 0 {
 		return nil, err
 	}
@@ -329,7 +328,9 @@ func (b *Backend) Delete(ctx context.Context, ids []string) (int, error) {
 		where := or(textIn(propID, part), textIn(propChunkDoc, part))
 		// Which ids name something: objects whose id or parent is listed.
 		found := map[string]bool{}
-		res, err := b.search(ctx, b.newSearch().WithWhere(where).WithLimit(10000).WithProperties(propID, propChunkDoc))
+		res, err := b.search(ctx, func(s *graphql.Search) {
+			s.WithWhere(where).WithLimit(10000).WithProperties(propID, propChunkDoc)
+		})
 		if err != nil {
 			return 0, err
 		}
@@ -402,5 +403,3 @@ func or(ws ...*filters.WhereBuilder) *filters.WhereBuilder {
 func not(w *filters.WhereBuilder) *filters.WhereBuilder {
 	return filters.Where().WithOperator(filters.Not).WithOperands([]*filters.WhereBuilder{w})
 }
-
-var _ = filter.TypeKeyword

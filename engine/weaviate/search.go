@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	"github.com/weaviate/weaviate/entities/models"
 
@@ -25,21 +24,17 @@ import (
 // the embedded index's BM25F.
 var bm25Props = []string{propTitle + "^2", propText}
 
-func (b *Backend) newSearch() *graphql.Search {
-	c, _ := b.conn()
-	if c == nil {
-		return nil
-	}
-	return c.Experimental().Search().WithCollection(b.cfg.Class).WithTenant(b.cfg.Tenant).
-		WithConsistencyLevel(b.cfg.ReadConsistency).WithProperties(storedProps...)
-}
-
-// search runs s (nil: not connected) and classifies its failure.
-func (b *Backend) search(ctx context.Context, s *graphql.Search) ([]graphql.SearchResult, error) {
-	if s == nil {
-		_, err := b.conn()
+// search runs one gRPC search on the collection: build sets its query,
+// limit and filter (the stored properties are requested unless it sets
+// others). Not connected, or a transport failure: -32010.
+func (b *Backend) search(ctx context.Context, build func(*graphql.Search)) ([]graphql.SearchResult, error) {
+	c, err := b.conn()
+	if err != nil {
 		return nil, err
 	}
+	s := c.Experimental().Search().WithCollection(b.cfg.Class).WithTenant(b.cfg.Tenant).
+		WithConsistencyLevel(b.cfg.ReadConsistency).WithProperties(storedProps...)
+	build(s)
 	res, err := s.Do(ctx)
 	if err != nil {
 		return nil, classify("search", err)
@@ -69,8 +64,7 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 	if err != nil {
 		return nil, err
 	}
-	s := b.newSearch()
-	if s != nil {
+	res, err := b.search(ctx, func(s *graphql.Search) {
 		s.WithLimit(q.K).WithMetadata(&graphql.Metadata{Score: true})
 		if f != nil && f.Where != nil {
 			s.WithWhere(f.Where)
@@ -80,8 +74,7 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 		} else {
 			s.WithSort(graphql.Sort{Path: []string{propID}})
 		}
-	}
-	res, err := b.search(ctx, s)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -131,12 +124,10 @@ func (b *Backend) WordMax(ctx context.Context, version, word string) (float64, e
 	if v, ok := b.words.get(word); ok {
 		return v, nil
 	}
-	s := b.newSearch()
-	if s != nil {
+	res, err := b.search(ctx, func(s *graphql.Search) {
 		s.WithLimit(1).WithProperties(propID).WithMetadata(&graphql.Metadata{Score: true}).
 			WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(word).WithProperties(bm25Props...))
-	}
-	res, err := b.search(ctx, s)
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -169,15 +160,13 @@ func (b *Backend) DenseRecall(ctx context.Context, query string, k int, f *filte
 	if f != nil {
 		cf = b.schema.compile(f)
 	}
-	s := b.newSearch()
-	if s != nil {
+	res, err := b.search(ctx, func(s *graphql.Search) {
 		s.WithLimit(k).WithMetadata(&graphql.Metadata{Distance: true}).
 			WithNearVector((&graphql.NearVectorArgumentBuilder{}).WithVector(qv[0]))
 		if cf != nil && cf.Where != nil {
 			s.WithWhere(cf.Where)
 		}
-	}
-	res, err := b.search(ctx, s)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -222,12 +211,10 @@ func (b *Backend) Vectors(ctx context.Context, ids []string) ([][]float32, error
 	}
 	for start := 0; start < len(uniq); start += 100 {
 		part := uniq[start:min(start+100, len(uniq))]
-		s := b.newSearch()
-		if s != nil {
+		res, err := b.search(ctx, func(s *graphql.Search) {
 			s.WithWhere(textIn(propID, part)).WithLimit(len(part)).WithProperties(propID).
 				WithMetadata(&graphql.Metadata{Vector: true})
-		}
-		res, err := b.search(ctx, s)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -338,5 +325,3 @@ func (c *wordCache) put(w string, score float64) {
 		delete(c.byKey, last.Value.(*wordEntry).word)
 	}
 }
-
-var _ = filters.Equal
