@@ -629,6 +629,11 @@ func (e *Engine) listDocuments(ctx context.Context, p *rcp.ListDocumentsParams) 
 // x-rcpgo/list lists); Stats().Docs counts retrieval units (unchunked
 // documents and chunks).
 func (e *Engine) Documents() (int, error) {
+	if e.cfg.Backend != nil {
+		// The catalog holds this replica's writes only; the backend's count
+		// is of retrieval units (documents and chunks).
+		return e.ix.Stats().Docs, nil
+	}
 	n := 0
 	err := e.db.View(func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketDocs).Stats().KeyN

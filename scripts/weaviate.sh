@@ -123,7 +123,12 @@ case "$cmd" in
   binary) binary ;;
   start)
     n="$(count "${2:-1}")"; bin="$(binary)"
-    for ((i = 0; i < n; i++)); do start_node "$i" "$n" "$bin"; done
+    start_node 0 "$n" "$bin"
+    if ((n > 1)); then # the others join node0's gossip port once, at start
+      read -r _ _ g0 _ _ _ <<<"$(ports 0)"
+      for _ in $(seq 1 240); do (echo >"/dev/tcp/127.0.0.1/$g0") 2>/dev/null && break; sleep 0.25; done
+    fi
+    for ((i = 1; i < n; i++)); do start_node "$i" "$n" "$bin"; done
     for ((i = 0; i < n; i++)); do wait_ready "$i" || { for ((j = 0; j < n; j++)); do stop_node "$j"; done; exit 1; }; done
     echo "$n" >"$DIR/nodes"
     echo "weaviate.sh: $n node(s) ready" >&2

@@ -118,7 +118,14 @@ func Start(t testing.TB, n int) *Cluster {
 		c.Nodes = append(c.Nodes, node)
 	}
 	t.Cleanup(c.Stop)
-	for _, node := range c.Nodes {
+	// Node 0 first: the others join its gossip port once, at start.
+	c.Nodes[0].start(t)
+	if n > 1 {
+		if err := waitListening(ports[0].gossip, time.Minute); err != nil {
+			t.Fatalf("%v\n%s", err, c.Nodes[0].Log())
+		}
+	}
+	for _, node := range c.Nodes[1:] {
 		node.start(t)
 	}
 	for _, node := range c.Nodes {
@@ -170,6 +177,19 @@ func (n *Node) WaitReady(timeout time.Duration) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// waitListening waits until something accepts TCP connections on port.
+func waitListening(port int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("nothing listens on 127.0.0.1:%d after %v", port, timeout)
 }
 
 // Kill sends SIGKILL to node i and waits for it to exit.
