@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -127,6 +128,11 @@ type Config struct {
 	TrustedSources map[string]string
 	// NoScreen disables the injection screen.
 	NoScreen bool
+	// QueryConcurrency bounds the retrieves that run their pipeline at
+	// once (default 2 × GOMAXPROCS); the others wait their turn (or their
+	// deadline). Many more in flight than cores only share the CPU between
+	// them, and writes, which are not bounded, would wait behind them all.
+	QueryConcurrency int
 	// Preload documents are indexed (idempotently, by id) at Open, before
 	// the dense encoder is fitted; SourceName labels them for trust.
 	Preload []Preload
@@ -194,10 +200,12 @@ type Engine struct {
 	fields map[string]string
 	ops    []string
 
-	// wmu serialises writes; rmu lets retrieves see the index and the
-	// catalog at one version.
+	// wmu serialises writes; rmu lets readers of the catalog (x-rcpgo/get,
+	// the graph builder) see it and the index at one version.
 	wmu sync.Mutex
 	rmu sync.RWMutex
+	// querySem admits Config.QueryConcurrency retrieves into their pipeline.
+	querySem chan struct{}
 
 	// Dense state (engine_dense.go, engine_derive.go): the published
 	// generation (nil: none yet, sessions are offered sparse), the deriver
@@ -321,6 +329,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
+	if n := cfg.QueryConcurrency; n > 0 {
+		e.querySem = make(chan struct{}, n)
+	} else {
+		e.querySem = make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+	}
 	if e.watch, err = newDirWatch(cfg.Dir); err != nil {
 		e.Close()
 		return nil, err

@@ -392,10 +392,19 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			notes = append(notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
 		}
 	}
-	e.rmu.RLock()
+	select {
+	case e.querySem <- struct{}{}:
+		defer func() { <-e.querySem }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// No engine lock is held while the pipeline runs: sparse recall reads a
+	// pinned index snapshot and later stages read documents by number from
+	// it, and dense hits are resolved against the live index (a unit
+	// deleted meanwhile is dropped). A write therefore never waits for
+	// retrieves to drain, nor retrieves for a write's fsyncs.
 	if usesDense {
 		if req.Version != "" && req.Version != e.ix.Version() {
-			e.rmu.RUnlock()
 			if fromCursor {
 				return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "cursor expired: the index changed and dense retrieval serves only the current snapshot",
 					Data: &rcp.ErrorData{Field: "cursor", Detail: "restart pagination"}}
@@ -404,7 +413,6 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		}
 	}
 	page, rewritten, err := e.runPlanned(ctx, deps, req, plan)
-	e.rmu.RUnlock()
 	if err != nil {
 		if errors.Is(err, index.ErrSnapshotGone) || errors.Is(err, index.ErrBadVersion) {
 			if fromCursor {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -335,5 +336,25 @@ func TestSmallAddBesideChunkedAdd(t *testing.T) {
 	if worst > big/2 && worst > 3*time.Second { // generous: shared CI machines
 
 		t.Errorf("a 1-document add waited %v behind a chunked add of %v", worst, big)
+	}
+}
+
+// Retrieves beyond Config.QueryConcurrency wait for a slot, until their
+// deadline; writes are not admitted through it and do not wait for them.
+func TestRetrieveAdmission(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.QueryConcurrency = 1 })
+	e.querySem <- struct{}{} // a retrieve in its pipeline
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := e.Call(ctx, rcp.MethodRetrieve, []byte(`{"query":"eiffel tower","k":3}`)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a retrieve with no slot before its deadline: err = %v", err)
+	}
+	add := []byte(`{"documents":[{"id":"admitted","text":"a zeppelin over the eiffel tower"}]}`)
+	if _, err := e.Call(context.Background(), rcp.MethodIndexAdd, add); err != nil {
+		t.Fatalf("index/add while the retrieve slots are taken: %v", err)
+	}
+	<-e.querySem
+	if r := retrieve(t, e, map[string]any{"query": "zeppelin", "k": 1}); len(r.Hits) != 1 {
+		t.Fatalf("after the slot was freed: %+v", r)
 	}
 }

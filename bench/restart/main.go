@@ -1,0 +1,153 @@
+// Command restart measures how fast rcpd comes back on an existing data
+// directory (issue 15, acceptance 1): it execs `rcpd serve --http` on a
+// free loopback port, polls ping every 2 ms until one is answered, then
+// sends one retrieve (hybrid by default; retried while the dense side is
+// still loading, as a client would) and reports both times from the exec.
+// rcpd is stopped with SIGTERM afterwards.
+//
+//	restart -rcpd ./rcpd -data DIR [-mode hybrid] [-query "…"] [-- extra rcpd flags]
+//
+// It prints the times as JSON (milliseconds).
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+func main() {
+	bin := flag.String("rcpd", "rcpd", "rcpd binary")
+	data := flag.String("data", "", "rcpd data directory (required)")
+	mode := flag.String("mode", rcp.ModeHybrid, "mode of the first retrieve")
+	query := flag.String("query", "retrieval of passages", "query of the first retrieve")
+	limit := flag.Duration("timeout", 10*time.Minute, "give up after this long")
+	flag.Parse()
+	if *data == "" {
+		fmt.Fprintln(os.Stderr, "restart: -data is required")
+		os.Exit(2)
+	}
+	res, err := run(*bin, *data, *mode, *query, *limit, flag.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "restart:", err)
+		os.Exit(1)
+	}
+	out, _ := json.Marshal(res)
+	fmt.Println(string(out))
+}
+
+type result struct {
+	PingMs     float64 `json:"firstPingMs"`
+	RetrieveMs float64 `json:"firstRetrieveMs"`
+	Mode       string  `json:"mode"`
+	Hits       int     `json:"hits"`
+	Retries    int     `json:"retrieveRetries"`
+}
+
+func run(bin, data, mode, query string, limit time.Duration, extra []string) (*result, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	args := append([]string{"serve", "--http", "127.0.0.1:" + strconv.Itoa(port), "--data", data, "--log-level", "warn"}, extra...)
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go relay(stderr)
+	defer stop(cmd)
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/rcp"
+	c, err := firstPing(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	res := &result{PingMs: ms(time.Since(start)), Mode: mode}
+	for {
+		r, err := c.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery(query), K: 10, Mode: mode})
+		var re *rcp.Error
+		if errors.As(err, &re) && re.Code == rcp.CodeOptionUnsupported && ctx.Err() == nil {
+			// The session predates the dense side: a new one sees it.
+			res.Retries++
+			c.Close()
+			time.Sleep(2 * time.Millisecond)
+			if c, err = firstPing(ctx, url); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("first %s retrieve: %w", mode, err)
+		}
+		res.RetrieveMs, res.Hits = ms(time.Since(start)), len(r.Hits)
+		return res, nil
+	}
+}
+
+// firstPing connects and pings until rcpd answers, every 2 ms.
+func firstPing(ctx context.Context, url string) (*rcp.Client, error) {
+	for {
+		c, err := rcp.ConnectHTTP(ctx, url, nil)
+		if err == nil {
+			if _, err = c.Ping(ctx, nil); err == nil {
+				return c, nil
+			}
+			c.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no ping answered: %w", err)
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// relay copies rcpd's log to stderr.
+func relay(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		fmt.Fprintln(os.Stderr, "rcpd:", sc.Text())
+	}
+}
+
+func stop(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
