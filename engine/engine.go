@@ -200,8 +200,8 @@ type Engine struct {
 	fields map[string]string
 	ops    []string
 
-	// wmu serialises writes; rmu lets readers of the catalog (x-rcpgo/get,
-	// the graph builder) see it and the index at one version.
+	// wmu serialises writes; rmu lets retrieves see the index and the
+	// catalog at one version.
 	wmu sync.Mutex
 	rmu sync.RWMutex
 	// querySem admits Config.QueryConcurrency retrieves into their pipeline.

@@ -398,13 +398,10 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	// No engine lock is held while the pipeline runs: sparse recall reads a
-	// pinned index snapshot and later stages read documents by number from
-	// it, and dense hits are resolved against the live index (a unit
-	// deleted meanwhile is dropped). A write therefore never waits for
-	// retrieves to drain, nor retrieves for a write's fsyncs.
+	e.rmu.RLock()
 	if usesDense {
 		if req.Version != "" && req.Version != e.ix.Version() {
+			e.rmu.RUnlock()
 			if fromCursor {
 				return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "cursor expired: the index changed and dense retrieval serves only the current snapshot",
 					Data: &rcp.ErrorData{Field: "cursor", Detail: "restart pagination"}}
@@ -413,6 +410,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		}
 	}
 	page, rewritten, err := e.runPlanned(ctx, deps, req, plan)
+	e.rmu.RUnlock()
 	if err != nil {
 		if errors.Is(err, index.ErrSnapshotGone) || errors.Is(err, index.ErrBadVersion) {
 			if fromCursor {
