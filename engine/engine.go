@@ -95,8 +95,10 @@ type Config struct {
 	// MaxCandidates caps candidateK (default 1000).
 	MaxCandidates int
 	// Fields declares the filterable metadata fields, name → §8 type
-	// (keyword, text, int, float, bool, date). The filter capability is
-	// advertised only when at least one field is declared.
+	// (keyword, text, int, float, bool, date). With none declared, the
+	// fields are inferred from the stored documents' metadata
+	// (engine_infer.go); the filter capability is advertised once there is
+	// at least one field.
 	Fields map[string]string
 	// Dense selects the dense provider: "lsa" (default), "none", or an
 	// external encoder, "openai" or "onnx", given in DenseProvider. Vectors
@@ -215,6 +217,7 @@ type Engine struct {
 	derive     *deriver
 	opSeq      atomic.Uint64
 	descSparse rcp.Description // the description without a generation
+	inference  inference       // inferred filter fields (no Fields declared)
 
 	uriClient *http.Client  // fetches Content uris under cfg.URIPolicy
 	uriSem    chan struct{} // bounds concurrent fetches (URIPolicy.MaxConcurrent)
@@ -503,8 +506,12 @@ func (e *Engine) Close() error {
 }
 
 // Describe implements rcp.Handler: the description under the published
-// dense generation; the server freezes it per session.
+// dense generation, with the declared filter fields or else those inferred
+// so far; the server freezes it per session.
 func (e *Engine) Describe(ctx context.Context) rcp.Description {
+	if len(e.fields) == 0 {
+		return e.inferredDescription(e.gen.Load())
+	}
 	if g := e.gen.Load(); g != nil {
 		return e.withTree(g.desc)
 	}
@@ -540,7 +547,11 @@ func (e *Engine) DenseIdentity() string {
 }
 
 // describe computes the description under generation g (nil: none).
-func (e *Engine) describe(g *generation) rcp.Description {
+func (e *Engine) describe(g *generation) rcp.Description { return e.describeWith(g, e.fields) }
+
+// describeWith is describe advertising the filter fields fields (declared
+// or inferred).
+func (e *Engine) describeWith(g *generation, fields map[string]string) rcp.Description {
 	floor := 0.0
 	ret := &rcp.RetrieveCap{
 		MaxK: e.cfg.MaxK, Modes: []string{rcp.ModeSparse},
@@ -557,8 +568,8 @@ func (e *Engine) describe(g *generation) rcp.Description {
 		Log:        &rcp.LogCap{Levels: []string{rcp.LogDebug, rcp.LogInfo, rcp.LogNotice, rcp.LogWarning, rcp.LogError}},
 		Index:      &rcp.IndexCap{Writable: !e.cfg.ReadOnly, Chunking: true, Contextual: true},
 	}
-	if len(e.fields) > 0 {
-		caps.Filter = &rcp.FilterCap{Fields: rcp.TypedFields(e.fields), Operators: e.ops}
+	if len(fields) > 0 {
+		caps.Filter = &rcp.FilterCap{Fields: rcp.TypedFields(fields), Operators: e.ops}
 	}
 	var vendor rcp.RCPGoCap
 	if e.cfg.Backend == nil {

@@ -17,6 +17,8 @@ package engine
 //	docs      id → docRecord (title, size, chunk count, the original text
 //	          of chunked documents, the string values of declared fields)
 //	values    field 0x00 value → number of documents carrying it
+//	kinds     key 0x00 kind → number of documents whose metadata key has a
+//	          value of that kind (the inferred filter fields, engine_infer.go)
 //	catalog   "state" → catalogState
 //
 // The index stays authoritative for existence, metadata and source: get
@@ -67,7 +69,7 @@ const (
 	MaxListLimit     = 1000 // largest page served
 	MaxGetIDs        = 1000 // ids per x-rcpgo/get
 	maxValueBytes    = 512  // longer field values are not catalogued
-	catalogFormat    = 1
+	catalogFormat    = 2    // 2: records carry their metadata kinds
 )
 
 var (
@@ -85,6 +87,7 @@ type docRecord struct {
 	Text    string              `json:"x,omitempty"` // the original text of a chunked document
 	Context bool                `json:"c,omitempty"` // chunks carry a situating context as title
 	Values  map[string][]string `json:"v,omitempty"` // declared field → distinct string values
+	Kinds   map[string]string   `json:"k,omitempty"` // metadata key → kind of its value (engine_infer.go)
 }
 
 type catalogState struct {
@@ -171,7 +174,7 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 					return err
 				}
 				if d.Chunk == nil || d.Chunk.DocID == "" {
-					recs[id] = &docRecord{Title: d.Title, Size: int64(len(d.Text)), Values: e.fieldValues(d.Meta)}
+					recs[id] = &docRecord{Title: d.Title, Size: int64(len(d.Text)), Values: e.fieldValues(d.Meta), Kinds: metaKinds(d.Meta)}
 					plain[id] = true
 					return nil
 				}
@@ -180,7 +183,7 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 				pc := chunkPiece{index: d.Chunk.Index, start: d.Chunk.Start, end: d.Chunk.End, text: d.Text, title: d.Title, context: ci.Context != ""}
 				if _, ok := recs[parent]; !ok {
 					// Chunks share their document's metadata (plus MetaKey).
-					recs[parent] = &docRecord{Values: e.fieldValues(d.Meta)}
+					recs[parent] = &docRecord{Values: e.fieldValues(d.Meta), Kinds: metaKinds(d.Meta)}
 				}
 				pieces[parent] = append(pieces[parent], pc)
 				return nil
@@ -223,7 +226,7 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 			rec.Size = int64(len(rec.Text))
 			rec.Chunks = ps[len(ps)-1].index + 1
 		}
-		for _, b := range [][]byte{bucketDocs, bucketValues} {
+		for _, b := range [][]byte{bucketDocs, bucketValues, bucketKinds} {
 			if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
 				return err
 			}
@@ -391,9 +394,18 @@ func getRecord(docs *bolt.Bucket, id string) *docRecord {
 	return rec
 }
 
-// putRecord stores rec under id (nil deletes), keeping the value counts.
+// putRecord stores rec under id (nil deletes), keeping the value and kind
+// counts.
 func putRecord(docs, vals *bolt.Bucket, id string, rec *docRecord) error {
-	if err := countValues(vals, getRecord(docs, id), -1); err != nil {
+	old := getRecord(docs, id)
+	kinds, err := docs.Tx().CreateBucketIfNotExists(bucketKinds)
+	if err != nil {
+		return err
+	}
+	if err := countKinds(kinds, old, rec); err != nil {
+		return err
+	}
+	if err := countValues(vals, old, -1); err != nil {
 		return err
 	}
 	if rec == nil {

@@ -248,7 +248,7 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 		}
 		if !d.chunk {
 			p.idocs = append(p.idocs, index.Document{ID: d.id, Title: d.title, Text: d.text, Meta: d.meta, Source: src})
-			p.catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Values: e.fieldValues(d.meta)}
+			p.catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Values: e.fieldValues(d.meta), Kinds: metaKinds(d.meta)}
 			p.docs = append(p.docs, d)
 			continue
 		}
@@ -268,7 +268,7 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 		p.idocs = append(p.idocs, units...)
 		p.nchunks += len(units)
 		p.catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Chunks: len(units), Text: d.text,
-			Context: d.contextual, Values: e.fieldValues(d.meta)}
+			Context: d.contextual, Values: e.fieldValues(d.meta), Kinds: metaKinds(d.meta)}
 		p.docs = append(p.docs, d)
 	}
 	if pr, ok := e.ix.(preparer); ok {

@@ -311,14 +311,14 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		if caps.Filter == nil {
 			return nil, rcp.OptionUnsupported("filter", "no filter fields are advertised")
 		}
-		node, err := filter.Validate(p.Filter, e.fields, e.ops)
+		node, err := filter.Validate(p.Filter, caps.Filter.FieldTypes(), e.ops)
 		if err != nil {
 			return nil, err
 		}
 		req.Filter = node
 	}
 	if r := p.Recency; r != nil {
-		typ, ok := e.fields[r.Field]
+		typ, ok := caps.Filter.FieldTypes()[r.Field]
 		if r.Field == "" || !ok || (typ != filter.TypeDate && typ != filter.TypeInt) {
 			return nil, rcp.InvalidParams("recency.field", "recency.field must name an advertised date (or year int) field")
 		}

@@ -286,9 +286,10 @@ func TestVersionCompletionAndConventions(t *testing.T) {
 	}
 }
 
-// Finding 8: filters are discoverable: rcpd serve --field declares one, and
-// a filter against a server without fields says what is advertised and how
-// to enable it, without repeating itself.
+// Finding 8: filters are discoverable: a filter against a server without
+// fields says what is advertised and how to enable it, without repeating
+// itself; fields are inferred from the metadata of added files; rcpd serve
+// --field declares one (and then nothing is inferred).
 func TestFilterFieldsDiscoverable(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.md": "# A\n\nalpha text"})
@@ -298,9 +299,20 @@ func TestFilterFieldsDiscoverable(t *testing.T) {
 		strings.Count(errs, "did not advertise filter") != 1 {
 		t.Fatalf("filter without fields: %d %q", code, errs)
 	}
-	code, out, errs = rcpRun(append([]string{"index", "add", filepath.Join(dir, "a.md")}, serverArgs(t, data, "--field", "format=keyword")...)...)
+	if !strings.Contains(errs, "infers filter fields") {
+		t.Fatalf("hint does not mention inference: %q", errs)
+	}
+	code, out, errs = rcpRun(append([]string{"index", "add", filepath.Join(dir, "a.md")}, serverArgs(t, data)...)...)
 	if code != 0 {
 		t.Fatalf("add: %d %s%s", code, out, errs)
+	}
+	code, out, errs = rcpRun(append([]string{"query", "--filter", "format=markdown", "alpha"}, serverArgs(t, data)...)...)
+	if code != 0 || !strings.Contains(out, "alpha") {
+		t.Fatalf("filter on an inferred field: %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = rcpRun(append([]string{"query", "--filter", "format=text", "alpha"}, serverArgs(t, data)...)...)
+	if code != 0 || !strings.Contains(out, "no hits") {
+		t.Fatalf("filter on an inferred field, no match: %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = rcpRun(append([]string{"query", "--filter", "format==markdown", "alpha"}, serverArgs(t, data, "--field", "format=keyword")...)...)
 	if code != 0 || !strings.Contains(out, "alpha") {

@@ -118,7 +118,7 @@ func withOptionHint(err error) error {
 		return err
 	}
 	hints := map[string]string{
-		"filter": "declare filter fields on the server: rcpd serve --field NAME=TYPE (keyword, text, int, float, bool, date); 'rcp info' shows what it advertises",
+		"filter": "rcpd infers filter fields from the metadata of the documents it stores (keys with one type of value; new sessions see new ones), or declare them: rcpd serve --field NAME=TYPE (keyword, text, int, float, bool, date); 'rcp info' shows what the server advertises",
 		"mode":   "'rcp info' lists the modes the server advertises (dense needs an encoder: rcpd serve --dense lsa|openai|onnx)",
 		"unit":   "'rcp info' lists the units the server advertises (retrieve.units)",
 		"mmr":    "'rcp info' shows whether the server advertises retrieve.mmr",
