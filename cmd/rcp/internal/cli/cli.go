@@ -132,7 +132,7 @@ func (t *target) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.registry, "registry", "", "rcp.json engine registry")
 	fs.StringVar(&t.engine, "engine", "", "engine id in --registry")
 	fs.DurationVar(&t.timeout, "timeout", 60*time.Second, "per-call timeout (and the initialize of an HTTP or registry server)")
-	fs.DurationVar(&t.start, "start-timeout", 5*time.Minute, "how long a server spawned with -- CMD may take to start and answer initialize")
+	fs.DurationVar(&t.start, "start-timeout", 0, "how long a server spawned with -- CMD may take to start and answer initialize (default 5m; 20m for 'go run', which compiles first)")
 }
 
 // connect opens a client to the selected target. A command given after --
@@ -200,11 +200,35 @@ func (t *target) connect(ctx context.Context, env *Env, opts *rcp.ClientOptions)
 // still starting it.
 const startNotice = time.Second
 
+// Default --start-timeout: a server binary starts in seconds (a model
+// may take a minute to load); `go run` compiles it first, which in a fresh
+// build cache on a busy two-core machine took over 5 minutes.
+const (
+	defaultStart = 5 * time.Minute
+	goRunStart   = 20 * time.Minute
+)
+
+func isGoRun(argv []string) bool {
+	return len(argv) > 2 && filepath.Base(argv[0]) == "go" && argv[1] == "run"
+}
+
+// startTimeout is --start-timeout, or its default for argv.
+func startTimeout(argv []string, flag time.Duration) time.Duration {
+	switch {
+	case flag > 0:
+		return flag
+	case isGoRun(argv):
+		return goRunStart
+	}
+	return defaultStart
+}
+
 // spawn starts the user's command and says so on stderr when its handshake
 // takes a while (a `go run` compiling, a model loading).
 func (t *target) spawn(ctx context.Context, env *Env, o *rcp.ClientOptions) (*rcp.Client, error) {
 	name := filepath.Base(t.argv[0])
-	if name == "go" && len(t.argv) > 2 && t.argv[1] == "run" {
+	t.start = startTimeout(t.argv, t.start)
+	if isGoRun(t.argv) {
 		name = strings.Join(t.argv[:3], " ")
 	}
 	timer := time.AfterFunc(startNotice, func() {

@@ -197,8 +197,17 @@ func TestSpawnedCommandEnvironmentAndStart(t *testing.T) {
 	}
 
 	code, _, errs = rcpRun("ping", "-n", "1", "--", "sh", "-c", "sleep 1.5; exec \"$0\" serve --stdio --dense none --log-level error", rcpd)
-	if code != 0 || !strings.Contains(errs, "starting sh…") {
+	if code != 0 || !strings.Contains(errs, "starting sh… (waiting up to --start-timeout 5m0s") {
 		t.Fatalf("slow start: %d %q", code, errs)
+	}
+	// `go run` compiles first: a fresh build cache under load took more
+	// than the 5 minutes a binary gets (the newcomer run of scripts/newcomer.sh).
+	goRun := []string{"go", "run", "./cmd/rcpd", "serve", "--stdio"}
+	if d := startTimeout(goRun, 0); d != 20*time.Minute {
+		t.Errorf("go run: --start-timeout default %v, want 20m", d)
+	}
+	if d := startTimeout(goRun, time.Minute); d != time.Minute {
+		t.Errorf("go run --start-timeout 1m: %v", d)
 	}
 	code, _, errs = rcpRun("ping", "--start-timeout", "1s", "--", "sh", "-c", "sleep 3")
 	if code != 1 || !strings.Contains(errs, "did not answer initialize within --start-timeout 1s") || !strings.Contains(errs, "go run") {
