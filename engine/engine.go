@@ -510,7 +510,7 @@ func (e *Engine) Close() error {
 // so far; the server freezes it per session.
 func (e *Engine) Describe(ctx context.Context) rcp.Description {
 	if len(e.fields) == 0 {
-		return e.inferredDescription(e.gen.Load())
+		return e.withTree(e.inferredDescription(e.gen.Load()))
 	}
 	if g := e.gen.Load(); g != nil {
 		return e.withTree(g.desc)
