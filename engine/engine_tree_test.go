@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -120,12 +122,35 @@ func TestTreeNodeUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
 	if !rcp.Contains(e.Describe(ctx).Capabilities.Retrieve.Units, rcp.UnitTreeNode) {
 		t.Fatal("tree-node not advertised after a restart")
 	}
 	if hits, _ := retrieveTree(t, e, map[string]any{"query": "equity bond dividend", "k": 1, "unit": "tree-node", "level": 1}); len(hits) != 1 ||
 		!strings.HasPrefix(hits[0].Provenance.Leaves[0], "market-") {
 		t.Fatalf("after restart %+v", hits)
+	}
+	// A damaged snapshot is dropped at Open (the index unharmed) and the
+	// tree is rebuilt from the index.
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(dir, treeSnapshot)
+	data, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(snap, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = Open(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.SyncTree(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if t2 := e.currentTree(); t2 == nil || t2.Leaves() != 68 {
+		t.Fatalf("rebuilt tree %v, want the 68 live units", t2)
 	}
 }
