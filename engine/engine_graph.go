@@ -341,6 +341,9 @@ func (e *Engine) graphOp(ctx context.Context, p *graphParams) (*graphResult, err
 func wireCommunity(c *graph.Community, score *float64) rcp.Community {
 	l := c.Level
 	wc := rcp.Community{ID: rcp.StringID(c.ID), Summary: c.Summary, Level: &l}
+	if len(c.Leaves) > 0 {
+		wc.Provenance = &rcp.Provenance{Leaves: c.Leaves}
+	}
 	if score != nil {
 		s := *score
 		wc.Score = &s

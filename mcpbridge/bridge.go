@@ -131,6 +131,7 @@ type state struct {
 	tools   map[string]*mcp.Tool
 	prompts map[string]*mcp.Prompt
 	docs    bool // the document template is registered
+	comms   bool // the community template is registered
 }
 
 // Relay carries RCP notifications/log from a client to the bridge serving it.
@@ -331,15 +332,16 @@ func (b *Bridge) install(client *rcp.Client) error {
 		st.prompts[p.prompt.Name] = p.prompt
 	}
 	st.docs = st.vendor.Has(rcp.MethodRCPGoGet)
+	st.comms = communitiesServed(st.caps)
 
 	prev := b.st.Load()
 	b.st.Store(st) // handlers read the new state from here on
 
 	var oldTools map[string]*mcp.Tool
 	var oldPrompts map[string]*mcp.Prompt
-	oldDocs := false
+	oldDocs, oldComms := false, false
 	if prev != nil {
-		oldTools, oldPrompts, oldDocs = prev.tools, prev.prompts, prev.docs
+		oldTools, oldPrompts, oldDocs, oldComms = prev.tools, prev.prompts, prev.docs, prev.comms
 	}
 	var gone []string
 	for name := range oldTools {
@@ -379,9 +381,15 @@ func (b *Bridge) install(client *rcp.Client) error {
 	case !st.docs && oldDocs:
 		b.srv.RemoveResourceTemplates(b.docTemplate().URITemplate)
 	}
+	switch {
+	case st.comms && !oldComms:
+		b.srv.AddResourceTemplate(b.communityTemplate(), b.readCommunity)
+	case !st.comms && oldComms:
+		b.srv.RemoveResourceTemplates(b.communityTemplate().URITemplate)
+	}
 	names := slices.Sorted(maps.Keys(st.tools))
 	b.log.Debug("mcpbridge: derived features", "engine", init.Server.Name, "tools", strings.Join(names, ","),
-		"prompts", len(st.prompts), "documents", st.docs)
+		"prompts", len(st.prompts), "documents", st.docs, "communities", st.comms)
 	return nil
 }
 
@@ -416,7 +424,7 @@ func (b *Bridge) route(ctx context.Context, method string, req mcp.Request, next
 		return res, err
 	case "resources/list":
 		st := b.st.Load()
-		if st.vendor.Has(rcp.MethodRCPGoList) && st.docs {
+		if st.vendor.Has(rcp.MethodRCPGoList) && st.docs || st.comms {
 			p, _ := req.GetParams().(*mcp.ListResourcesParams)
 			return b.listResources(ctx, st, p)
 		}

@@ -352,13 +352,14 @@ func TestResources(t *testing.T) {
 			break
 		}
 	}
-	want := []string{"rcp://memtest/info", "rcp://memtest/doc/bm25", "rcp://memtest/doc/eiffel", "rcp://memtest/doc/inject", "rcp://memtest/doc/paris", "rcp://memtest/doc/tour"}
+	want := []string{"rcp://memtest/info", "rcp://memtest/community/0/c0", "rcp://memtest/community/0/fr%2Ftour%201", "rcp://memtest/doc/bm25", "rcp://memtest/doc/eiffel", "rcp://memtest/doc/inject", "rcp://memtest/doc/paris", "rcp://memtest/doc/tour"}
 	if !slices.Equal(uris, want) || pages != 3 {
 		t.Errorf("listed %v in %d pages, want %v in 3", uris, pages, want)
 	}
 
 	tpl, err := cs.ListResourceTemplates(ctx, nil)
-	if err != nil || len(tpl.ResourceTemplates) != 1 || tpl.ResourceTemplates[0].URITemplate != "rcp://memtest/doc/{id}" {
+	if err != nil || len(tpl.ResourceTemplates) != 2 || tpl.ResourceTemplates[0].URITemplate != "rcp://memtest/community/{level}/{id}" ||
+		tpl.ResourceTemplates[1].URITemplate != "rcp://memtest/doc/{id}" {
 		t.Fatalf("templates = %+v, %v", tpl, err)
 	}
 

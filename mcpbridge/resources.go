@@ -28,19 +28,7 @@ func (b *Bridge) docPrefix() string { return "rcp://" + b.engineID + "/doc/" }
 
 // docURI is the resource URI of document id (RFC 6570 simple expansion:
 // everything but unreserved characters is percent-encoded).
-func (b *Bridge) docURI(id string) string {
-	var sb strings.Builder
-	sb.WriteString(b.docPrefix())
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-			sb.WriteByte(c)
-		} else {
-			fmt.Fprintf(&sb, "%%%02X", c)
-		}
-	}
-	return sb.String()
-}
+func (b *Bridge) docURI(id string) string { return b.docPrefix() + uriSegment(id) }
 
 // docID parses a document URI.
 func (b *Bridge) docID(uri string) (string, bool) {
@@ -145,8 +133,9 @@ func (b *Bridge) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 	return mcp.ResourceNotFoundError(uri)
 }
 
-// listResources serves one resources/list page: the info resource, then the
-// engine's documents in its order, PageSize at a time. The MCP cursor is the
+// listResources serves one resources/list page: the info resource and the
+// largest communities (communities.go) on the first page, then the engine's
+// documents in its order, PageSize at a time. The MCP cursor is the
 // engine's x-rcpgo/list cursor.
 func (b *Bridge) listResources(ctx context.Context, st *state, p *mcp.ListResourcesParams) (*mcp.ListResourcesResult, error) {
 	cursor := ""
@@ -156,6 +145,16 @@ func (b *Bridge) listResources(ctx context.Context, st *state, p *mcp.ListResour
 	out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
 	if cursor == "" {
 		out.Resources = append(out.Resources, b.infoResource())
+		if st.comms {
+			comms, err := b.listCommunities(ctx, st)
+			if err != nil {
+				return nil, err
+			}
+			out.Resources = append(out.Resources, comms...)
+		}
+	}
+	if !st.vendor.Has(rcp.MethodRCPGoList) || !st.docs {
+		return out, nil
 	}
 	var page rcp.ListDocumentsResult
 	if err := st.client.Call(ctx, rcp.MethodRCPGoList, rcp.ListDocumentsParams{Cursor: cursor, Limit: b.opts.PageSize}, &page); err != nil {

@@ -46,7 +46,7 @@ func fullCaps() rcp.Capabilities {
 		Index:      &rcp.IndexCap{Writable: true},
 		Filter:     &rcp.FilterCap{Fields: rcp.TypedFields(testFields), Operators: []string{"eq", "in", "gte"}},
 		Transform:  &rcp.TransformCap{Methods: []string{"multi-query"}},
-		Graph:      &rcp.GraphCap{Ops: []string{"neighbors"}},
+		Graph:      &rcp.GraphCap{Ops: []string{"neighbors", "communities"}},
 		Memory:     &rcp.MemoryCap{Scopes: []string{"session"}},
 		Streaming:  &rcp.EmptyCap{},
 		Pagination: &rcp.EmptyCap{},
@@ -252,7 +252,25 @@ func (e *testEngine) transform(ctx context.Context, p *rcp.TransformParams) (*rc
 	return &rcp.TransformResult{Queries: []string{p.Query + " history", p.Query + " location"}}, nil
 }
 
+// testCommunities are the test engine's one level of communities.
+var testCommunities = []rcp.Community{
+	{ID: rcp.StringID("c0"), Summary: "Paris, Eiffel Tower: the wrought-iron tower in Paris.", Level: ptr(0),
+		Provenance: &rcp.Provenance{Leaves: []string{"eiffel", "paris"}}},
+	{ID: rcp.StringID("fr/tour 1"), Summary: "Tour Eiffel: la tour de fer.", Level: ptr(0),
+		Provenance: &rcp.Provenance{Leaves: []string{"tour"}}},
+}
+
 func (e *testEngine) graph(ctx context.Context, p *rcp.GraphParams) (*rcp.GraphResult, error) {
+	if p.Op == "communities" {
+		if p.Level != nil && *p.Level > 0 {
+			return nil, rcp.InvalidParams("level", "level %d is beyond the deepest community level 0", *p.Level)
+		}
+		comms := testCommunities
+		if p.K != nil {
+			comms = comms[:min(*p.K, len(comms))]
+		}
+		return &rcp.GraphResult{Communities: comms}, nil
+	}
 	res := &rcp.GraphResult{Summary: "neighbors of " + strings.Join(p.SeedIDs, ",")}
 	for _, s := range p.SeedIDs {
 		res.Nodes = append(res.Nodes, rcp.GraphNode{ID: rcp.StringID(s)})

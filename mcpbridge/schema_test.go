@@ -74,6 +74,14 @@ func TestWireAgainstMCPSchema(t *testing.T) {
 	_, read := post(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":%q}}`, links[0]["uri"]))
 	validateMCP(t, "ReadResourceResult", result(t, read))
 
+	// Community resources: listed on the first page, readable.
+	_, listed := post(`{"jsonrpc":"2.0","id":6,"method":"resources/list"}`)
+	validateMCP(t, "ListResourcesResult", result(t, listed))
+	_, tpls := post(`{"jsonrpc":"2.0","id":7,"method":"resources/templates/list"}`)
+	validateMCP(t, "ListResourceTemplatesResult", result(t, tpls))
+	_, comm := post(`{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"rcp://memtest/community/0/fr%2Ftour%201"}}`)
+	validateMCP(t, "ReadResourceResult", result(t, comm))
+
 	_, created := post(taskCall(4, "s1", 60000))
 	validateMCP(t, "CreateTaskResult", result(t, created))
 	id := result(t, created)["task"].(map[string]any)["taskId"].(string)

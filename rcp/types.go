@@ -428,6 +428,9 @@ type Community struct {
 	Summary string   `json:"summary,omitempty"`
 	Score   *float64 `json:"score,omitempty"`
 	Level   *int     `json:"level,omitempty"`
+	// Provenance.Leaves are the units behind the summary (an rcpgo
+	// extension, as on community hits of retrieve).
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 type GraphNode struct {
 	ID    ID       `json:"id"`
