@@ -239,9 +239,10 @@ func TestEveryResultCommandHasJSON(t *testing.T) {
 	alwaysJSON := map[string]bool{"info": true, "gen": true, "completion": true}
 	for name := range commands {
 		var help []string
-		if name == "index" {
-			for _, sub := range []string{"add", "sync", "list", "delete"} {
-				_, _, errs := rcpRun("index", sub, "-h")
+		subs := map[string][]string{"index": {"add", "sync", "list", "delete"}, "graph": graphOps, "memory": {"build", "recall"}}
+		if len(subs[name]) > 0 {
+			for _, sub := range subs[name] {
+				_, _, errs := rcpRun(name, sub, "-h")
 				help = append(help, errs)
 			}
 		} else {

@@ -119,6 +119,14 @@ func completionCommands(ctx context.Context) []completion.Command {
 			for _, sub := range []string{"add", "sync", "list", "delete"} {
 				c.Subs = append(c.Subs, completion.Command{Name: sub, Flags: help(runIndex, sub, "-h")})
 			}
+		case "graph":
+			for _, op := range graphOps {
+				c.Subs = append(c.Subs, completion.Command{Name: op, Flags: help(runGraph, op, "-h")})
+			}
+		case "memory":
+			for _, sub := range []string{"build", "recall"} {
+				c.Subs = append(c.Subs, completion.Command{Name: sub, Flags: help(runMemory, sub, "-h")})
+			}
 		default:
 			c.Flags = help(commands[name].run, "-h")
 		}
