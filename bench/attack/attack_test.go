@@ -548,6 +548,34 @@ func mcpPost(base, body string, hdr map[string]string) (int, error) {
 	return status, err
 }
 
+// mcpTool opens a session, calls tool with args (JSON) and returns the
+// answer's body.
+func mcpTool(base, tool, args string) (string, error) {
+	status, id, err := mcpDo(http.MethodPost, base, mcpInit("attacker"), nil)
+	if err != nil || status != 200 {
+		return "", fmt.Errorf("initialize: HTTP %d, %v", status, err)
+	}
+	hdr := map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-06-18"}
+	defer mcpDo(http.MethodDelete, base, "", hdr)
+	if _, _, err := mcpDo(http.MethodPost, base, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr); err != nil {
+		return "", err
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: normalTimeout}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	return string(b), err
+}
+
 // mcpDo sends one MCP request and returns the HTTP status and the
 // session id the server assigned.
 func mcpDo(method, base, body string, hdr map[string]string) (int, string, error) {
@@ -602,6 +630,21 @@ func TestAttackMCP(t *testing.T) {
 	p := start(t, "mcp", "--http", "127.0.0.1:0", "--connect", engine+"/rcp")
 	base := "http://" + p.addr
 	attacks := []attack{
+		{"1 huge search queries", func(t *testing.T, base string) {
+			q, _ := json.Marshal(strings.Repeat("lorem ipsum dolor sit amet ", 40000)) // 1 MB
+			parallel(8, 4, func(int) {
+				body, err := mcpTool(base, "search", `{"query":`+string(q)+`}`)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// The go-sdk refuses it against the tool's schema (maxLength
+				// 8192) with a tool error, before the engine sees it.
+				if !strings.Contains(body, `"isError":true`) && !strings.Contains(body, `"code":-32602`) {
+					t.Errorf("a 1 MB search query was not refused: %q", body[:min(len(body), 600)])
+				}
+			})
+		}},
 		{"4 idle and silent connections", rcpAttacks[3].run},
 		{"5 session flood with large clientInfo", func(t *testing.T, base string) {
 			big := strings.Repeat("c", 200<<10)
