@@ -187,3 +187,59 @@ func uriSegment(id string) string {
 	}
 	return sb.String()
 }
+
+// completeCommunity completes the community template: level from the
+// levels the graph has, id among the largest communities of the level the
+// client has chosen (context.arguments.level, default 0).
+func (b *Bridge) completeCommunity(ctx context.Context, st *state, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	prefix := p.Argument.Value
+	var vals []string
+	switch p.Argument.Name {
+	case "level":
+		levels, err := b.communityLevels(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		for l := range levels {
+			if s := strconv.Itoa(l); strings.HasPrefix(s, prefix) {
+				vals = append(vals, s)
+			}
+		}
+	case "id":
+		level := 0
+		if p.Context != nil {
+			if l, err := strconv.Atoi(p.Context.Arguments["level"]); err == nil && l >= 0 {
+				level = l
+			}
+		}
+		comms, err := communities(ctx, st, nil, level, communityScan(st))
+		if err != nil && rcp.CodeOf(err) != rcp.CodeInvalidParams {
+			return nil, err
+		}
+		for _, c := range comms {
+			if id := c.ID.String(); strings.HasPrefix(id, prefix) {
+				vals = append(vals, id)
+			}
+		}
+	}
+	return completion(vals, false), nil
+}
+
+// communityLevels counts the levels with communities (at most the
+// advertised retrieve.levels).
+func (b *Bridge) communityLevels(ctx context.Context, st *state) (int, error) {
+	limit := maxCommunityLevels
+	if st.caps.Retrieve != nil && st.caps.Retrieve.Levels > 0 {
+		limit = st.caps.Retrieve.Levels
+	}
+	for level := range limit {
+		comms, err := communities(ctx, st, nil, level, 1)
+		if err != nil && rcp.CodeOf(err) == rcp.CodeInvalidParams || err == nil && len(comms) == 0 {
+			return level, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return limit, nil
+}

@@ -45,6 +45,18 @@ func TestCommunityResources(t *testing.T) {
 		}
 	}
 
+	// Completion: levels the graph has, ids of the chosen level.
+	tplRef := &mcp.CompleteReference{Type: "ref/resource", URI: b.communityTemplate().URITemplate}
+	got, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: tplRef, Argument: mcp.CompleteParamsArgument{Name: "level"}})
+	if err != nil || !slices.Equal(got.Completion.Values, []string{"0"}) {
+		t.Errorf("complete level: %+v %v", got, err)
+	}
+	got, err = cs.Complete(ctx, &mcp.CompleteParams{Ref: tplRef, Argument: mcp.CompleteParamsArgument{Name: "id", Value: "fr"},
+		Context: &mcp.CompleteContext{Arguments: map[string]string{"level": "0"}}})
+	if err != nil || !slices.Equal(got.Completion.Values, []string{"fr/tour 1"}) {
+		t.Errorf("complete id: %+v %v", got, err)
+	}
+
 	// Without graph op "communities": no template, nothing listed or read.
 	caps := fullCaps()
 	caps.Graph = &rcp.GraphCap{Ops: []string{"neighbors"}}

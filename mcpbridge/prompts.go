@@ -310,6 +310,9 @@ func (b *Bridge) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 			}
 		}
 	case "ref/resource":
+		if p.Ref.URI == b.communityTemplate().URITemplate && st.comms {
+			return b.completeCommunity(ctx, st, p)
+		}
 		if p.Ref.URI == b.docTemplate().URITemplate && p.Argument.Name == "id" && st.vendor.Has(rcp.MethodRCPGoList) {
 			var res rcp.ListDocumentsResult
 			if err := st.client.Call(ctx, rcp.MethodRCPGoList, rcp.ListDocumentsParams{Prefix: prefix, Limit: 100}, &res); err != nil {
