@@ -42,6 +42,7 @@ type fileConfig struct {
 	Chunk          chunk.Options     `json:"chunk"`
 	TrustedSources map[string]string `json:"trustedSources"`
 	NoScreen       bool              `json:"noScreen"`
+	QueryConc      int               `json:"queryConcurrency"`
 	HTTPSessions   string            `json:"httpSessions"`
 	BearerTokens   []string          `json:"bearerTokens"`
 	RequestTimeout string            `json:"requestTimeout"`
@@ -230,6 +231,9 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		if err := dec.Decode(&fc); err != nil {
 			return fmt.Errorf("config %s: %w", path, err)
 		}
+		if fc.QueryConc < 0 {
+			return fmt.Errorf("config %s: queryConcurrency %d: must be 0 (the default, 2 × GOMAXPROCS) or more", path, fc.QueryConc)
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(pick(f.logLevel, os.Getenv("RCPD_LOG_LEVEL"), fc.LogLevel, "info"))); err != nil {
@@ -246,11 +250,12 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		Fields:     map[string]string{},
 		Dense:      pick(f.dense, os.Getenv("RCPD_DENSE"), fc.Dense, engine.DenseLSA),
 		MinFitDocs: fc.MinFitDocs, LSADimension: fc.LSADimension,
-		Chunk:          fc.Chunk,
-		TrustedSources: map[string]string{},
-		NoScreen:       fc.NoScreen,
-		Graph:          f.graph || f.demo || fc.Graph || os.Getenv("RCPD_GRAPH") == "1",
-		Logger:         log,
+		Chunk:            fc.Chunk,
+		TrustedSources:   map[string]string{},
+		NoScreen:         fc.NoScreen,
+		QueryConcurrency: fc.QueryConc,
+		Graph:            f.graph || f.demo || fc.Graph || os.Getenv("RCPD_GRAPH") == "1",
+		Logger:           log,
 	}
 	switch onLocked := pick(f.onLocked, os.Getenv("RCPD_ON_LOCKED"), "snapshot"); onLocked {
 	case "snapshot":
