@@ -25,7 +25,7 @@ type graphCostArm struct {
 	e          *Engine
 	dir        string
 	ack, sync  time.Duration
-	heap       int64 // Go heap the engine holds after ingest (and graph catch-up), after GC
+	heap       int64 // Go heap the engine held once caught up (released when it closes)
 	disk, snap int64
 }
 
@@ -48,16 +48,18 @@ func TestGraphCostAB(t *testing.T) {
 	}
 	arms := ingestCostArms(t, m)
 	for _, on := range []bool{false, true} {
-		t.Logf("graph=%-5v ingest (acked) %v  catch-up after %v  heap %.1f MB", on, arms[on].ack.Round(time.Millisecond),
-			arms[on].sync.Round(time.Millisecond), float64(arms[on].heap)/1e6)
+		t.Logf("graph=%-5v ingest (acked) %v  catch-up after %v", on, arms[on].ack.Round(time.Millisecond), arms[on].sync.Round(time.Millisecond))
 	}
 	for _, on := range []bool{false, true} {
 		a := arms[on]
+		held := heapInUse()
 		if err := a.e.Close(); err != nil {
 			t.Fatal(err)
 		}
+		a.e = nil
+		a.heap = held - heapInUse() // what the engine held: released once closed and dropped
 		a.disk, a.snap = dirBytes(t, a.dir)
-		t.Logf("graph=%-5v disk %.1f MB (graph.snap %.1f MB)", on, float64(a.disk)/1e6, float64(a.snap)/1e6)
+		t.Logf("graph=%-5v disk %.1f MB (graph.snap %.1f MB)  heap held %.1f MB", on, float64(a.disk)/1e6, float64(a.snap)/1e6, float64(a.heap)/1e6)
 		cfg := Config{Dir: a.dir, Graph: on, Dense: DenseNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		if a.e, err = Open(context.Background(), cfg); err != nil {
 			t.Fatal(err)
@@ -115,7 +117,6 @@ func ingestCostArms(t *testing.T, m *gen.Multihop) map[bool]*graphCostArm {
 		}
 		arms[on] = a
 	}
-	heap0 := heapInUse()
 	for lo, batch := 0, 0; lo < len(m.Docs); lo, batch = lo+1000, batch+1 {
 		docs := make([]map[string]any, 0, 1000)
 		for _, d := range m.Docs[lo:min(lo+1000, len(m.Docs))] {
@@ -130,16 +131,11 @@ func ingestCostArms(t *testing.T, m *gen.Multihop) map[bool]*graphCostArm {
 			arms[on].ack += time.Since(start)
 		}
 	}
-	heapOff := heapInUse()
 	s := time.Now()
 	if err := arms[true].e.SyncGraph(ctx); err != nil {
 		t.Fatal(err)
 	}
 	arms[true].sync = time.Since(s)
-	// Heap: both engines' after ingest minus the baseline, and what the
-	// graph adds once built (the off arm's share is its index alone).
-	arms[false].heap = (heapOff - heap0) / 2
-	arms[true].heap = arms[false].heap + heapInUse() - heapOff
 	return arms
 }
 
