@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -16,15 +17,23 @@ import (
 // flags and returns its URL; the process is killed at cleanup.
 func httpRcpd(t *testing.T, data string, extra ...string) string {
 	t.Helper()
+	return startRcpd(t, func(addr string) []string {
+		return append([]string{"serve", "--http", addr, "--data", data, "--dense", "none", "--log-level", "error"}, extra...)
+	})
+}
+
+// startRcpd runs rcpd with the arguments args gives for a free loopback
+// address, waits until it answers ping and returns its URL.
+func startRcpd(t *testing.T, args func(addr string) []string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	args := append([]string{"serve", "--http", addr, "--data", data, "--dense", "none", "--log-level", "error"}, extra...)
 	var stderr lockedBuffer
-	cmd := exec.Command(rcpdBinary(t), args...)
+	cmd := exec.Command(rcpdBinary(t), args(addr)...)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -128,5 +137,51 @@ func TestGraphAndMemoryAgainstRcpd(t *testing.T) {
 	code, out, errs = rcpRun(append([]string{"graph", "communities", "--json"}, serverArgs(t, plain, "--graph")...)...)
 	if code != 0 || !json.Valid([]byte(out)) {
 		t.Errorf("graph communities over stdio: %d %q %s", code, out, errs)
+	}
+}
+
+// rcp graph through rcpd gateway over two rcpd --graph engines: graph local
+// hits of both engines, fused, each naming its engine; memory is the
+// first engine's.
+func TestGraphThroughGateway(t *testing.T) {
+	dir := t.TempDir()
+	corpora := map[string]map[string]string{
+		"north": {"curie.md": "Marie Curie worked in Paris. Paris lies on the river Seine.\n",
+			"seine.md": "The river Seine flows through Rouen before reaching Le Havre.\n"},
+		"south": {"rhone.md": "The Rhone flows from the Alps through Lyon to the Mediterranean.\n",
+			"lyon.md": "Lyon is linked to Paris by a fast train along the Seine valley.\n"},
+	}
+	var reg federation.Registry
+	for _, id := range []string{"north", "south"} {
+		writeFiles(t, filepath.Join(dir, id), corpora[id])
+		url := httpRcpd(t, filepath.Join(dir, id+"-data"), "--graph")
+		for _, args := range [][]string{{"index", "add", filepath.Join(dir, id)}, {"memory", "build"}} {
+			if code, _, errs := rcpRun(append(args, "--http", url)...); code != 0 {
+				t.Fatalf("%s: rcp %v: %s", id, args, errs)
+			}
+		}
+		reg.Engines = append(reg.Engines, federation.EngineSpec{ID: id, URL: url})
+	}
+	regFile := filepath.Join(dir, "rcp.json")
+	b, _ := json.Marshal(reg)
+	writeFiles(t, dir, map[string]string{"rcp.json": string(b)})
+	gw := startRcpd(t, func(addr string) []string {
+		return []string{"gateway", "--registry", regFile, "--http", addr, "--log-level", "error"}
+	})
+
+	code, out, errs := rcpRun("graph", "local", "Which river flows through Paris and Lyon?", "--json", "--http", gw)
+	var res rcp.GraphResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("graph local through the gateway: %d %s %s", code, out, errs)
+	}
+	from := map[any]bool{}
+	for _, h := range res.Hits {
+		from[h.Meta["engine"]] = true
+	}
+	if !from["north"] || !from["south"] {
+		t.Errorf("hits from %v, want north and south", from)
+	}
+	if code, out, errs := rcpRun("memory", "recall", "river Seine", "--http", gw); code != 0 || strings.Contains(out, "no clues") {
+		t.Errorf("memory recall through the gateway: %d %q %s", code, out, errs)
 	}
 }
