@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 
 	"github.com/rcpgo/rcpgo/rcp"
@@ -42,9 +43,10 @@ func (r *RCPRetriever) Pinned() string {
 }
 
 // Retrieve implements RetrieveFunc: it sends opts as retrieve params with
-// query and k, and returns the hits as document ids. A chunk hit counts as
-// its document (hit.chunk.docId); later chunks of the same document are
-// dropped by the metrics, which score a document at its first place.
+// query and k, and returns the hits as document ids (see rankedDocs: a
+// chunk hit is its document, a tree-node or community summary expands into
+// its leaves' documents). A document appears once, at its first place. The
+// list may be longer than k when summaries expand; the metrics cut it.
 func (r *RCPRetriever) Retrieve(ctx context.Context, query string, k int, opts Options) ([]Ranked, error) {
 	p := make(map[string]any, len(opts)+4)
 	maps.Copy(p, opts)
@@ -79,15 +81,56 @@ func (r *RCPRetriever) Retrieve(ctx context.Context, query string, k int, opts O
 			return nil, fmt.Errorf("eval: server served indexVersion %q, pinned %q", v, want)
 		}
 	}
-	out := make([]Ranked, 0, len(res.Hits))
-	for _, h := range res.Hits {
-		id := h.ID.String()
-		if h.Chunk != nil && h.Chunk.DocID != "" {
-			id = h.Chunk.DocID
+	return rankedDocs(res.Hits), nil
+}
+
+// rankedDocs turns hits into the documents they stand for, best first. A
+// chunk hit is its document (hit.chunk.docId). A summary hit — unit
+// tree-node or community, which carries provenance.leaves — expands into
+// the documents of its leaves in leaf order (the server's most central
+// first), each at the summary's score; a document already ranked higher is
+// not repeated, so a summary adds only the documents it newly brings. Any
+// other hit is its own id.
+func rankedDocs(hits []rcp.Hit) []Ranked {
+	out := make([]Ranked, 0, len(hits))
+	seen := make(map[string]bool, len(hits))
+	add := func(id string, score float64) {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, Ranked{DocID: id, Score: score})
 		}
-		out = append(out, Ranked{DocID: id, Score: h.Score})
 	}
-	return out, nil
+	for _, h := range hits {
+		switch {
+		case h.Chunk != nil && h.Chunk.DocID != "":
+			add(h.Chunk.DocID, h.Score)
+		case isSummaryUnit(h.Unit) && h.Provenance != nil && len(h.Provenance.Leaves) > 0:
+			for _, leaf := range h.Provenance.Leaves {
+				add(LeafDocID(leaf), h.Score)
+			}
+		default:
+			add(h.ID.String(), h.Score)
+		}
+	}
+	return out
+}
+
+func isSummaryUnit(u string) bool { return u == rcp.UnitTreeNode || u == rcp.UnitCommunity }
+
+// LeafDocID maps a provenance leaf (a unit id) to its document id. rcpd
+// names the chunk units of document D "D#cN" (N decimal); any other leaf is
+// an unchunked document, its own unit.
+func LeafDocID(leaf string) string {
+	i := strings.LastIndex(leaf, "#c")
+	if i <= 0 || i+2 == len(leaf) {
+		return leaf
+	}
+	for _, r := range leaf[i+2:] {
+		if r < '0' || r > '9' {
+			return leaf
+		}
+	}
+	return leaf[:i]
 }
 
 // RCPIngest returns an IngestFunc that sends each batch as one index/add

@@ -440,3 +440,30 @@ type CallerFunc func(ctx context.Context, method string, params any) (json.RawMe
 func (f CallerFunc) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	return f(ctx, method, params)
 }
+
+// TestRCPRetrieverSummaryLeaves: a tree-node or community hit is scored as
+// the documents of its provenance.leaves (chunk unit D#cN → D), in leaf
+// order, each document once at its first place; before this a summary hit
+// scored as its own id ("t1.0"), which no qrels name.
+func TestRCPRetrieverSummaryLeaves(t *testing.T) {
+	srv := CallerFunc(func(ctx context.Context, m string, p any) (json.RawMessage, error) {
+		return json.RawMessage(`{"hits":[
+			{"id":"t1.4","score":3,"unit":"tree-node","level":1,"provenance":{"leaves":["d2#c1","d1","d2#c0","x#cap"]}},
+			{"id":"c0.2","score":2,"unit":"community","level":0,"provenance":{"leaves":["d1#c3","d3#c0"]}},
+			{"id":"d4#c2","score":1,"unit":"chunk","chunk":{"docId":"d4","index":2}},
+			{"id":"t1.5","score":0.5,"unit":"tree-node","level":1}]}`), nil
+	})
+	got, err := (&RCPRetriever{Caller: srv}).Retrieve(context.Background(), "q", 10, Options{"unit": "tree-node", "level": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Ranked{{"d2", 3}, {"d1", 3}, {"x#cap", 3}, {"d3", 2}, {"d4", 1}, {"t1.5", 0.5}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ranked %v, want %v", got, want)
+	}
+	for leaf, doc := range map[string]string{"a#c12": "a", "a#c": "a#c", "#c1": "#c1", "a#b#c0": "a#b", "a": "a", "a#c1x": "a#c1x"} {
+		if got := LeafDocID(leaf); got != doc {
+			t.Errorf("LeafDocID(%q) = %q, want %q", leaf, got, doc)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -45,6 +46,23 @@ func (m *modeList) Set(v string) error {
 	return nil
 }
 
+// setDefault sets option key to v in every mode whose options lack it, when
+// on. Modes share no options map afterwards.
+func (m modeList) setDefault(key string, v any, on bool) {
+	if !on {
+		return
+	}
+	for i := range m {
+		if _, ok := m[i].Options[key]; ok {
+			continue
+		}
+		opts := make(eval.Options, len(m[i].Options)+1)
+		maps.Copy(opts, m[i].Options)
+		opts[key] = v
+		m[i].Options = opts
+	}
+}
+
 // Main is the `rcp eval` command: it optionally ingests
 // a BEIR dataset into the server, runs its queries under each -mode with a
 // fixed seed and a pinned index snapshot, and writes the report. The
@@ -64,6 +82,8 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	fs.Var(&modes, "mode", "`name[=JSON]` retrieve options to evaluate; repeatable (default: one mode with no options)")
 	modesFile := fs.String("modes", "", "comma list of presets (sparse, dense, hybrid, hybrid-rrf, hybrid-weighted, hybrid-convex, hybrid-mmr), or a JSON file with [{\"name\":…, \"options\":{…}}, …]")
 	metrics := fs.String("metrics", "", "comma-separated metrics (default ndcg@10,recall@10,recall@50,recall@100,mrr@10,map,map@100,p@10)")
+	unit := fs.String("unit", "", "retrieve `unit` for every mode that does not set one (e.g. document, tree-node); summary hits (tree-node, community) score as their provenance.leaves' documents")
+	level := fs.Int("level", -1, "retrieve `level` for every mode that does not set one (tree-node/community: 1 = the first summary level; -1: not sent)")
 	k := fs.Int("k", 0, "ranking depth (default: deepest metric cutoff)")
 	conc := fs.Int("c", 4, "queries in flight")
 	seed := fs.Int64("seed", 1, "retrieve seed (spec §7.7.1)")
@@ -106,6 +126,11 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 	if len(modes) == 0 {
 		modes = modeList{{Name: "default"}}
 	}
+	if *level < -1 {
+		return usage("-level %d: must be ≥ 0", *level)
+	}
+	modes.setDefault("unit", *unit, *unit != "")
+	modes.setDefault("level", *level, *level >= 0)
 	ms := eval.DefaultMetrics
 	if *metrics != "" {
 		var err error

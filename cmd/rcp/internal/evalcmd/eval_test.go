@@ -18,8 +18,9 @@ import (
 // fakeServer answers index/add by echoing the ids and retrieve by ranking
 // the stored documents that contain the query's first word.
 type fakeServer struct {
-	mu   sync.Mutex
-	docs []rcp.Document
+	mu        sync.Mutex
+	docs      []rcp.Document
+	retrieves []map[string]any // params of each retrieve call
 }
 
 func (s *fakeServer) Call(_ context.Context, method string, params any) (json.RawMessage, error) {
@@ -49,6 +50,11 @@ func (s *fakeServer) Call(_ context.Context, method string, params any) (json.Ra
 		if err := json.Unmarshal(b, &p); err != nil {
 			return nil, err
 		}
+		var opts map[string]any
+		if err := json.Unmarshal(b, &opts); err != nil {
+			return nil, err
+		}
+		s.retrieves = append(s.retrieves, opts)
 		word, _, _ := strings.Cut(strings.ToLower(p.Query), " ")
 		res := rcp.RetrieveResult{IndexVersion: "snap-1"}
 		for _, d := range s.docs {
@@ -114,5 +120,38 @@ func TestEvalEndToEnd(t *testing.T) {
 	}
 	if code := Main([]string{"-target", "nowhere", "-dataset", ds, "-quiet"}, &out, &errb, dial); code != 1 {
 		t.Errorf("dial failure: exit %d", code)
+	}
+}
+
+// TestEvalUnitLevel: -unit and -level reach every retrieve of the modes
+// that do not set them; a mode's own unit wins.
+func TestEvalUnitLevel(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "tiny")
+	if err := os.MkdirAll(filepath.Join(ds, "qrels"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, ds, "corpus.jsonl", `{"_id":"d1","text":"wing flutter"}`+"\n")
+	writeFile(t, ds, "queries.jsonl", `{"_id":"q1","text":"flutter"}`+"\n")
+	writeFile(t, ds, "qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+	srv := &fakeServer{}
+	dial := func(context.Context, string) (eval.Caller, func() error, error) { return srv, nil, nil }
+	var out, errb bytes.Buffer
+	args := []string{"-target", "mem", "-dataset", ds, "-ingest", "-quiet", "-unit", "tree-node", "-level", "1",
+		"-mode", "plain", "-mode", `doc={"unit":"document"}`}
+	if code := Main(args, &out, &errb, dial); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if len(srv.retrieves) != 2 {
+		t.Fatalf("%d retrieves", len(srv.retrieves))
+	}
+	if u, l := srv.retrieves[0]["unit"], srv.retrieves[0]["level"]; u != "tree-node" || l != 1.0 {
+		t.Errorf("plain mode sent unit %v level %v", u, l)
+	}
+	if u, l := srv.retrieves[1]["unit"], srv.retrieves[1]["level"]; u != "document" || l != 1.0 {
+		t.Errorf("doc mode sent unit %v level %v", u, l)
+	}
+	if code := Main([]string{"-target", "mem", "-dataset", ds, "-level", "-2"}, &out, &errb, dial); code != 2 {
+		t.Errorf("-level -2: exit %d, want 2", code)
 	}
 }
