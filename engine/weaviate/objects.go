@@ -75,11 +75,11 @@ func (b *Backend) Add(ctx context.Context, docs []index.Document) ([]string, err
 		batch := objs[start:min(start+maxBatch, len(objs))]
 		res, err := c.Batch().ObjectsBatcher().WithObjects(batch...).WithConsistencyLevel(b.cfg.WriteConsistency).Do(ctx)
 		if err != nil {
-			return nil, classify("batch import", err)
+			return nil, classify(ctx, "batch import", err)
 		}
 		for _, r := range res {
 			if r.Result != nil && r.Result.Errors != nil && len(r.Result.Errors.Error) > 0 {
-				return nil, classify("batch import", fmt.Errorf("object %s: %s", r.ID, r.Result.Errors.Error[0].Message))
+				return nil, classify(ctx, "batch import", fmt.Errorf("object %s: %s", r.ID, r.Result.Errors.Error[0].Message))
 			}
 		}
 	}
@@ -362,14 +362,14 @@ func (b *Backend) deleteWhere(ctx context.Context, where *filters.WhereBuilder) 
 		res, err := c.Batch().ObjectsBatchDeleter().WithClassName(b.cfg.Class).WithTenant(b.cfg.Tenant).
 			WithConsistencyLevel(b.cfg.WriteConsistency).WithOutput("minimal").WithWhere(where).Do(ctx)
 		if err != nil {
-			return total, classify("batch delete", err)
+			return total, classify(ctx, "batch delete", err)
 		}
 		if res == nil || res.Results == nil {
 			return total, nil
 		}
 		total += int(res.Results.Successful)
 		if res.Results.Failed > 0 {
-			return total, classify("batch delete", fmt.Errorf("%d objects could not be deleted", res.Results.Failed))
+			return total, classify(ctx, "batch delete", fmt.Errorf("%d objects could not be deleted", res.Results.Failed))
 		}
 		if res.Results.Matches < res.Results.Limit || res.Results.Matches == 0 {
 			return total, nil

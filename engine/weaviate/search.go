@@ -37,7 +37,7 @@ func (b *Backend) search(ctx context.Context, build func(*graphql.Search)) ([]gr
 	build(s)
 	res, err := s.Do(ctx)
 	if err != nil {
-		return nil, classify("search", err)
+		return nil, classify(ctx, "search", err)
 	}
 	return res, nil
 }

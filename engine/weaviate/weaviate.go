@@ -237,10 +237,15 @@ func unavailable(detail string) *rcp.Error {
 }
 
 // classify turns a transport failure into -32010 (retryable) and wraps
-// anything else.
-func classify(op string, err error) error {
+// anything else. A call that failed because its own context ended reports
+// that (the caller's deadline is -32014, not an outage): gRPC reports it as
+// a cancelled stream, indistinguishable from a server going away.
+func classify(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("weaviate: %s: %w", op, cerr)
 	}
 	if errors.Is(err, context.Canceled) {
 		return err

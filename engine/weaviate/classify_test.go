@@ -1,0 +1,29 @@
+package weaviate
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// A search that fails because the caller's own deadline passed reports the
+// deadline (-32014 upstream), not an outage: gRPC surfaces it as a
+// cancelled stream, which rcp conformance's deadline.tiny check caught
+// being answered -32010.
+func TestClassifyOwnDeadline(t *testing.T) {
+	cancelled := status.Error(codes.Unavailable, "stream terminated by RST_STREAM with error code: CANCEL")
+	expired, cancel := context.WithTimeout(context.Background(), 0)
+	defer cancel()
+	if err := classify(expired, "search", cancelled); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("expired context: got %v, want context.DeadlineExceeded", err)
+	}
+	var re *rcp.Error
+	if err := classify(context.Background(), "search", cancelled); !errors.As(err, &re) || re.Code != rcp.CodeBackendUnavailable {
+		t.Fatalf("live context: got %v, want -32010", err)
+	}
+}
