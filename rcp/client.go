@@ -88,8 +88,8 @@ type Client struct {
 	nextID atomic.Int64
 	closed atomic.Bool
 	// abandoned is set when a call gave up waiting for its answer (its
-	// context ended): the server is not keeping up, so Close waits for it
-	// only briefly.
+	// context ended) or the server answered it -32014: the server is not
+	// keeping up, so Close waits for it only briefly.
 	abandoned atomic.Bool
 }
 
@@ -404,6 +404,12 @@ func (c *Client) once(ctx context.Context, method string, params json.RawMessage
 			}
 		}
 		return nil, fmt.Errorf("rcp: %s: %w", method, err)
+	}
+	if resp.err != nil && resp.err.Code == CodeTimeout {
+		// The server gave up at the deadline we sent: its work may still be
+		// winding down, and a command bounded by --timeout must not wait
+		// the full grace for it either.
+		c.abandoned.Store(true)
 	}
 	return resp, nil
 }
