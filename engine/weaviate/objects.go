@@ -20,6 +20,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
 	"github.com/rcpgo/rcpgo/engine/trust"
+	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
 // uuidNamespace roots the deterministic object UUIDs: UUIDv5(namespace,
@@ -155,7 +156,7 @@ func (b *Backend) object(d *index.Document) (*models.Object, error) {
 	}
 	present := []string{}
 	for _, f := range b.schema.fields {
-		raw, ok := lookup(d.Meta, f.name)
+		raw, ok := filter.Lookup(d.Meta, f.name)
 		if !ok {
 			continue
 		}
@@ -174,28 +175,6 @@ func mustJSON(v any) string {
 		return "null"
 	}
 	return string(j)
-}
-
-// lookup finds field in meta as rcp/filter does: the exact key first,
-// then a dotted path through nested objects; null counts as absent.
-func lookup(meta map[string]any, name string) (any, bool) {
-	if v, ok := meta[name]; ok {
-		return v, v != nil
-	}
-	if !strings.Contains(name, ".") {
-		return nil, false
-	}
-	var cur any = meta
-	for _, part := range strings.Split(name, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[part]; !ok {
-			return nil, false
-		}
-	}
-	return cur, cur != nil
 }
 
 // values converts a metadata value to the property's typed array. Values

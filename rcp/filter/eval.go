@@ -37,9 +37,10 @@ func (n *Node) Match(meta map[string]any) bool {
 	return false
 }
 
-// lookup finds field in meta: the exact key first, then, for dotted names,
-// a path through nested objects. A null value counts as absent (§4.6).
-func lookup(meta map[string]any, field string) (any, bool) {
+// Lookup finds field in meta as a filter does: the exact key first, then,
+// for dotted names, a path through nested objects. A null value counts as
+// absent (§4.6). Backends that store fields elsewhere resolve them with it.
+func Lookup(meta map[string]any, field string) (any, bool) {
 	if v, ok := meta[field]; ok {
 		return v, v != nil
 	}
@@ -79,7 +80,7 @@ func docValues(x any) (vals []Value, isArray bool) {
 }
 
 func (n *Node) matchLeaf(meta map[string]any) bool {
-	raw, present := lookup(meta, n.Field)
+	raw, present := Lookup(meta, n.Field)
 	switch n.Op {
 	case OpExists:
 		want, _ := n.Value.Bool()

@@ -225,14 +225,11 @@ func runMemoryBuild(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 	}
-	c, err := t.connect(ctx, env, nil)
+	c, err := connectMemory(ctx, env, &t)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if c.Capabilities().Memory == nil {
-		return errors.New("the server does not advertise memory (rcpd: serve --graph)")
-	}
 	res, err := c.MemoryBuild(ctx, p)
 	if err != nil {
 		return err
@@ -305,14 +302,11 @@ func runMemoryRecall(ctx context.Context, env *Env, args []string) error {
 	if *n > 0 {
 		p.N = n
 	}
-	c, err := t.connect(ctx, env, nil)
+	c, err := connectMemory(ctx, env, &t)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if c.Capabilities().Memory == nil {
-		return errors.New("the server does not advertise memory (rcpd: serve --graph)")
-	}
 	res, err := c.MemoryRecall(ctx, p)
 	if err != nil {
 		return err
@@ -338,4 +332,17 @@ func printClues(w io.Writer, query string, res *rcp.MemoryRecallResult, color bo
 		fmt.Fprintln(w, "draft hits:")
 		printHits(w, query, &rcp.RetrieveResult{Hits: res.Hits}, color)
 	}
+}
+
+// connectMemory connects to the target and checks it serves memory.
+func connectMemory(ctx context.Context, env *Env, t *target) (*rcp.Client, error) {
+	c, err := t.connect(ctx, env, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.Capabilities().Memory == nil {
+		c.Close()
+		return nil, errors.New("the server does not advertise memory (rcpd: serve --graph)")
+	}
+	return c, nil
 }
