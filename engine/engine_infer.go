@@ -31,7 +31,6 @@ package engine
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"maps"
 	"math"
 	"sort"
@@ -42,6 +41,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
@@ -113,7 +113,7 @@ func valueKind(v any) string {
 	case []any:
 		return stringsKind(len(x), func(i int) (string, bool) { s, ok := x[i].(string); return s, ok })
 	}
-	f, ok := numberValue(v)
+	f, ok := index.ToFloat(v)
 	switch {
 	case !ok || math.IsNaN(f) || math.IsInf(f, 0):
 		return kindOther
@@ -134,27 +134,6 @@ func stringsKind(n int, at func(int) (string, bool)) string {
 		}
 	}
 	return kindKeyword
-}
-
-func numberValue(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // countKinds moves the (key, kind) document counts from old's kinds to

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -26,18 +27,7 @@ func TestHTTPCancelledRequestIsNotAnswered(t *testing.T) {
 		stopped <- struct{}{}
 		return nil, ctx.Err()
 	})
-	c, err := rcp.ConnectInProcess(context.Background(), rcp.NewServer(r, &rcp.ServerOptions{Logger: discardLogger()}), &rcp.ClientOptions{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	b, err := New(c, Options{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := serveHTTP(t, b, HTTPOptions{})
-	sid, _ := rawInitialize(t, srv.URL)
-	postRaw(t, srv.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	srv, sid := httpSessionOver(t, r)
 
 	for _, id := range []string{`"slow"`, `7`} {
 		cancelInFlight(t, srv.URL, sid, id, entered, stopped)
@@ -96,4 +86,23 @@ func cancelInFlight(t *testing.T, url, sid, id string, entered, stopped chan str
 	if strings.Contains(got, "error: ") {
 		t.Errorf("the stream of %s did not end cleanly: %s", id, got)
 	}
+}
+
+// httpSessionOver serves a bridge over the engine router r on streamable
+// HTTP and opens an initialized session on it.
+func httpSessionOver(t *testing.T, r *rcp.Router) (*httptest.Server, string) {
+	t.Helper()
+	c, err := rcp.ConnectInProcess(context.Background(), rcp.NewServer(r, &rcp.ServerOptions{Logger: discardLogger()}), &rcp.ClientOptions{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	b, err := New(c, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveHTTP(t, b, HTTPOptions{})
+	sid, _ := rawInitialize(t, srv.URL)
+	postRaw(t, srv.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return srv, sid
 }

@@ -29,18 +29,7 @@ func TestTaskProgressOverHTTP(t *testing.T) {
 		}
 		return &rcp.IndexAddResult{IDs: []string{p.Documents[0].ID}}, nil
 	})
-	c, err := rcp.ConnectInProcess(context.Background(), rcp.NewServer(r, &rcp.ServerOptions{Logger: discardLogger()}), &rcp.ClientOptions{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	b, err := New(c, Options{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := serveHTTP(t, b, HTTPOptions{})
-	sid, _ := rawInitialize(t, srv.URL)
-	postRaw(t, srv.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	srv, sid := httpSessionOver(t, r)
 	stream := openStream(t, srv.URL, sid)
 	_, m := postRaw(t, srv.URL, sid, `{"jsonrpc":"2.0","id":"tp","method":"tools/call","params":{"name":"index_add",`+
 		`"arguments":{"documents":[{"id":"p1","text":"progress"}]},"task":{"ttl":60000},"_meta":{"progressToken":"tok"}}}`)

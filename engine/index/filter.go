@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"strings"
 	"time"
+
+	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
 // Bitset is a fixed-size set of segment-local document ordinals.
@@ -162,7 +164,7 @@ func (e eqFilter) Compile(r FieldReader) (*Bitset, error) {
 		ms := timeMillis(v)
 		return r.Range(e.field, ms, ms, true, true), nil
 	}
-	f, ok := toFloat(e.value)
+	f, ok := ToFloat(e.value)
 	if !ok {
 		return nil, fmt.Errorf("index: filter on %q: unsupported value type %T", e.field, e.value)
 	}
@@ -300,7 +302,10 @@ func (n notFilter) Compile(r FieldReader) (*Bitset, error) {
 	return b, nil
 }
 
-func toFloat(v any) (float64, bool) {
+// ToFloat reads a metadata value as a number: any Go numeric type a
+// caller may have stored, or a json.Number. NaN and ±Inf pass through; a
+// caller that cannot store them checks.
+func ToFloat(v any) (float64, bool) {
 	switch x := v.(type) {
 	case float64:
 		return x, true
@@ -323,28 +328,6 @@ func toFloat(v any) (float64, bool) {
 		return f, err == nil
 	}
 	return 0, false
-}
-
-// lookupMeta finds field like the rcp/filter evaluator: the exact key,
-// else a dotted path through nested objects; null is absent.
-func lookupMeta(m map[string]any, field string) (any, bool) {
-	if v, ok := m[field]; ok {
-		return v, v != nil
-	}
-	if !strings.Contains(field, ".") {
-		return nil, false
-	}
-	var cur any = m
-	for _, part := range strings.Split(field, ".") {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = mm[part]; !ok {
-			return nil, false
-		}
-	}
-	return cur, cur != nil
 }
 
 // segFields implements FieldReader over one segment of a snapshot.
@@ -413,7 +396,7 @@ func (s *segFields) scanStored(field string, scalars, elements bool, match func(
 			}
 			continue
 		}
-		v, _ := lookupMeta(d.Meta, field)
+		v, _ := filter.Lookup(d.Meta, field)
 		switch x := v.(type) {
 		case string:
 			if scalars && match(x) {

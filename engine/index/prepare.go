@@ -116,7 +116,7 @@ func prepare(an *analysis.Analyzer, fields map[string]FieldType, d *Document, sc
 		case time.Time:
 			in.nums = append(in.nums, numValue{path, timeMillis(x)})
 		default:
-			if f, ok := toFloat(x); ok && !math.IsNaN(f) {
+			if f, ok := ToFloat(x); ok && !math.IsNaN(f) {
 				in.nums = append(in.nums, numValue{path, f})
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -199,7 +198,7 @@ func (f field) values(raw any) any {
 	case "number[]":
 		var out []float64
 		for _, e := range elems {
-			if x, ok := number(e); ok {
+			if x, ok := index.ToFloat(e); ok && !math.IsNaN(x) && !math.IsInf(x, 0) {
 				out = append(out, x)
 			}
 		}
@@ -229,21 +228,6 @@ func nilIfEmpty[T any](s []T) any {
 		return nil
 	}
 	return s
-}
-
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, !math.IsNaN(x) && !math.IsInf(x, 0)
-	case int64:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // document converts a search result back to the stored document and its
