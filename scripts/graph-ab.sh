@@ -19,10 +19,11 @@ off=http://127.0.0.1:7811/rcp on=http://127.0.0.1:7812/rcp
 "$work/rcpd" serve --data "$work/on" --dense lsa --graph --http 127.0.0.1:7812 --log-level warn & pids+=($!); pon=$!
 for u in $off $on; do until "$work/rcp" ping --http "$u" >/dev/null 2>&1; do sleep 0.2; done; done
 
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 ingest() { # target → seconds to ingest the corpus (rcp eval -ingest, one sparse eval)
   local s; s=$(date +%s.%N)
   "$work/rcp" eval -target "$1" -dataset "$ds" -ingest -quiet -metrics ndcg@10 -mode 'sparse={"mode":"sparse"}' >/dev/null
-  echo "$(date +%s.%N) - $s" | bc
+  since "$s"
 }
 start=$(date +%s.%N)
 ingest $off > "$work/t.off" & a=$!
@@ -38,7 +39,7 @@ while :; do
   [ -n "$prev" ] && [ "$cur" = "$prev" ] && break
   prev=$cur; sleep 5
 done
-caught=$(echo "$(date +%s.%N) - $start" | bc)
+caught=$(since "$start")
 rss() { awk '/^VmRSS|^VmHWM/ {printf "%s %.0f MB  ", $1, $2/1024}' "/proc/$1/status"; }
 printf 'ingest until acknowledged: off %.1f s, on %.1f s; graph+tree caught up %.1f s after the start\n' "$(cat "$work/t.off")" "$(cat "$work/t.on")" "$caught"
 printf 'disk: off %s bytes, on %s bytes\n' "$(du -sb "$work/off" | cut -f1)" "$(du -sb "$work/on" | cut -f1)"
