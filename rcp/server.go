@@ -730,9 +730,11 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 		res, err := sess.call(ctx, m.Method, params)
 		stop()
 		unlink()
-		if err != nil && ctx.Err() != nil {
-			respond(contextErrorFrame(m.ID, context.Cause(ctx)))
-			return
+		if err != nil {
+			if cause := endedCause(ctx); cause != nil {
+				respond(contextErrorFrame(m.ID, cause))
+				return
+			}
 		}
 		respond(srv.encodeOutcome(m.ID, m.Method, res, err))
 	})
@@ -787,6 +789,20 @@ func (sess *session) call(ctx context.Context, method string, params json.RawMes
 		}
 	}()
 	return sess.srv.h.Call(ctx, method, params)
+}
+
+// endedCause reports why a request's context ended, or nil while it runs.
+// The deadline can pass before its timer fires: a handler that failed
+// because its calls saw the deadline by the clock (gRPC does) must still be
+// answered -32014, not with its own error.
+func endedCause(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return errTimeout
+	}
+	return nil
 }
 
 // contextErrorFrame maps the cause of a request context's end to its answer;

@@ -1,7 +1,9 @@
 package rcp
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -486,4 +488,34 @@ func TestLoadShedding(t *testing.T) {
 		t.Fatalf("shed: %s", r)
 	}
 	c.call(`{"jsonrpc":"2.0","method":"notifications/cancel","params":{"id":1}}`)
+}
+
+// pastDeadline is a context whose deadline has passed while its Err is still
+// nil: what a handler sees between its deadline and the timer that ends it.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// A handler that fails because its deadline passed by the clock, before the
+// context's timer fired, is answered -32014, not with its own error (the
+// Weaviate backend's gRPC calls made conformance deadline.tiny see -32603).
+func TestEndedCauseDeadlineByClock(t *testing.T) {
+	if c := endedCause(context.Background()); c != nil {
+		t.Fatalf("running context: got %v", c)
+	}
+	c := endedCause(pastDeadline{context.Background()})
+	if !errors.Is(c, errTimeout) {
+		t.Fatalf("deadline passed, timer not fired: got %v, want errTimeout", c)
+	}
+	var e struct {
+		Error *Error `json:"error"`
+	}
+	if err := json.Unmarshal(contextErrorFrame(json.RawMessage(`1`), c), &e); err != nil || e.Error == nil || e.Error.Code != CodeTimeout {
+		t.Fatalf("frame: %+v %v, want -32014", e.Error, err)
+	}
+	cctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errCancelled)
+	if c := endedCause(cctx); !errors.Is(c, errCancelled) {
+		t.Fatalf("cancelled: got %v", c)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -22,8 +23,18 @@ func TestClassifyOwnDeadline(t *testing.T) {
 	if err := classify(expired, "search", cancelled); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("expired context: got %v, want context.DeadlineExceeded", err)
 	}
+	// Deadline passed, timer not yet fired: ctx.Err() is still nil.
+	if err := classify(pastDeadline{context.Background()}, "search", cancelled); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deadline passed before the timer fired: got %v, want context.DeadlineExceeded", err)
+	}
 	var re *rcp.Error
 	if err := classify(context.Background(), "search", cancelled); !errors.As(err, &re) || re.Code != rcp.CodeBackendUnavailable {
 		t.Fatalf("live context: got %v, want -32010", err)
 	}
 }
+
+// pastDeadline is a context whose deadline has passed while its Err is still
+// nil: what a request sees between its deadline and the timer that ends it.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }

@@ -247,6 +247,12 @@ func classify(ctx context.Context, op string, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return fmt.Errorf("weaviate: %s: %w", op, cerr)
 	}
+	// The deadline can have passed before the context's timer fires: gRPC
+	// then already reports the stream cut (it forwards our deadline to the
+	// server, which cancels at the same instant) while ctx.Err() is still nil.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return fmt.Errorf("weaviate: %s: %w", op, context.DeadlineExceeded)
+	}
 	if errors.Is(err, context.Canceled) {
 		return err
 	}

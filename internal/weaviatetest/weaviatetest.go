@@ -85,10 +85,26 @@ type Cluster struct {
 	Nodes []*Node
 }
 
-// Start runs n nodes (1 or 3) and waits until every one is ready.
+// Start runs n nodes (1 or 3) and waits until every one is ready. A node
+// that cannot bind a port another process took after the probe makes the
+// whole cluster start again on other ports.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
 	bin := Binary(t)
+	for attempt := 1; ; attempt++ {
+		c, err := tryStart(t, bin, n)
+		if err == nil {
+			return c
+		}
+		c.Stop()
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("weaviatetest: a port was taken, starting again on others: %.200s", err)
+	}
+}
+
+func tryStart(t testing.TB, bin string, n int) (*Cluster, error) {
 	c := &Cluster{t: t}
 	ports := freePorts(t, n)
 	var join []string
@@ -119,27 +135,30 @@ func Start(t testing.TB, n int) *Cluster {
 	}
 	t.Cleanup(c.Stop)
 	// Node 0 first: the others join its gossip port once, at start.
-	c.Nodes[0].start(t)
+	if err := c.Nodes[0].start(); err != nil {
+		return c, err
+	}
 	if n > 1 {
 		if err := waitListening(ports[0].gossip, time.Minute); err != nil {
-			t.Fatalf("%v\n%s", err, c.Nodes[0].Log())
+			return c, fmt.Errorf("%w\n%s", err, c.Nodes[0].Log())
 		}
 	}
 	for _, node := range c.Nodes[1:] {
-		node.start(t)
+		if err := node.start(); err != nil {
+			return c, err
+		}
 	}
 	for _, node := range c.Nodes {
 		if err := node.WaitReady(3 * time.Minute); err != nil {
-			t.Fatalf("%v\n%s", err, node.Log())
+			return c, fmt.Errorf("%w\n%s", err, node.Log())
 		}
 	}
-	return c
+	return c, nil
 }
 
-func (n *Node) start(t testing.TB) {
-	t.Helper()
+func (n *Node) start() error {
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	cmd := exec.Command(n.bin, "--scheme", "http", "--host", "127.0.0.1", "--port", strconv.Itoa(n.HTTPPort),
 		"--read-timeout=600s", "--write-timeout=600s")
@@ -151,10 +170,11 @@ func (n *Node) start(t testing.TB) {
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", n.Name, err)
+		return fmt.Errorf("starting %s: %w", n.Name, err)
 	}
 	n.cmd, n.exited = cmd, make(chan struct{})
 	go func(ch chan struct{}) { _ = cmd.Wait(); close(ch) }(n.exited)
+	return nil
 }
 
 // WaitReady polls /v1/.well-known/ready.
@@ -206,7 +226,9 @@ func (c *Cluster) Kill(i int) {
 // Restart starts node i again (after Kill) and waits until it is ready.
 func (c *Cluster) Restart(i int) {
 	n := c.Nodes[i]
-	n.start(c.t)
+	if err := n.start(); err != nil {
+		c.t.Fatal(err)
+	}
 	if err := n.WaitReady(3 * time.Minute); err != nil {
 		c.t.Fatalf("%v\n%s", err, n.Log())
 	}
@@ -260,11 +282,14 @@ type nodePorts struct{ http, grpc, gossip, raft int }
 
 // freePorts finds, for each node, a REST and a gRPC port and two pairs of
 // consecutive ports (gossip/data and RAFT/RAFT-RPC: Weaviate expects
-// data = gossip+1), all free on 127.0.0.1 when probed.
+// data = gossip+1), all free on 127.0.0.1 when probed. They are drawn below
+// the kernel's ephemeral range, where no outgoing connection of another
+// test can take one between the probe and Weaviate's bind (or a restart's).
 func freePorts(t testing.TB, n int) []nodePorts {
 	t.Helper()
+	low := ephemeralLow()
 	for attempt := 0; attempt < 50; attempt++ {
-		base := 20000 + rand.IntN(40000/10)*10
+		base := 10000 + rand.IntN((low-10000-10*n)/10)*10
 		out := make([]nodePorts, n)
 		ok := true
 		for i := range n {
@@ -285,4 +310,22 @@ func freePorts(t testing.TB, n int) []nodePorts {
 	}
 	t.Fatal("weaviatetest: no free ports")
 	return nil
+}
+
+// ephemeralLow is the first port the kernel hands to outgoing connections
+// (32768 when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low < 12000 {
+		return 32768
+	}
+	return low
 }
