@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -68,5 +70,68 @@ func TestConfigBackend(t *testing.T) {
 	}
 	if !slices.Contains(desc.Capabilities.Retrieve.Modes, rcp.ModeSparse) {
 		t.Error("sparse not advertised")
+	}
+}
+
+// blockingAdd is a Config.Backend whose Add waits for release once armed:
+// a remote backend's batch import, which takes seconds. It hides the
+// embedded index's Prepare/Commit, as a remote backend has none.
+type blockingAdd struct {
+	Backend
+	armed            atomic.Bool
+	entered, release chan struct{}
+}
+
+func (b *blockingAdd) Add(ctx context.Context, docs []index.Document) ([]string, error) {
+	if b.armed.CompareAndSwap(true, false) {
+		close(b.entered)
+		<-b.release
+	}
+	return b.Backend.Add(ctx, docs)
+}
+
+// A retrieve over a Config.Backend does not wait for a write's remote
+// import (the engine read lock serves the embedded index only).
+func TestRetrieveDoesNotWaitForRemoteImport(t *testing.T) {
+	ctx := context.Background()
+	ix, err := index.Open(ctx, filepath.Join(t.TempDir(), "remote"), index.Options{NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blockingAdd{Backend: ix, entered: make(chan struct{}), release: make(chan struct{})}
+	e := newEngine(t, func(c *Config) { c.Backend, c.Dense, c.Fields = b, DenseNone, nil })
+	b.armed.Store(true)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(b.release)
+		}
+	}
+	defer release()
+	added := make(chan *rcp.Error, 1)
+	go func() {
+		_, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []map[string]any{{"id": "new", "text": "a fresh passage"}}})
+		added <- rerr
+	}()
+	<-b.entered
+	got := make(chan *rcp.Error, 1)
+	go func() {
+		_, rerr := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "bm25 saturated term frequency", "k": 3})
+		got <- rerr
+	}()
+	select {
+	case rerr := <-got:
+		if rerr != nil {
+			t.Fatalf("retrieve during the import: %v", rerr)
+		}
+	case <-time.After(30 * time.Second):
+		release()
+		<-got
+		t.Fatal("the retrieve waited for the remote import")
+	}
+	release()
+	if rerr := <-added; rerr != nil {
+		t.Fatalf("index/add: %v", rerr)
 	}
 }

@@ -398,10 +398,10 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	e.rmu.RLock()
+	unlock := e.readLock()
 	if usesDense {
 		if req.Version != "" && req.Version != e.ix.Version() {
-			e.rmu.RUnlock()
+			unlock()
 			if fromCursor {
 				return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "cursor expired: the index changed and dense retrieval serves only the current snapshot",
 					Data: &rcp.ErrorData{Field: "cursor", Detail: "restart pagination"}}
@@ -410,7 +410,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		}
 	}
 	page, rewritten, err := e.runPlanned(ctx, deps, req, plan)
-	e.rmu.RUnlock()
+	unlock()
 	if err != nil {
 		if errors.Is(err, index.ErrSnapshotGone) || errors.Is(err, index.ErrBadVersion) {
 			if fromCursor {
@@ -530,4 +530,17 @@ func writeJSON[T any](b *strings.Builder, v *T) {
 	}
 	j, _ := json.Marshal(v)
 	b.Write(j)
+}
+
+// readLock takes the engine read lock for a retrieve over the embedded
+// index: it sees the index and the catalog at one version. Over a
+// Config.Backend it takes nothing: the backend pins no version and the
+// retrieve reads nothing local a write changes, so it must not wait for a
+// remote batch import, which a write holds the lock through (seconds).
+func (e *Engine) readLock() (unlock func()) {
+	if e.cfg.Backend != nil {
+		return func() {}
+	}
+	e.rmu.RLock()
+	return e.rmu.RUnlock
 }
