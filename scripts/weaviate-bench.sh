@@ -4,10 +4,14 @@
 # replicas, in rcp bench A/B runs (every operation goes to every target, so the
 # ratios come from one run): ingest (index/add of 500) then sparse retrieve.
 #
-# Usage: DOCS=50000 DUR=45s bash scripts/weaviate-bench.sh [OUTDIR]
+# Usage: DOCS=200000 DUR=120s bash scripts/weaviate-bench.sh [OUTDIR]
 # Builds rcpd and rcp, starts the two clusters with scripts/weaviate.sh on
 # separate port bases (REST 18180 / 18280, gRPC 51051 / 52051) and the four rcpd
 # on 17741..17744; everything is stopped on exit. Figures: docs/rcpd.md.
+# Between the phases it waits SETTLE seconds (default 120): after a bulk
+# import Weaviate flushes and compacts its LSM segments for minutes, and a
+# retrieve measured during that measures the compaction. REUSE=1 keeps OUTDIR's
+# data from an earlier run and runs the retrieve phase only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-${TMPDIR:-/tmp}/rcpgo-weaviate-bench}"
@@ -25,7 +29,7 @@ cleanup() {
   env "${W3[@]}" bash $S stop 3 || true
 }
 trap cleanup EXIT
-rm -rf "$OUT/wv1" "$OUT/wv3" "$OUT"/data-*
+[[ "${REUSE:-}" == 1 ]] || rm -rf "$OUT/wv1" "$OUT/wv3" "$OUT"/data-*
 env "${W1[@]}" bash $S start 1
 env "${W3[@]}" bash $S start 3
 serve() { "$OUT/rcpd" serve --no-ui --log-level warn --dense none "$@" & pids+=($!); }
@@ -39,7 +43,11 @@ done
 sleep 8
 T=(--target embedded=http://127.0.0.1:17741/rcp --target weaviate-1node=http://127.0.0.1:17742/rcp
   --target weaviate-3node-rf2-2rcpd=http://127.0.0.1:17743/rcp,http://127.0.0.1:17744/rcp)
-echo "== ingest: $DOCS generated passages, index/add of $BATCH, 2 in flight"
-"$OUT/rcp" bench --quiet --workload index --batch $BATCH -n $((DOCS / BATCH)) --gen-docs "$DOCS" -c 2 --timeout 5m "${T[@]}" --json "$OUT/ingest.json"
+if [[ "${REUSE:-}" != 1 ]]; then
+  echo "== ingest: $DOCS generated passages, index/add of $BATCH, 2 in flight"
+  "$OUT/rcp" bench --quiet --workload index --batch $BATCH -n $((DOCS / BATCH)) --gen-docs "$DOCS" -c 2 --timeout 5m "${T[@]}" --json "$OUT/ingest.json"
+fi
+echo "== settling ${SETTLE:-120}s (Weaviate flushes and compacts after an import and on start)"
+sleep "${SETTLE:-120}"
 echo "== retrieve: sparse, k 10, generated queries, 8 in flight"
 "$OUT/rcp" bench --quiet --workload retrieve --gen-docs "$DOCS" -c 8 -d "${DUR:-45s}" --warmup 8 "${T[@]}" --json "$OUT/retrieve.json"

@@ -51,6 +51,13 @@ type Sparse interface {
 	WordMax(ctx context.Context, version, word string) (float64, error)
 }
 
+// WordMaxer is a Sparse that answers the confidence normaliser for several
+// words at once: a remote backend asks for them concurrently rather than
+// paying one round trip after another. A word it cannot score counts 0.
+type WordMaxer interface {
+	WordMaxes(ctx context.Context, version string, words []string) []float64
+}
+
 // Dense is the dense backend: an embedding provider plus a vector index.
 type Dense interface {
 	// Recall returns up to k documents of the current snapshot most similar
@@ -320,23 +327,34 @@ func recall(ctx context.Context, s *State) error {
 // termMax sums, over the distinct query words, the best score any document
 // reaches for that word alone (the confidence normaliser; at most 16 words).
 func termMax(ctx context.Context, sp Sparse, query, version string) float64 {
-	seen := map[string]bool{}
+	words := distinctWords(query, 16)
 	total := 0.0
-	for _, w := range strings.Fields(strings.ToLower(query)) {
-		if len(seen) >= 16 {
-			break
+	if wm, ok := sp.(WordMaxer); ok {
+		for _, v := range wm.WordMaxes(ctx, version, words) {
+			total += v
 		}
-		if seen[w] {
-			continue
+		return total
+	}
+	for _, w := range words {
+		if best, err := sp.WordMax(ctx, version, w); err == nil {
+			total += best
 		}
-		seen[w] = true
-		best, err := sp.WordMax(ctx, version, w)
-		if err != nil {
-			continue
-		}
-		total += best
 	}
 	return total
+}
+
+// distinctWords returns query's lower-cased words, each once, at most n.
+func distinctWords(query string, n int) []string {
+	var words []string
+	for _, w := range strings.Fields(strings.ToLower(query)) {
+		if len(words) == n {
+			break
+		}
+		if !slices.Contains(words, w) {
+			words = append(words, w)
+		}
+	}
+	return words
 }
 
 // fuse merges the sparse and dense rankings (hybrid) with rcp/fusion.

@@ -2,17 +2,16 @@ package weaviate
 
 import (
 	"cmp"
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	"github.com/weaviate/weaviate/entities/models"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/index"
@@ -121,7 +120,7 @@ func (b *Backend) WordMax(ctx context.Context, version, word string) (float64, e
 	if err := b.checkVersion(version); err != nil {
 		return 0, err
 	}
-	if v, ok := b.words.get(word); ok {
+	if v, ok := b.words.GetIfPresent(word); ok {
 		return v, nil
 	}
 	res, err := b.search(ctx, func(s *graphql.Search) {
@@ -135,8 +134,35 @@ func (b *Backend) WordMax(ctx context.Context, version, word string) (float64, e
 	if len(res) > 0 {
 		best = float64(res[0].Metadata.Score)
 	}
-	b.words.put(word, best)
+	b.words.Set(word, best)
 	return best, nil
+}
+
+// wordConcurrency bounds the searches one retrieve's confidence
+// normaliser runs at once.
+const wordConcurrency = 4
+
+// WordMaxes implements pipeline.WordMaxer: the words' WordMax, the
+// uncached ones searched concurrently (one after another, a five-word
+// query paid five round trips before its answer).
+func (b *Backend) WordMaxes(ctx context.Context, version string, words []string) []float64 {
+	out := make([]float64, len(words))
+	var g errgroup.Group
+	g.SetLimit(wordConcurrency)
+	for i, w := range words {
+		if v, ok := b.words.GetIfPresent(w); ok {
+			out[i] = v
+			continue
+		}
+		g.Go(func() error {
+			if v, err := b.WordMax(ctx, version, w); err == nil {
+				out[i] = v
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines report nothing: a failed word counts 0
+	return out
 }
 
 // Provider is the dense encoder (nil: sparse only).
@@ -274,54 +300,4 @@ func aggregateCount(data map[string]models.JSONObject, class string) int {
 	meta, _ := row["meta"].(map[string]any)
 	n, _ := meta["count"].(float64)
 	return int(n)
-}
-
-// wordCache is a small LRU with a time to live.
-type wordCache struct {
-	mu    sync.Mutex
-	max   int
-	ttl   time.Duration
-	order *list.List
-	byKey map[string]*list.Element
-}
-
-type wordEntry struct {
-	word  string
-	score float64
-	at    time.Time
-}
-
-func (c *wordCache) init(max int, ttl time.Duration) {
-	c.max, c.ttl, c.order, c.byKey = max, ttl, list.New(), map[string]*list.Element{}
-}
-
-func (c *wordCache) get(w string) (float64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.byKey[w]
-	if !ok {
-		return 0, false
-	}
-	e := el.Value.(*wordEntry)
-	if time.Since(e.at) > c.ttl {
-		c.order.Remove(el)
-		delete(c.byKey, w)
-		return 0, false
-	}
-	c.order.MoveToFront(el)
-	return e.score, true
-}
-
-func (c *wordCache) put(w string, score float64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.byKey[w]; ok {
-		c.order.Remove(el)
-	}
-	c.byKey[w] = c.order.PushFront(&wordEntry{w, score, time.Now()})
-	for c.order.Len() > c.max {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.byKey, last.Value.(*wordEntry).word)
-	}
 }

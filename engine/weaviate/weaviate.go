@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/maypok86/otter/v2"
 	wv "github.com/weaviate/weaviate-go-client/v5/weaviate"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/auth"
 	wvgrpc "github.com/weaviate/weaviate-go-client/v5/weaviate/grpc"
@@ -93,7 +94,7 @@ type Backend struct {
 	stop      context.CancelFunc
 	done      chan struct{}
 
-	words wordCache // WordMax answers (the confidence normaliser)
+	words *otter.Cache[string, float64] // WordMax answers (the confidence normaliser)
 	stats atomic.Pointer[cachedStats]
 }
 
@@ -133,7 +134,7 @@ func Open(cfg Config) (*Backend, error) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	b := &Backend{cfg: cfg, log: cfg.Logger, schema: sc, connected: make(chan struct{}), stop: stop, done: make(chan struct{})}
-	b.words.init(4096, time.Minute)
+	b.words = newWordCache()
 	go b.connectLoop(ctx, u)
 	return b, nil
 }
@@ -283,4 +284,15 @@ func unwrapAll(err error) error {
 		}
 		err = u
 	}
+}
+
+// wordCacheSize bounds the cached WordMax answers; each expires a minute
+// after it was fetched (the corpus changes under it).
+const wordCacheSize = 4096
+
+func newWordCache() *otter.Cache[string, float64] {
+	return otter.Must(&otter.Options[string, float64]{
+		MaximumSize:      wordCacheSize,
+		ExpiryCalculator: otter.ExpiryWriting[string, float64](time.Minute),
+	})
 }
