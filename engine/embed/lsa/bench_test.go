@@ -85,3 +85,20 @@ func BenchmarkSVD(b *testing.B) {
 		b.ReportMetric(math.Abs(res.sigma[0]-exact[0])/exact[0], "rel-sigma1-err")
 	})
 }
+
+// BenchmarkDecode times loading a 256-dimension model fitted on SciFact
+// (what a restart pays before the dense side serves).
+func BenchmarkDecode(b *testing.B) {
+	docs := loadBEIR(b, "scifact").docs
+	m, err := FitTexts(context.Background(), docs, memoTokenize(docs), Options{Dimension: 256, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, _ := m.MarshalBinary()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Decode(data, stemTokenize); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

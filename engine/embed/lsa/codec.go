@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"unsafe"
 )
 
 // File format (little-endian):
@@ -141,11 +142,21 @@ func (r *reader) f32s(n int) []float32 {
 		return nil
 	}
 	out := make([]float32, n)
+	if n > 0 && littleEndianHost {
+		// The file's layout is the host's: one copy, no per-value decoding
+		// (the projection is most of a model of any size).
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 4*n), s)
+		return out
+	}
 	for i := range out {
 		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(s[4*i:]))
 	}
 	return out
 }
+
+// littleEndianHost reports whether float32s are stored little-endian in
+// memory, as in the file.
+var littleEndianHost = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Decode decodes a model encoded with MarshalBinary, verifying its checksum
 // and structure, and attaches tokenize (which may be nil and set later with
@@ -210,7 +221,9 @@ func Decode(data []byte, tokenize Tokenizer) (*Model, error) {
 		}
 	}
 	m.buildIndex()
-	m.identity = m.computeIdentity()
+	// The body was just verified to be exactly what encodeBody writes for
+	// this model, so its identity hashes the file's bytes (no re-encoding).
+	m.identity = identityOf(m.dim, payload[len(magic)+2:])
 	return m, nil
 }
 
@@ -245,4 +258,50 @@ func writeFileAtomic(path string, data []byte) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// Header is what a model file says about the model before its body is
+// read: enough to describe the encoder (embed.dimension, batchLimit) while
+// the model itself loads in the background. It is not checksummed; Decode
+// verifies it with the rest.
+type Header struct {
+	Dimension, BatchLimit, NumDocs int
+}
+
+// headerLen is the length of the fixed part of the file DecodeHeader reads.
+const headerLen = len(magic) + 2 + 4*4
+
+// DecodeHeader decodes the header at the start of an encoded model.
+func DecodeHeader(data []byte) (Header, error) {
+	if len(data) < headerLen || string(data[:len(magic)]) != magic {
+		return Header{}, fmt.Errorf("%w: bad magic", ErrCorrupt)
+	}
+	if v := binary.LittleEndian.Uint16(data[len(magic):]); v != formatVersion {
+		return Header{}, fmt.Errorf("%w: unsupported format version %d", ErrCorrupt, v)
+	}
+	r := &reader{b: data[len(magic)+2 : headerLen]}
+	dim, _ := r.u32(), r.u32()
+	h := Header{Dimension: int(dim), NumDocs: int(r.u32()), BatchLimit: int(r.u32())}
+	if dim == 0 || dim > maxDim {
+		return Header{}, fmt.Errorf("%w: dim %d", ErrCorrupt, dim)
+	}
+	return h, nil
+}
+
+// ReadHeader reads the header of the model file at path.
+func ReadHeader(path string) (Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Header{}, fmt.Errorf("lsa: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, headerLen)
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return Header{}, fmt.Errorf("lsa: %s: %w: %w", path, ErrCorrupt, err)
+	}
+	h, err := DecodeHeader(buf)
+	if err != nil {
+		return Header{}, fmt.Errorf("lsa: %s: %w", path, err)
+	}
+	return h, nil
 }

@@ -306,10 +306,13 @@ func (m *Model) buildIndex() {
 	}
 }
 
-func (m *Model) computeIdentity() string {
-	h := sha256.New()
-	h.Write(m.encodeBody())
-	return fmt.Sprintf("lsa-%d:fit=%s", m.dim, hex.EncodeToString(h.Sum(nil))[:16])
+func (m *Model) computeIdentity() string { return identityOf(m.dim, m.encodeBody()) }
+
+// identityOf is the identity of a model of dimension dim whose encoded body
+// is body.
+func identityOf(dim int, body []byte) string {
+	sum := sha256.Sum256(body)
+	return fmt.Sprintf("lsa-%d:fit=%s", dim, hex.EncodeToString(sum[:])[:16])
 }
 
 // SetTokenizer attaches the tokenizer to a decoded model (it is not

@@ -246,5 +246,13 @@ func FuzzDecode(f *testing.F) {
 		if !bytes.Equal(again, b) {
 			t.Fatal("re-encoding differs")
 		}
+		// The identity hashed from the file's bytes is the one of the model.
+		if m.Identity() != m.computeIdentity() {
+			t.Fatalf("identity %q, re-encoded %q", m.Identity(), m.computeIdentity())
+		}
+		// The header read alone agrees with the full decode.
+		if h, err := DecodeHeader(b); err != nil || h.Dimension != m.Dimension() || h.BatchLimit != m.BatchLimit() || h.NumDocs != m.NumDocs() {
+			t.Fatalf("header %+v, %v; model dim %d", h, err, m.Dimension())
+		}
 	})
 }
