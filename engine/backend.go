@@ -94,8 +94,7 @@ func (e *Engine) openRemoteDense() {
 		return
 	}
 	e.remote = db
-	g := &generation{model: db.Provider(), ready: make(chan struct{})}
-	close(g.ready)
+	g := newGeneration(0, db.Provider(), "", nil)
 	g.desc = e.describe(g)
 	e.gen.Store(g)
 }

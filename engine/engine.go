@@ -180,6 +180,9 @@ type Config struct {
 	// checkpointEvery is the minimum spacing of dense checkpoints (tests
 	// lower it).
 	checkpointEvery time.Duration
+	// holdDenseLoad, when set, holds the background load of the published
+	// dense generation until it is closed (tests: requests during loading).
+	holdDenseLoad chan struct{}
 }
 
 // Preload is an operator-ingested document.
@@ -541,7 +544,7 @@ func (e *Engine) Stats() index.Stats { return e.ix.Stats() }
 // none).
 func (e *Engine) DenseIdentity() string {
 	if g := e.gen.Load(); g != nil {
-		return g.model.Identity()
+		return g.info.identity
 	}
 	return ""
 }
@@ -591,9 +594,9 @@ func (e *Engine) describeWith(g *generation, fields map[string]string) rcp.Descr
 		// types Hit.vector as an array of numbers, so f32-base64 is
 		// advertised for embed but not for includeVectors.
 		ret.Encodings = []string{rcp.EncodingJSON}
-		norm := g.model.Normalized()
-		caps.Embed = &rcp.EmbedCap{Dimension: g.model.Dimension(), Identity: g.model.Identity(),
-			BatchLimit: g.model.BatchLimit(), Normalized: &norm,
+		norm := g.info.normalized
+		caps.Embed = &rcp.EmbedCap{Dimension: g.info.dim, Identity: g.info.identity,
+			BatchLimit: g.info.batchLimit, Normalized: &norm,
 			Modalities: []string{rcp.ModalityText}, Encodings: []string{rcp.EncodingJSON, rcp.EncodingF32Base64}}
 		if caps.Filter != nil {
 			level = rcp.LevelL2 // L1 profile + streaming, pagination, log, snapshots

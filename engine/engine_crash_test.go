@@ -258,5 +258,5 @@ func (e *Engine) denseState(id string) string {
 	}
 	vs, _ := denseBackend{e: e, g: g}.Vectors(context.Background(), []string{id})
 	doc, _ := e.ix.Get(context.Background(), id)
-	return fmt.Sprintf("generation %d %s, applied %d, zero vector %v, in index %v", g.n, g.model.Identity(), g.applied.Load(), zero(vs[0]), doc != nil)
+	return fmt.Sprintf("generation %d %s, applied %d, zero vector %v, in index %v", g.n, g.info.identity, g.applied.Load(), zero(vs[0]), doc != nil)
 }

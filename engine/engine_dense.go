@@ -48,8 +48,8 @@ func (e *Engine) denseFor(ctx context.Context, caps rcp.Capabilities) (*generati
 		return nil, rcp.NewError(rcp.CodeCapabilityMissing, "dense retrieval is not advertised to this session")
 	}
 	g := e.gen.Load()
-	if g != nil && g.model.Identity() == caps.Embed.Identity {
-		// Right after a start the checkpoint may still be loading.
+	if g != nil && g.info.identity == caps.Embed.Identity {
+		// Right after a start the model and checkpoint may still be loading.
 		select {
 		case <-g.ready:
 		case <-ctx.Done():
@@ -61,7 +61,7 @@ func (e *Engine) denseFor(ctx context.Context, caps rcp.Capabilities) (*generati
 	}
 	now := "none"
 	if g != nil {
-		now = g.model.Identity()
+		now = g.info.identity
 	}
 	yes := false
 	return nil, &rcp.Error{Code: rcp.CodeBackendUnavailable,
@@ -148,7 +148,7 @@ func (b denseBackend) Vectors(ctx context.Context, ids []string) ([][]float32, e
 				out[i], _ = b.g.ann.Vector(binary.BigEndian.Uint64(k))
 			}
 			if out[i] == nil {
-				out[i] = make([]float32, b.g.model.Dimension())
+				out[i] = make([]float32, b.g.info.dim)
 			}
 		}
 		return nil

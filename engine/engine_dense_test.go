@@ -226,3 +226,107 @@ func TestDenseRestart(t *testing.T) {
 		t.Fatalf("generation 1 holds %d files, want one checkpoint", len(ents))
 	}
 }
+
+// TestRestartServesWhileDenseLoads (issue 15, acceptance 1): Open returns
+// without loading the published LSA model or its checkpoint; new sessions
+// are offered dense/hybrid under the published identity at once, sparse
+// serves at once, and a dense retrieve that arrives while the generation
+// is still loading waits for it — returning what it returns after the
+// load — or fails with its deadline; it never answers from a partial
+// index. A model damaged on disk is detected by that load and never
+// serves: the generation is withdrawn and rebuilt.
+func TestRestartServesWhileDenseLoads(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e := quietEngine(t, Config{Dir: dir, MinFitDocs: 40})
+	if _, rerr := call(t, e, rcp.MethodIndexAdd, rcp.IndexAddParams{Documents: topicDocs("a", 60, 1)}); rerr != nil {
+		t.Fatal(rerr)
+	}
+	settle(t, e)
+	published := e.DenseIdentity()
+	query := &rcp.RetrieveParams{Query: rcp.TextQuery("coral reef tide"), K: 5, Mode: rcp.ModeHybrid}
+	want, err := connect(t, e).Retrieve(ctx, query)
+	if err != nil || len(want.Hits) == 0 {
+		t.Fatalf("hybrid before the restart: %v", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	hold := make(chan struct{})
+	e = quietEngine(t, Config{Dir: dir, MinFitDocs: 40, holdDenseLoad: hold})
+	c := connect(t, e)
+	if modes(c) != "dense,sparse,hybrid" || identity(c) != published {
+		t.Fatalf("session during the load offered %q identity %q, want dense/sparse/hybrid under %q", modes(c), identity(c), published)
+	}
+	if res, err := c.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("coral"), K: 3}); err != nil || len(res.Hits) == 0 {
+		t.Fatalf("sparse during the load: %v", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Retrieve(short, query); err == nil || !errors.Is(err, context.DeadlineExceeded) && errCode(err) != rcp.CodeTimeout {
+		t.Fatalf("hybrid whose deadline passes during the load: %v, want its deadline", err)
+	}
+	type answer struct {
+		res *rcp.RetrieveResult
+		err error
+	}
+	waiting := make(chan answer, 1)
+	go func() {
+		res, err := c.Retrieve(ctx, query)
+		waiting <- answer{res, err}
+	}()
+	select {
+	case a := <-waiting:
+		t.Fatalf("hybrid answered while the dense index was not loaded: %+v %v", a.res, a.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(hold)
+	got := <-waiting
+	if got.err != nil || !sameHits(got.res, want) {
+		t.Fatalf("hybrid that waited for the load: %v %+v, want %+v", got.err, got.res, want)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Damage the model's body: the load refuses it.
+	model := filepath.Join(genDir(dir, 1), lsaModelFile)
+	data, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x40
+	if err := os.WriteFile(model, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hold = make(chan struct{})
+	e = quietEngine(t, Config{Dir: dir, MinFitDocs: 40, holdDenseLoad: hold})
+	c = connect(t, e) // offered the published identity: the load has not run
+	close(hold)
+	res, err := c.Retrieve(ctx, query)
+	if err == nil && !sameHits(res, want) || err != nil && errCode(err) != rcp.CodeBackendUnavailable {
+		t.Fatalf("hybrid over a damaged model: %v %+v, want the same hits from a rebuilt index or -32010", err, res)
+	}
+	settle(t, e)
+	if e.DenseIdentity() == "" || e.gen.Load().n == 1 {
+		t.Fatalf("damaged generation not rebuilt: identity %q", e.DenseIdentity())
+	}
+	if res, err := connect(t, e).Retrieve(ctx, query); err != nil || !sameHits(res, want) {
+		t.Fatalf("hybrid after the rebuild: %v %+v", err, res)
+	}
+}
+
+// sameHits reports whether two results rank the same ids with the same
+// scores.
+func sameHits(a, b *rcp.RetrieveResult) bool {
+	if len(a.Hits) != len(b.Hits) {
+		return false
+	}
+	for i := range a.Hits {
+		if a.Hits[i].ID != b.Hits[i].ID || a.Hits[i].Score != b.Hits[i].Score {
+			return false
+		}
+	}
+	return true
+}

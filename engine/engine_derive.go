@@ -48,12 +48,15 @@ import (
 
 // generation is one published dense index.
 type generation struct {
-	n     uint64
-	model embed.Provider
-	dir   string
-	// ann is the HNSW index. A generation opened from disk loads its
-	// checkpoint in the background (so Open and the first ping do not wait
-	// for it): ready is closed once ann is set, or loadErr.
+	n uint64
+	// info describes the encoder from the start; model is the encoder
+	// itself. A generation opened from disk loads its LSA model and its
+	// checkpoint in the background (so Open and the first ping wait for
+	// neither): model and ann are set before ready is closed, or loadErr
+	// is, and are read only after ready.
+	info    encoderInfo
+	model   embed.Provider
+	dir     string
 	ann     *ann.Index
 	ready   chan struct{}
 	loadErr error
@@ -62,6 +65,27 @@ type generation struct {
 	applied atomic.Uint64
 	saved   uint64
 	desc    rcp.Description
+}
+
+// encoderInfo is what descriptions and sessions know of a generation's
+// encoder. For a stored LSA model it comes from engine.db (the published
+// identity) and the model file's header, so it is known before the model
+// has loaded.
+type encoderInfo struct {
+	identity        string
+	dim, batchLimit int
+	normalized      bool
+}
+
+func infoOf(p embed.Provider) encoderInfo {
+	return encoderInfo{identity: p.Identity(), dim: p.Dimension(), batchLimit: p.BatchLimit(), normalized: p.Normalized()}
+}
+
+// newGeneration is a generation of model that needs no loading.
+func newGeneration(n uint64, model embed.Provider, dir string, ix *ann.Index) *generation {
+	g := &generation{n: n, info: infoOf(model), model: model, dir: dir, ann: ix, ready: make(chan struct{})}
+	close(g.ready)
+	return g
 }
 
 func genDir(root string, n uint64) string {
@@ -92,44 +116,108 @@ func checkpoints(dir string) []uint64 {
 	return out
 }
 
-// openGeneration opens generation n: its encoder now, its checkpoint in
-// the background (loadCheckpoint). identity is the one published with it.
+// openGeneration opens generation n; its model and checkpoint load in the
+// background (loadGeneration). identity is the one published with it.
 func (e *Engine) openGeneration(n uint64, identity string) (*generation, error) {
 	dir := genDir(e.cfg.Dir, n)
-	var model embed.Provider
-	if e.cfg.Dense == DenseLSA {
-		m, err := lsa.Load(filepath.Join(dir, "lsa.model"), e.an.Terms)
-		if err != nil {
-			return nil, err
-		}
-		if m.TokenizerID() != e.an.Fingerprint() {
-			return nil, errors.New("the LSA model was fitted with another analyzer")
-		}
-		model = m
-	} else {
-		model = e.cfg.DenseProvider
-	}
-	// (A generation published before its identity was recorded is checked
-	// against its checkpoint's header when loaded.)
-	if identity != "" && identity != model.Identity() {
-		return nil, fmt.Errorf("stored vectors are %q, the encoder is %q", identity, model.Identity())
-	}
 	if len(checkpoints(dir)) == 0 {
 		return nil, fmt.Errorf("no checkpoint in %s", dir)
 	}
-	return &generation{n: n, model: model, dir: dir, ready: make(chan struct{})}, nil
+	g := &generation{n: n, dir: dir, ready: make(chan struct{})}
+	switch {
+	case e.cfg.Dense != DenseLSA:
+		g.model, g.info = e.cfg.DenseProvider, infoOf(e.cfg.DenseProvider)
+	case identity == "":
+		// Published before identities were recorded: only the model
+		// itself knows it.
+		m, err := e.loadLSA(dir)
+		if err != nil {
+			return nil, err
+		}
+		g.model, g.info = m, infoOf(m)
+	default:
+		h, err := lsa.ReadHeader(filepath.Join(dir, lsaModelFile))
+		if err != nil {
+			return nil, err
+		}
+		g.info = encoderInfo{identity: identity, dim: h.Dimension, batchLimit: h.BatchLimit, normalized: true}
+	}
+	// (A generation published before its identity was recorded is checked
+	// against its checkpoint's header when loaded.)
+	if identity != "" && identity != g.info.identity {
+		return nil, fmt.Errorf("stored vectors are %q, the encoder is %q", identity, g.info.identity)
+	}
+	return g, nil
 }
 
-// loadCheckpoint loads g's newest readable checkpoint (on the deriver's
-// goroutine, before anything else touches g.ann). On failure the
+// lsaModelFile is the LSA model of a generation, in its directory.
+const lsaModelFile = "lsa.model"
+
+// loadLSA loads the LSA model in dir, which must have been fitted with the
+// engine's analyzer.
+func (e *Engine) loadLSA(dir string) (*lsa.Model, error) {
+	m, err := lsa.Load(filepath.Join(dir, lsaModelFile), e.an.Terms)
+	if err != nil {
+		return nil, err
+	}
+	if m.TokenizerID() != e.an.Fingerprint() {
+		return nil, errors.New("the LSA model was fitted with another analyzer")
+	}
+	return m, nil
+}
+
+// loadGeneration loads g's model and newest readable checkpoint (on the
+// deriver's goroutine, before anything else touches them). On failure the
 // generation is withdrawn and rebuilt.
-func (dv *deriver) loadCheckpoint(g *generation) {
+func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
+	if hold := dv.e.cfg.holdDenseLoad; hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return
+		}
+	}
 	start := time.Now()
+	err := dv.loadModel(g)
+	if err == nil {
+		err = dv.loadCheckpoint(g)
+	}
+	if err != nil {
+		g.loadErr = err
+		dv.e.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", g.n, "err", err)
+		dv.e.gen.CompareAndSwap(g, nil)
+		close(g.ready)
+		return
+	}
+	close(g.ready)
+	dv.e.log.Info("engine: dense checkpoint loaded", "generation", g.n, "units", g.ann.Len(),
+		"took", time.Since(start).Round(time.Millisecond))
+}
+
+// loadModel loads g's LSA model unless Open already has; it must be the
+// one published.
+func (dv *deriver) loadModel(g *generation) error {
+	if g.model != nil {
+		return nil
+	}
+	m, err := dv.e.loadLSA(g.dir)
+	if err != nil {
+		return err
+	}
+	if m.Identity() != g.info.identity {
+		return fmt.Errorf("the LSA model is %q, %q was published", m.Identity(), g.info.identity)
+	}
+	g.model = m
+	return nil
+}
+
+// loadCheckpoint loads g's newest readable checkpoint.
+func (dv *deriver) loadCheckpoint(g *generation) error {
 	var errs []error
 	for _, seq := range checkpoints(g.dir) {
 		ix, err := ann.Load(filepath.Join(g.dir, checkpointName(seq)))
-		if err == nil && ix.Config().Identity != g.model.Identity() {
-			err = fmt.Errorf("stored vectors are %q, the encoder is %q", ix.Config().Identity, g.model.Identity())
+		if err == nil && ix.Config().Identity != g.info.identity {
+			err = fmt.Errorf("stored vectors are %q, the encoder is %q", ix.Config().Identity, g.info.identity)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -137,15 +225,9 @@ func (dv *deriver) loadCheckpoint(g *generation) {
 		}
 		g.ann, g.saved = ix, seq
 		g.applied.Store(seq)
-		close(g.ready)
-		dv.e.log.Info("engine: dense checkpoint loaded", "generation", g.n, "units", ix.Len(),
-			"took", time.Since(start).Round(time.Millisecond))
-		return
+		return nil
 	}
-	g.loadErr = fmt.Errorf("no readable checkpoint in %s: %w", g.dir, errors.Join(errs...))
-	dv.e.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", g.n, "err", g.loadErr)
-	dv.e.gen.CompareAndSwap(g, nil)
-	close(g.ready)
+	return fmt.Errorf("no readable checkpoint in %s: %w", g.dir, errors.Join(errs...))
 }
 
 // deriver keeps the dense generations up to date (see above).
@@ -259,7 +341,7 @@ func (dv *deriver) waitIdle(ctx context.Context) error {
 func (dv *deriver) run(ctx context.Context) {
 	defer close(dv.done)
 	if g := dv.e.gen.Load(); g != nil && g.ann == nil {
-		dv.loadCheckpoint(g)
+		dv.loadGeneration(ctx, g)
 	}
 	delay := time.Second
 	for {
@@ -567,8 +649,7 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	g := &generation{n: dv.next, model: model, ann: ix, dir: genDir(e.cfg.Dir, dv.next), ready: make(chan struct{})}
-	close(g.ready)
+	g := newGeneration(dv.next, model, genDir(e.cfg.Dir, dv.next), ix)
 	var keys []uint64
 	var texts []string
 	flush := func() error {
@@ -622,7 +703,7 @@ func (dv *deriver) publish(g, old *generation) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if m, ok := g.model.(*lsa.Model); ok {
-		if err := m.Save(filepath.Join(g.dir, "lsa.model")); err != nil {
+		if err := m.Save(filepath.Join(g.dir, lsaModelFile)); err != nil {
 			return fmt.Errorf("engine: saving LSA model: %w", err)
 		}
 	}
@@ -631,7 +712,7 @@ func (dv *deriver) publish(g, old *generation) error {
 	}
 	if err := e.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketDenseMeta)
-		if err := meta.Put(keyIdentity, []byte(g.model.Identity())); err != nil {
+		if err := meta.Put(keyIdentity, []byte(g.info.identity)); err != nil {
 			return err
 		}
 		return meta.Put(keyGen, be64(g.n))
