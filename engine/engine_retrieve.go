@@ -40,9 +40,37 @@ type cursor struct {
 const cursorPrefix = "rc1."
 
 func encodeCursor(c cursor) string {
-	b, _ := json.Marshal(c)
+	var buf [160]byte // a typical cursor is encoded on the stack
+	b := appendCursorJSON(buf[:0], c)
 	sum := sha256.Sum256(b)
-	return cursorPrefix + base64.RawURLEncoding.EncodeToString(append(b, sum[:4]...))
+	b = append(b, sum[:4]...)
+	var out [256]byte
+	return string(base64.RawURLEncoding.AppendEncode(append(out[:0], cursorPrefix...), b))
+}
+
+// appendCursorJSON appends json.Marshal(c): by hand when its strings need
+// no escaping (snapshot versions and hashes are plain ASCII), else through
+// encoding/json.
+func appendCursorJSON(b []byte, c cursor) []byte {
+	if !plainJSONString(c.Version) || !plainJSONString(c.Hash) {
+		j, _ := json.Marshal(c)
+		return append(b, j...)
+	}
+	b = append(append(append(b, `{"v":"`...), c.Version...), `","o":`...)
+	b = strconv.AppendInt(b, int64(c.Offset), 10)
+	b = append(append(append(b, `,"h":"`...), c.Hash...), `"}`...)
+	return b
+}
+
+// plainJSONString reports whether encoding/json writes s as is between
+// quotes: printable ASCII without quote, backslash or the HTML-escaped <>&.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func decodeCursor(s string) (cursor, bool) {
@@ -179,7 +207,10 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	// Fusion: the request's options over the server defaults (Config.Fusion).
 	fd := e.cfg.Fusion
 	method, rrfK, alpha := fd.Method, fd.RRFK, fd.Alpha
-	weights := map[string]float64{"sparse": fd.SparseWeight, "dense": fd.DenseWeight}
+	var weights map[string]float64 // only hybrid requests and fusion options need them
+	if mode == rcp.ModeHybrid || p.Fusion != nil {
+		weights = map[string]float64{"sparse": fd.SparseWeight, "dense": fd.DenseWeight}
+	}
 	if p.Fusion != nil {
 		f := p.Fusion
 		if f.Method != "" {
@@ -214,6 +245,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		}
 	}
 	if mode == rcp.ModeHybrid {
+		rrfK, alpha := rrfK, alpha // escape only here
 		req.Fusion = fusion.Options{Method: method, RRFK: &rrfK, Alpha: &alpha}
 		if method == rcp.FusionRRF {
 			req.Fusion.Method = ""
@@ -465,15 +497,22 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			}
 		}
 	}
-	cands := page.Candidates
-	lat := float64(time.Since(started).Microseconds()) / 1000
-	tokens := page.Tokens
-	res.Usage = &rcp.Usage{Candidates: &cands, LatencyMs: &lat, Tokens: &tokens, Notes: append(notes, page.Notes...)}
+	u := &usageParts{cands: page.Candidates, tokens: page.Tokens, reranked: page.Reranked,
+		lat: float64(time.Since(started).Microseconds()) / 1000}
+	u.usage = rcp.Usage{Candidates: &u.cands, LatencyMs: &u.lat, Tokens: &u.tokens, Notes: append(notes, page.Notes...)}
 	if page.Reranked > 0 {
-		rr := page.Reranked
-		res.Usage.Reranked = &rr
+		u.usage.Reranked = &u.reranked
 	}
+	res.Usage = &u.usage
 	return res, nil
+}
+
+// usageParts holds a retrieve result's usage and what it points to, in one
+// allocation.
+type usageParts struct {
+	usage                   rcp.Usage
+	cands, tokens, reranked int
+	lat                     float64
 }
 
 // defaultTopN is rerank.topN when the client leaves it to the server:
@@ -491,23 +530,24 @@ func backendGone(version, why string) *rcp.Error {
 // requestHash identifies the ranked list a request defines (everything but
 // k, tokenBudget, cursor and output options).
 func requestHash(r *pipeline.Request, p *retrieveParams) string {
-	var b strings.Builder
-	b.WriteString(r.Query)
-	b.WriteByte(0)
-	for _, s := range [...]string{r.Mode, "|", r.Unit, "|", strconv.Itoa(r.CandidateK), "|", strconv.Itoa(r.RerankTopN), "|"} {
-		b.WriteString(s)
-	}
+	var buf [256]byte // most requests hash from the stack
+	b := append(buf[:0], r.Query...)
+	b = append(b, 0)
+	b = append(append(b, r.Mode...), '|')
+	b = append(append(b, r.Unit...), '|')
+	b = append(strconv.AppendInt(b, int64(r.CandidateK), 10), '|')
+	b = append(strconv.AppendInt(b, int64(r.RerankTopN), 10), '|')
 	if r.Filter != nil {
-		b.WriteString(r.Filter.String())
+		b = append(b, r.Filter.String()...)
 	}
-	writeJSON(&b, p.Fusion)
-	writeJSON(&b, p.MMR)
-	writeJSON(&b, p.Recency)
-	b.WriteString(rewriteKey(p))
+	b = appendJSON(b, p.Fusion)
+	b = appendJSON(b, p.MMR)
+	b = appendJSON(b, p.Recency)
+	b = append(b, rewriteKey(p)...)
 	if r.MinScore != nil {
-		b.WriteString(strconv.FormatFloat(*r.MinScore, 'g', -1, 64))
+		b = strconv.AppendFloat(b, *r.MinScore, 'g', -1, 64)
 	}
-	sum := sha256.Sum256([]byte(b.String()))
+	sum := sha256.Sum256(b)
 	return base64.RawURLEncoding.EncodeToString(sum[:9])
 }
 
@@ -521,15 +561,14 @@ func queryBytes(blocks []rcp.Content) int {
 	return n
 }
 
-// writeJSON writes v's JSON encoding ("null" for nil, without the
+// appendJSON appends v's JSON encoding ("null" for nil, without the
 // encoder: most requests leave these options out).
-func writeJSON[T any](b *strings.Builder, v *T) {
+func appendJSON[T any](b []byte, v *T) []byte {
 	if v == nil {
-		b.WriteString("null")
-		return
+		return append(b, "null"...)
 	}
 	j, _ := json.Marshal(v)
-	b.Write(j)
+	return append(b, j...)
 }
 
 // readLock takes the engine read lock for a retrieve over the embedded

@@ -259,6 +259,9 @@ func (e *Engine) resolveBlocks(ctx context.Context, blocks []rcp.Content, field 
 	fetched, budget := 0, p.MaxTotalBytes
 	for i := range blocks {
 		b := &blocks[i]
+		if b.URI == "" && b.IsText() && b.Validate() == nil {
+			continue // plain text: nothing to resolve (and no field name to format)
+		}
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if err := b.Validate(); err != nil {
 			return rcp.InvalidParams(f, "%v", err)

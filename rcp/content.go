@@ -140,6 +140,9 @@ func (q Query) TextOnly() bool {
 
 // String joins the text of the query's text blocks with spaces.
 func (q Query) String() string {
+	if len(q.Blocks) == 1 && q.Blocks[0].IsText() {
+		return q.Blocks[0].Text // the common query: no copy
+	}
 	var buf bytes.Buffer
 	for _, b := range q.Blocks {
 		if b.IsText() {

@@ -93,11 +93,43 @@ func jsonKind(t reflect.Type) string {
 // integral number within ±MaxSafeInteger (5, 5.0, 1E2).
 func DecodeInteger(raw json.RawMessage) (int64, bool) {
 	raw = bytes.TrimSpace(raw)
+	if n, ok := plainInteger(raw); ok {
+		return n, true
+	}
+	return decodeIntegerJSON(raw)
+}
+
+// decodeIntegerJSON is DecodeInteger through encoding/json (every spelling).
+func decodeIntegerJSON(raw []byte) (int64, bool) {
 	var n json.Number
 	if len(raw) == 0 || raw[0] == '"' || json.Unmarshal(raw, &n) != nil { // never a string (§4.6)
 		return 0, false
 	}
 	return integral(n)
+}
+
+// plainInteger decodes the common spelling of an integer, -?[1-9][0-9]*
+// or 0 with at most 15 digits (always within the 53-bit range), without
+// encoding/json; ok is false for anything else.
+func plainInteger(raw []byte) (int64, bool) {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || digits[0] == '0' && len(digits) > 1 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(raw) {
+		n = -n
+	}
+	return n, true
 }
 
 func integral(n json.Number) (int64, bool) {

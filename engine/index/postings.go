@@ -29,19 +29,34 @@ type postIter struct {
 	doc   uint32
 	tf    [numFields]uint32
 	err   error
+	// one holds the skip table of a list of one block (most lists of a
+	// query), so that it costs no allocation of its own.
+	one [1]skipEntry
 }
 
 // newPostIter decodes the skip table of a term's postings and positions the
 // iterator on the first posting. maxDoc bounds valid doc numbers.
 func newPostIter(data []byte, df int, maxDoc int) *postIter {
-	it := &postIter{data: data, df: df}
+	it := new(postIter)
+	it.reset(data, df, maxDoc)
+	return it
+}
+
+// reset is newPostIter in place: a search keeps the iterators of its terms
+// in one slice.
+func (it *postIter) reset(data []byte, df int, maxDoc int) {
+	*it = postIter{data: data, df: df}
 	r := byteReader{b: data}
 	nb := r.uvarint()
 	if r.err || nb != uint64((df+blockSize-1)/blockSize) {
 		it.fail()
-		return it
+		return
 	}
-	it.skips = make([]skipEntry, nb)
+	if nb == 1 {
+		it.skips = it.one[:]
+	} else {
+		it.skips = make([]skipEntry, nb)
+	}
 	last := uint64(0)
 	for i := range it.skips {
 		e := &it.skips[i]
@@ -57,7 +72,7 @@ func newPostIter(data []byte, df int, maxDoc int) *postIter {
 		}
 		if r.err || last >= uint64(maxDoc) {
 			it.fail()
-			return it
+			return
 		}
 		e.last = uint32(last)
 	}
@@ -66,19 +81,18 @@ func newPostIter(data []byte, df int, maxDoc int) *postIter {
 		e := &it.skips[i]
 		if e.end > len(data)-pos {
 			it.fail()
-			return it
+			return
 		}
 		e.start, e.end = pos, pos+e.end
 		pos = e.end
 	}
 	if pos != len(data) {
 		it.fail()
-		return it
+		return
 	}
 	it.blk = -1
 	it.enterBlock(0)
 	it.next()
-	return it
 }
 
 func (it *postIter) fail() {

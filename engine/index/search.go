@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
@@ -94,6 +95,7 @@ type Result struct {
 type qterm struct {
 	term string
 	qtf  int
+	df   int     // document frequency over the snapshot's segments
 	w    float64 // qtf·idf·(k1+1)
 }
 
@@ -116,8 +118,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, qt := range qts {
-		res.Terms = append(res.Terms, qt.term)
+	res.Terms = make([]string, len(qts))
+	for i, qt := range qts {
+		res.Terms[i] = qt.term
 	}
 	browse := q.Text == "" && q.Filter != nil
 	phrases := parsePhrases(ix.an, q.Text)
@@ -130,48 +133,35 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		p = *q.BM25
 	}
 	sc := newScorer(p, snap)
-	// Per-segment dictionary lookups, and global document frequencies.
-	infos := make([][]termInfo, len(snap.segs))
-	found := make([][]bool, len(snap.segs))
-	dfs := make([]int, len(qts))
+	// Per-segment dictionary lookups (infos[s*nq+i]: term i in segment
+	// s), and global document frequencies.
+	nq := len(qts)
+	infos := make([]termInfo, len(snap.segs)*nq)
+	found := make([]bool, len(snap.segs)*nq)
 	for s, v := range snap.segs {
-		infos[s] = make([]termInfo, len(qts))
-		found[s] = make([]bool, len(qts))
 		for i, qt := range qts {
 			if ti, ok := v.seg.lookup(qt.term); ok {
-				infos[s][i], found[s][i] = ti, true
-				dfs[i] += int(ti.df)
+				infos[s*nq+i], found[s*nq+i] = ti, true
+				qts[i].df += int(ti.df)
 			}
 		}
 	}
 	N := float64(snap.total)
 	for i := range qts {
-		df := float64(dfs[i])
+		df := float64(qts[i].df)
 		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
 		qts[i].w = float64(qts[i].qtf) * idf * (p.K1 + 1)
 	}
 
-	var rtx *store.ReadTx
-	defer func() {
-		if rtx != nil {
-			rtx.Close()
-		}
-	}()
-	record := func(seq uint64, withText bool) (*Document, Facts, error) {
-		if rtx == nil {
-			var err error
-			if rtx, err = ix.st.BeginRead(); err != nil {
-				return nil, Facts{}, err
-			}
-		}
-		return rtx.Record(seq, withText)
-	}
-	load := func(seq uint64) (*Document, error) { // for filters: metadata only
-		d, _, err := record(seq, false)
-		return d, err
-	}
+	rd := &recordReader{st: ix.st}
+	defer rd.close()
 
-	top := &topK{k: k}
+	top := &topK{k: k, h: make([]cand, 0, min(k, 16))}
+	// The iterators and scorers of one segment, reused for the next.
+	iters := make([]postIter, nq)
+	scorers := make([]termScorer, nq)
+	ts := make([]*termScorer, 0, nq)
+	floats := make([]float64, 2*nq) // scorer.run's scratch
 	order := make([]int, len(snap.segs))
 	for i := range order {
 		order[i] = i
@@ -184,7 +174,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		}
 		v := snap.segs[s]
 		if browse {
-			fr := &segFields{ctx: ctx, seg: v.seg, fields: ix.opts.Fields, load: load}
+			fr := &segFields{ctx: ctx, seg: v.seg, fields: ix.opts.Fields, load: rd.meta}
 			filt, err := q.Filter.Compile(fr)
 			if err == nil {
 				err = fr.err
@@ -200,17 +190,20 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 			}
 			continue
 		}
-		var ts []*termScorer
+		ts = ts[:0]
 		for i := range qts {
-			if !found[s][i] {
+			if !found[s*nq+i] {
 				continue
 			}
-			ti := infos[s][i]
-			it := newPostIter(v.seg.postingsBytes(ti), int(ti.df), v.seg.n)
+			ti := infos[s*nq+i]
+			it := &iters[len(ts)]
+			it.reset(v.seg.postingsBytes(ti), int(ti.df), v.seg.n)
 			if it.err != nil {
 				return nil, fmt.Errorf("%w %s: term %q", ErrCorruptSegment, v.seg.name, qts[i].term)
 			}
-			ts = append(ts, &termScorer{it: it, idx: i, w: qts[i].w, ub: sc.bound(qts[i].w, ti.maxTf, ti.minLen)})
+			t := &scorers[len(ts)]
+			*t = termScorer{it: it, idx: i, w: qts[i].w, ub: sc.bound(qts[i].w, ti.maxTf, ti.minLen)}
+			ts = append(ts, t)
 		}
 		if len(ts) == 0 {
 			continue
@@ -218,17 +211,14 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		var accept func(uint32) (bool, error)
 		if len(phrases) > 0 {
 			var none bool
-			accept, none = phraseFilter(ix.an, v.seg, phrases, func(seq uint64) (*Document, error) {
-				d, _, err := record(seq, true)
-				return d, err
-			})
+			accept, none = phraseFilter(ix.an, v.seg, phrases, rd.full)
 			if none {
 				continue
 			}
 		}
 		var filt *Bitset
 		if q.Filter != nil {
-			fr := &segFields{ctx: ctx, seg: v.seg, fields: ix.opts.Fields, load: load}
+			fr := &segFields{ctx: ctx, seg: v.seg, fields: ix.opts.Fields, load: rd.meta}
 			filt, err = q.Filter.Compile(fr)
 			if err == nil {
 				err = fr.err
@@ -237,7 +227,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 				return nil, fmt.Errorf("index: filter: %w", err)
 			}
 		}
-		scored, err := sc.run(ctx, v, filt, accept, ts, len(qts), top)
+		scored, err := sc.run(ctx, v, filt, accept, ts, nq, top, floats)
 		if err != nil {
 			return nil, err
 		}
@@ -246,14 +236,17 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 
 	cands := top.sorted()
 	res.Hits = make([]Hit, len(cands))
-	qset := map[string]bool{}
-	for _, qt := range qts {
-		qset[qt.term] = true
+	var qset map[string]bool
+	if q.Highlight {
+		qset = make(map[string]bool, len(qts))
+		for _, qt := range qts {
+			qset[qt.term] = true
+		}
 	}
 	for i, c := range cands {
 		h := Hit{ID: string(c.id), DocNum: DocNum(c.seg.seq(c.local)), Score: c.score}
 		if !q.SkipDocs || q.Highlight {
-			d, facts, err := record(uint64(h.DocNum), q.Highlight || !q.NoText)
+			d, facts, err := rd.record(uint64(h.DocNum), q.Highlight || !q.NoText)
 			if err != nil {
 				return nil, fmt.Errorf("index: load hit: %w", err)
 			}
@@ -273,6 +266,41 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		res.Hits[i] = h
 	}
 	return res, nil
+}
+
+// recordReader reads stored records for one search, in one read
+// transaction begun on first use.
+type recordReader struct {
+	st  *store.Store
+	rtx *store.ReadTx
+}
+
+func (r *recordReader) record(seq uint64, withText bool) (*Document, Facts, error) {
+	if r.rtx == nil {
+		var err error
+		if r.rtx, err = r.st.BeginRead(); err != nil {
+			return nil, Facts{}, err
+		}
+	}
+	return r.rtx.Record(seq, withText)
+}
+
+// meta reads a document's metadata (for filters), full its text too (for
+// phrase checks).
+func (r *recordReader) meta(seq uint64) (*Document, error) {
+	d, _, err := r.record(seq, false)
+	return d, err
+}
+
+func (r *recordReader) full(seq uint64) (*Document, error) {
+	d, _, err := r.record(seq, true)
+	return d, err
+}
+
+func (r *recordReader) close() {
+	if r.rtx != nil {
+		r.rtx.Close()
+	}
 }
 
 // maxWordMemo bounds the WordMax memo of one snapshot.
@@ -358,28 +386,62 @@ var ErrTooManyTerms = errors.New("index: too many distinct query terms")
 // with their query term frequencies: one map lookup per token (linear in
 // the query), the text analysed in pieces with a cancellation check
 // between them, and q.MaxTerms enforced as soon as it is exceeded.
+//
+// A short query (at most shortQueryTerms distinct terms) is deduplicated
+// by scanning its terms, its tokens in a buffer on the stack: no map and
+// no allocation but the result.
 func (ix *Index) queryTerms(ctx context.Context, q Query) ([]qterm, error) {
 	var qts []qterm
-	pos := map[string]int{}
+	var pos map[string]int // once the query has more than shortQueryTerms terms
+	var buf [shortQueryTerms]analysis.Token
 	for rest := q.Text; rest != ""; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		var piece string
 		piece, rest = cutPiece(rest, 8<<10)
-		for _, t := range ix.an.Analyze(piece) {
-			if i, ok := pos[t.Term]; ok {
+		for _, t := range ix.an.AppendTokens(buf[:0], piece) {
+			if i, ok := termIndex(qts, pos, t.Term); ok {
 				qts[i].qtf++
 				continue
 			}
 			if q.MaxTerms > 0 && len(qts) == q.MaxTerms {
 				return nil, fmt.Errorf("%w: more than %d", ErrTooManyTerms, q.MaxTerms)
 			}
-			pos[t.Term] = len(qts)
+			if pos == nil && len(qts) == shortQueryTerms {
+				pos = make(map[string]int, 2*shortQueryTerms)
+				for i, qt := range qts {
+					pos[qt.term] = i
+				}
+			}
+			if pos != nil {
+				pos[t.Term] = len(qts)
+			}
+			if qts == nil {
+				qts = make([]qterm, 0, 8)
+			}
 			qts = append(qts, qterm{term: t.Term, qtf: 1})
 		}
 	}
 	return qts, nil
+}
+
+// shortQueryTerms is the size of a query queryTerms dedupes by scanning.
+const shortQueryTerms = 16
+
+// termIndex finds term among qts: by scanning them while pos is nil, else
+// in pos.
+func termIndex(qts []qterm, pos map[string]int, term string) (int, bool) {
+	if pos != nil {
+		i, ok := pos[term]
+		return i, ok
+	}
+	for i := range qts {
+		if qts[i].term == term {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // cutPiece splits about n bytes off the front of s, after a space or
@@ -470,8 +532,9 @@ func (s *scorer) bound(w float64, maxTf, minLen [numFields]uint32) float64 {
 // check) for documents found through the essential ones.
 //
 // accept (nil: all) is the phrase test, asked only for documents that
-// would enter the top k.
-func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, accept func(uint32) (bool, error), ts []*termScorer, nq int, top *topK) (scored int, err error) {
+// would enter the top k. scratch (at least len(ts)+nq floats) is the
+// working memory of the run.
+func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, accept func(uint32) (bool, error), ts []*termScorer, nq int, top *topK, scratch []float64) (scored int, err error) {
 	slices.SortStableFunc(ts, func(a, b *termScorer) int {
 		switch {
 		case a.ub < b.ub:
@@ -482,13 +545,13 @@ func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, accept func(u
 		return a.idx - b.idx
 	})
 	n := len(ts)
-	prefix := make([]float64, n)
+	prefix, contrib := scratch[:n:n], scratch[n:n+nq]
+	clear(contrib)
 	acc := 0.0
 	for i, t := range ts {
 		acc += t.ub
 		prefix[i] = acc * (1 + 1e-12)
 	}
-	contrib := make([]float64, nq)
 	seg := v.seg
 	// Bounds are compared against the threshold less a relative margin, so
 	// float rounding in partial sums never prunes a document that ties.
@@ -695,9 +758,11 @@ func (t *topK) offer(score float64, seg *segment, doc uint32) bool {
 	return true
 }
 
-// sorted returns the candidates best first.
+// sorted returns the candidates best first, sorted in place: the heap is
+// done with.
 func (t *topK) sorted() []cand {
-	out := slices.Clone(t.h)
+	out := t.h
+	t.h = nil
 	slices.SortFunc(out, func(a, b cand) int {
 		if worse(&a, &b) {
 			return 1
