@@ -51,13 +51,6 @@ type Sparse interface {
 	WordMax(ctx context.Context, version, word string) (float64, error)
 }
 
-// WordMaxer is a Sparse that answers the confidence normaliser for several
-// words at once: a remote backend asks for them concurrently rather than
-// paying one round trip after another. A word it cannot score counts 0.
-type WordMaxer interface {
-	WordMaxes(ctx context.Context, version string, words []string) []float64
-}
-
 // Dense is the dense backend: an embedding provider plus a vector index.
 type Dense interface {
 	// Recall returns up to k documents of the current snapshot most similar
@@ -327,34 +320,23 @@ func recall(ctx context.Context, s *State) error {
 // termMax sums, over the distinct query words, the best score any document
 // reaches for that word alone (the confidence normaliser; at most 16 words).
 func termMax(ctx context.Context, sp Sparse, query, version string) float64 {
-	words := distinctWords(query, 16)
+	seen := map[string]bool{}
 	total := 0.0
-	if wm, ok := sp.(WordMaxer); ok {
-		for _, v := range wm.WordMaxes(ctx, version, words) {
-			total += v
-		}
-		return total
-	}
-	for _, w := range words {
-		if best, err := sp.WordMax(ctx, version, w); err == nil {
-			total += best
-		}
-	}
-	return total
-}
-
-// distinctWords returns query's lower-cased words, each once, at most n.
-func distinctWords(query string, n int) []string {
-	var words []string
-	for w := range strings.FieldsSeq(strings.ToLower(query)) {
-		if len(words) == n {
+	for _, w := range strings.Fields(strings.ToLower(query)) {
+		if len(seen) >= 16 {
 			break
 		}
-		if !slices.Contains(words, w) {
-			words = append(words, w)
+		if seen[w] {
+			continue
 		}
+		seen[w] = true
+		best, err := sp.WordMax(ctx, version, w)
+		if err != nil {
+			continue
+		}
+		total += best
 	}
-	return words
+	return total
 }
 
 // fuse merges the sparse and dense rankings (hybrid) with rcp/fusion.
@@ -676,17 +658,21 @@ func diversify(ctx context.Context, s *State) error {
 func (s *State) confidence() {
 	prev := 1.0
 	for _, c := range s.Cands {
-		v := 0.0 // the largest of the parts below
+		var parts []float64
 		if c.HasRerank {
 			// the reranker's judgement supersedes recall scores:
 			// a logistic of its score (cross-encoder logits)
-			v = math.Max(v, 1/(1+math.Exp(-c.Rerank)))
+			parts = append(parts, 1/(1+math.Exp(-c.Rerank)))
 		} else if c.HasSparse && s.termMax > 0 {
 			x := c.Sparse / s.termMax
-			v = math.Max(v, 1/(1+math.Exp(-8*(x-0.35))))
+			parts = append(parts, 1/(1+math.Exp(-8*(x-0.35))))
 		}
 		if c.HasDense && !c.HasRerank {
-			v = math.Max(v, math.Max(0, math.Min(1, c.Dense)))
+			parts = append(parts, math.Max(0, math.Min(1, c.Dense)))
+		}
+		v := 0.0
+		for _, p := range parts {
+			v = math.Max(v, p)
 		}
 		v = math.Min(v, prev)
 		c.conf, prev = v, v
@@ -710,9 +696,6 @@ func (s *State) loadWhere(ctx context.Context, cs []*Candidate, withText bool, n
 	var todo []*Candidate
 	for _, c := range cs {
 		if c.hasNum && need(c) {
-			if nums == nil {
-				nums, todo = make([]index.DocNum, 0, len(cs)), make([]*Candidate, 0, len(cs))
-			}
 			nums = append(nums, c.Num)
 			todo = append(todo, c)
 		}
@@ -862,17 +845,6 @@ type hitParts struct {
 	trust            rcp.Trust
 }
 
-// scoreCount is the number of entries of c's hit.scores.
-func scoreCount(c *Candidate) int {
-	n := 0
-	for _, has := range [...]bool{c.HasSparse, c.HasDense, c.HasFused, c.HasRerank} {
-		if has {
-			n++
-		}
-	}
-	return n
-}
-
 // hit builds the wire hit for c, its parts in p.
 func (s *State) hit(c *Candidate, p *hitParts) rcp.Hit {
 	r := s.Req
@@ -889,7 +861,7 @@ func (s *State) hit(c *Candidate, p *hitParts) rcp.Hit {
 		p.conf = c.conf
 		h.Confidence = &p.conf
 	}
-	h.Scores = make(map[string]float64, scoreCount(c))
+	h.Scores = map[string]float64{}
 	if c.HasSparse {
 		h.Scores["sparse"] = c.Sparse
 	}

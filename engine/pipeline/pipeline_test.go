@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"testing"
 	"time"
 
@@ -207,50 +206,6 @@ func TestIndexTimeFacts(t *testing.T) {
 		want := []string{fmt.Sprintf("p0#c0 text=%v", includeText), fmt.Sprintf("p0#c1 text=%v", includeText)}
 		if fmt.Sprint(sp.loads) != fmt.Sprint(want) {
 			t.Fatalf("includeText %v: loads %q, want %q", includeText, sp.loads, want)
-		}
-	}
-}
-
-// batchSparse is a fakeSparse that also answers WordMaxes, recording the
-// words it was asked.
-type batchSparse struct {
-	fakeSparse
-	asked *[][]string
-}
-
-func (b batchSparse) WordMax(context.Context, string, string) (float64, error) {
-	panic("termMax asked word by word a Sparse that answers WordMaxes")
-}
-
-func (b batchSparse) WordMaxes(_ context.Context, _ string, words []string) []float64 {
-	*b.asked = append(*b.asked, words)
-	out := make([]float64, len(words))
-	for i, w := range words {
-		out[i] = float64(len(w))
-	}
-	return out
-}
-
-// The confidence normaliser asks a WordMaxer once for the distinct words
-// (at most 16) and sums what it answers, as it sums WordMax word by word.
-func TestTermMaxWordMaxer(t *testing.T) {
-	tests := []struct {
-		query string
-		words []string
-		want  float64
-	}{
-		{"Wing wing lift", []string{"wing", "lift"}, 8},
-		{"", nil, 0},
-		{"a b c d e f g h i j k l m n o p q r", []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p"}, 16},
-	}
-	for _, tc := range tests {
-		var asked [][]string
-		got := termMax(context.Background(), batchSparse{asked: &asked}, tc.query, "v1")
-		if got != tc.want || len(asked) != 1 || !slices.Equal(asked[0], tc.words) {
-			t.Errorf("%q: total %v, asked %v; want %v, %v", tc.query, got, asked, tc.want, tc.words)
-		}
-		if w := termMax(context.Background(), fakeSparse{}, tc.query, "v1"); w != 4*float64(len(tc.words)) {
-			t.Errorf("%q word by word: %v", tc.query, w)
 		}
 	}
 }

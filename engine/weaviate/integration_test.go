@@ -102,21 +102,6 @@ func TestBackendOnWeaviate(t *testing.T) {
 		}
 	})
 
-	t.Run("wordmaxes", func(t *testing.T) {
-		words := []string{"wing", "lift", "nosuchword", "wing"}
-		got := b.WordMaxes(ctx, b.Version(), words)
-		for i, w := range words {
-			b.words = newWordCache() // ask Weaviate, not the cache
-			want, err := b.WordMax(ctx, b.Version(), w)
-			if err != nil || got[i] != want {
-				t.Errorf("%s: WordMaxes %v, WordMax %v (%v)", w, got[i], want, err)
-			}
-		}
-		if got[0] <= 0 || got[2] != 0 {
-			t.Errorf("scores %v: want wing > 0, nosuchword 0", got)
-		}
-	})
-
 	t.Run("filters", func(t *testing.T) {
 		// Every operator, alone and combined: Weaviate's answer (with the
 		// exact re-check) equals the §8 evaluator over the documents.

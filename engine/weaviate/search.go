@@ -11,7 +11,6 @@ import (
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	"github.com/weaviate/weaviate/entities/models"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/index"
@@ -136,33 +135,6 @@ func (b *Backend) WordMax(ctx context.Context, version, word string) (float64, e
 	}
 	b.words.Set(word, best)
 	return best, nil
-}
-
-// wordConcurrency bounds the searches one retrieve's confidence
-// normaliser runs at once.
-const wordConcurrency = 4
-
-// WordMaxes implements pipeline.WordMaxer: the words' WordMax, the
-// uncached ones searched concurrently (one after another, a five-word
-// query paid five round trips before its answer).
-func (b *Backend) WordMaxes(ctx context.Context, version string, words []string) []float64 {
-	out := make([]float64, len(words))
-	var g errgroup.Group
-	g.SetLimit(wordConcurrency)
-	for i, w := range words {
-		if v, ok := b.words.GetIfPresent(w); ok {
-			out[i] = v
-			continue
-		}
-		g.Go(func() error {
-			if v, err := b.WordMax(ctx, version, w); err == nil {
-				out[i] = v
-			}
-			return nil
-		})
-	}
-	_ = g.Wait() // the goroutines report nothing: a failed word counts 0
-	return out
 }
 
 // Provider is the dense encoder (nil: sparse only).
