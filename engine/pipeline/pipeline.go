@@ -320,23 +320,27 @@ func recall(ctx context.Context, s *State) error {
 // termMax sums, over the distinct query words, the best score any document
 // reaches for that word alone (the confidence normaliser; at most 16 words).
 func termMax(ctx context.Context, sp Sparse, query, version string) float64 {
-	seen := map[string]bool{}
 	total := 0.0
-	for _, w := range strings.Fields(strings.ToLower(query)) {
-		if len(seen) >= 16 {
-			break
+	for _, w := range distinctWords(query, 16) {
+		if best, err := sp.WordMax(ctx, version, w); err == nil {
+			total += best
 		}
-		if seen[w] {
-			continue
-		}
-		seen[w] = true
-		best, err := sp.WordMax(ctx, version, w)
-		if err != nil {
-			continue
-		}
-		total += best
 	}
 	return total
+}
+
+// distinctWords returns query's lower-cased words, each once, at most n.
+func distinctWords(query string, n int) []string {
+	var words []string
+	for w := range strings.FieldsSeq(strings.ToLower(query)) {
+		if len(words) == n {
+			break
+		}
+		if !slices.Contains(words, w) {
+			words = append(words, w)
+		}
+	}
+	return words
 }
 
 // fuse merges the sparse and dense rankings (hybrid) with rcp/fusion.
@@ -658,21 +662,17 @@ func diversify(ctx context.Context, s *State) error {
 func (s *State) confidence() {
 	prev := 1.0
 	for _, c := range s.Cands {
-		var parts []float64
+		v := 0.0 // the largest of the parts below
 		if c.HasRerank {
 			// the reranker's judgement supersedes recall scores:
 			// a logistic of its score (cross-encoder logits)
-			parts = append(parts, 1/(1+math.Exp(-c.Rerank)))
+			v = math.Max(v, 1/(1+math.Exp(-c.Rerank)))
 		} else if c.HasSparse && s.termMax > 0 {
 			x := c.Sparse / s.termMax
-			parts = append(parts, 1/(1+math.Exp(-8*(x-0.35))))
+			v = math.Max(v, 1/(1+math.Exp(-8*(x-0.35))))
 		}
 		if c.HasDense && !c.HasRerank {
-			parts = append(parts, math.Max(0, math.Min(1, c.Dense)))
-		}
-		v := 0.0
-		for _, p := range parts {
-			v = math.Max(v, p)
+			v = math.Max(v, math.Max(0, math.Min(1, c.Dense)))
 		}
 		v = math.Min(v, prev)
 		c.conf, prev = v, v
@@ -696,6 +696,9 @@ func (s *State) loadWhere(ctx context.Context, cs []*Candidate, withText bool, n
 	var todo []*Candidate
 	for _, c := range cs {
 		if c.hasNum && need(c) {
+			if nums == nil {
+				nums, todo = make([]index.DocNum, 0, len(cs)), make([]*Candidate, 0, len(cs))
+			}
 			nums = append(nums, c.Num)
 			todo = append(todo, c)
 		}
@@ -845,6 +848,17 @@ type hitParts struct {
 	trust            rcp.Trust
 }
 
+// scoreCount is the number of entries of c's hit.scores.
+func scoreCount(c *Candidate) int {
+	n := 0
+	for _, has := range [...]bool{c.HasSparse, c.HasDense, c.HasFused, c.HasRerank} {
+		if has {
+			n++
+		}
+	}
+	return n
+}
+
 // hit builds the wire hit for c, its parts in p.
 func (s *State) hit(c *Candidate, p *hitParts) rcp.Hit {
 	r := s.Req
@@ -861,7 +875,7 @@ func (s *State) hit(c *Candidate, p *hitParts) rcp.Hit {
 		p.conf = c.conf
 		h.Confidence = &p.conf
 	}
-	h.Scores = map[string]float64{}
+	h.Scores = make(map[string]float64, scoreCount(c))
 	if c.HasSparse {
 		h.Scores["sparse"] = c.Sparse
 	}
