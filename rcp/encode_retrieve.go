@@ -395,6 +395,8 @@ func appendAnyMap(dst []byte, m map[string]any) ([]byte, error) {
 			dst = strconv.AppendInt(dst, int64(v), 10)
 		case int64:
 			dst = strconv.AppendInt(dst, v, 10)
+		case json.Number: // stored metadata numbers decode as json.Number
+			dst, err = appendJSONNumber(dst, v)
 		default:
 			dst, err = appendMarshal(dst, v)
 		}
@@ -403,6 +405,62 @@ func appendAnyMap(dst []byte, m map[string]any) ([]byte, error) {
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// appendJSONNumber writes n as encoding/json does: verbatim when it is a
+// valid JSON number, "0" when empty; anything else is refused.
+func appendJSONNumber(dst []byte, n json.Number) ([]byte, error) {
+	if n == "" {
+		return append(dst, '0'), nil
+	}
+	if !validJSONNumber(string(n)) {
+		return dst, errAppendFallback
+	}
+	return append(dst, n...), nil
+}
+
+// validJSONNumber reports whether s is a number by the JSON grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = skipDigits(s, i)
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := skipDigits(s, i+1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := skipDigits(s, i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(s)
+}
+
+// skipDigits returns the index of the first non-digit of s at or after i.
+func skipDigits(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // appendJSONFloat formats f as encoding/json does for a float64 (ES6

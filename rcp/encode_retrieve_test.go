@@ -113,6 +113,10 @@ func TestRetrieveResultEncodingTable(t *testing.T) {
 			Modality: s, Meta: map[string]any{s: s, s + "2": s}, Scores: map[string]float64{s: 1},
 			Content: []Content{Text(s), {Type: s, Text: s}}, Chunk: &ChunkRef{DocID: s, Context: s}}}}
 	}
+	for i, n := range []string{"", "0", "-0", "7", "-12.5", "1e5", "1E+5", "2.5e-3", "0.0e-0", "01", "1.", ".5", "-",
+		"1e", "1e+", "+1", " 1", "1 ", "0x1", "NaN", "1.5.2", "--1"} {
+		cases["number "+strconv.Itoa(i)] = &RetrieveResult{Hits: []Hit{{Meta: map[string]any{"n": json.Number(n)}}}}
+	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) { checkRetrieveEncoding(t, r) })
 	}

@@ -151,7 +151,7 @@ func (s *Server) serveStream(ctx context.Context, r io.Reader, w io.Writer) erro
 			wr.Hold()
 			holding = true
 		}
-		if stop := sess.handleFrame(frame, writeReply, frameOpts{notify: sess.writeNotification}); stop {
+		if stop := sess.handleFrame(frame, writeReply, frameOpts{notify: sess.writeNotification, syncReply: true}); stop {
 			break
 		}
 	}
@@ -207,7 +207,7 @@ type session struct {
 	client     *PeerInfo
 	clientCaps Capabilities
 	logLevel   string
-	inflight   map[string]context.CancelCauseFunc
+	inflight   map[string]*requestContext
 	running    int
 	lastUsed   time.Time
 
@@ -217,7 +217,7 @@ type session struct {
 }
 
 func (s *Server) newSession(ctx context.Context, kind sessionKind) *session {
-	sess := &session{srv: s, kind: kind, ctx: ctx, inflight: map[string]context.CancelCauseFunc{}, lastUsed: time.Now()}
+	sess := &session{srv: s, kind: kind, ctx: ctx, inflight: map[string]*requestContext{}, lastUsed: time.Now()}
 	sess.workers = workerPool{tasks: make(chan func()), done: ctx.Done()}
 	if kind == sessionStateless {
 		sess.state = stateReady
@@ -246,7 +246,7 @@ func (sess *session) closeSession() {
 	sess.mu.Lock()
 	sess.state = stateClosed
 	for _, c := range sess.inflight {
-		c(errTransportClosed)
+		c.cancel(errTransportClosed)
 	}
 	sess.mu.Unlock()
 }
@@ -273,6 +273,7 @@ func (sess *session) handleFrame(frame []byte, reply func([]byte) error, fo fram
 		_ = reply(errorFrame(nil, InvalidParams("", "batch of %d members exceeds the limit of %d", len(f.Messages), sess.srv.opts.MaxBatch)))
 		return false
 	}
+	fo.syncReply = false // the collector keeps the answers
 	bc := &batchCollector{reply: reply, pending: 1}
 	for i := range f.Messages {
 		bc.add()
@@ -348,6 +349,10 @@ type frameOpts struct {
 	// method is the method named by the HTTP path ("" otherwise); a
 	// request naming another one is -32600 (§5.2).
 	method string
+	// syncReply says that an answer is written before the reply function
+	// returns (a stream's writer copies it), so it may be passed in a
+	// buffer that is reused afterwards.
+	syncReply bool
 }
 
 // serveMessage serves one message. done is called exactly once: with the
@@ -468,10 +473,10 @@ func (sess *session) serveNotification(m *jsonrpc.Message) {
 		return
 	}
 	sess.mu.Lock()
-	cancel := sess.inflight[jsonrpc.IDKey(id)]
+	rc := sess.inflight[jsonrpc.IDKey(id)]
 	sess.mu.Unlock()
-	if cancel != nil {
-		cancel(errCancelled) // unknown or answered ids are a no-op (§7.14)
+	if rc != nil {
+		rc.cancel(errCancelled) // unknown or answered ids are a no-op (§7.14)
 	}
 }
 
@@ -665,33 +670,26 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 		}
 	}
 
-	ctx, cancel := context.WithCancelCause(sess.ctx)
-	var cancelTimeout context.CancelFunc = func() {}
-	if timeout > 0 {
-		ctx, cancelTimeout = context.WithTimeoutCause(ctx, timeout, errTimeout)
-	}
-	ctx = context.WithValue(ctx, scopeKey{}, scope)
+	ctx := newRequestContext(sess.ctx, scope, timeout)
 
 	key := jsonrpc.IDKey(m.ID)
 	sess.mu.Lock()
 	if sess.running >= srv.opts.MaxInFlight {
 		sess.mu.Unlock()
-		cancelTimeout()
-		cancel(errShed)
+		ctx.cancel(errShed)
 		done(errorFrame(m.ID, &Error{Code: CodeRateLimited, Message: "too many requests in flight",
 			Data: &ErrorData{Retryable: ptr(true), RetryAfterMs: ptr(int64(100))}}))
 		return
 	}
 	if _, dup := sess.inflight[key]; dup && sess.kind == sessionStream {
 		sess.mu.Unlock()
-		cancelTimeout()
-		cancel(nil)
+		ctx.cancel(nil)
 		done(errorFrame(m.ID, NewError(CodeInvalidRequest, "id %s is already in flight", m.ID)))
 		return
 	}
 	registered := false
 	if _, dup := sess.inflight[key]; !dup {
-		sess.inflight[key] = cancel
+		sess.inflight[key] = ctx
 		registered = true
 	}
 	sess.running++
@@ -711,12 +709,12 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 	}
 	// A cancel or the deadline answers at once; the handler's late result
 	// is then discarded (exactly one response, §7.14, §13.1).
-	stop := context.AfterFunc(ctx, func() {
-		respond(contextErrorFrame(m.ID, context.Cause(ctx)))
+	ctx.onEnd(func() {
+		respond(contextErrorFrame(m.ID, ctx.Cause()))
 	})
 	unlink := func() bool { return true }
 	if fo.reqCtx != nil {
-		unlink = context.AfterFunc(fo.reqCtx, func() { cancel(errTransportClosed) })
+		unlink = context.AfterFunc(fo.reqCtx, func() { ctx.cancel(errTransportClosed) })
 	}
 	sess.workers.run(func() {
 		defer sess.wg.Done()
@@ -725,10 +723,9 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 			sess.running--
 			sess.mu.Unlock()
 		}()
-		defer cancel(nil)
-		defer cancelTimeout()
+		defer ctx.cancel(nil)
 		res, err := sess.call(ctx, m.Method, params)
-		stop()
+		ctx.unhook()
 		unlink()
 		if err != nil {
 			if cause := endedCause(ctx); cause != nil {
@@ -736,8 +733,28 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 				return
 			}
 		}
+		if err == nil && fo.syncReply && respondBorrowed(m.ID, res, respond) {
+			return
+		}
 		respond(srv.encodeOutcome(m.ID, m.Method, res, err))
 	})
+}
+
+// respondBorrowed answers a result with a hand-written encoder from a
+// pooled buffer, reused once respond has written it; it reports false
+// (nothing answered) for other results and for what the encoder refuses.
+func respondBorrowed(id json.RawMessage, res any, respond func([]byte)) bool {
+	ra, ok := res.(resultAppender)
+	if !ok || isNilPointer(ra) {
+		return false
+	}
+	bp, ok := borrowResultFrame(id, ra)
+	if !ok {
+		return false
+	}
+	respond(*bp)
+	putAppendBuf(bp)
+	return true
 }
 
 // workerIdle is how long an idle request goroutine waits for more work.
@@ -795,9 +812,9 @@ func (sess *session) call(ctx context.Context, method string, params json.RawMes
 // The deadline can pass before its timer fires: a handler that failed
 // because its calls saw the deadline by the clock (gRPC does) must still be
 // answered -32014, not with its own error.
-func endedCause(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
+func endedCause(ctx *requestContext) error {
+	if cause := ctx.Cause(); cause != nil {
+		return cause
 	}
 	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
 		return errTimeout
@@ -908,7 +925,20 @@ var appendBufs = sync.Pool{New: func() any { return new([]byte) }}
 // appendResultFrame is encodeResultFrame for a result with a hand-written
 // encoder; ok is false when the encoder refused the value.
 func appendResultFrame(id json.RawMessage, ra resultAppender) (frame []byte, ok bool) {
-	bp := appendBufs.Get().(*[]byte)
+	bp, ok := borrowResultFrame(id, ra)
+	if !ok {
+		return nil, false
+	}
+	frame = bytes.Clone(*bp)
+	putAppendBuf(bp)
+	return frame, true
+}
+
+// borrowResultFrame is appendResultFrame without the copy: the frame is
+// *bp, a pooled buffer the caller returns with putAppendBuf once the frame
+// is written.
+func borrowResultFrame(id json.RawMessage, ra resultAppender) (bp *[]byte, ok bool) {
+	bp = appendBufs.Get().(*[]byte)
 	b := append((*bp)[:0], `{"jsonrpc":"2.0","id":`...)
 	if id == nil {
 		b = append(b, "null"...)
@@ -917,15 +947,20 @@ func appendResultFrame(id json.RawMessage, ra resultAppender) (frame []byte, ok 
 	}
 	b = append(b, `,"result":`...)
 	b, err := ra.appendJSON(b)
-	if err == nil {
-		b = append(b, '}')
-		frame = bytes.Clone(b)
-	}
-	if cap(b) <= 1<<20 { // do not pin the buffer of a huge result
+	if err != nil {
 		*bp = b
+		putAppendBuf(bp)
+		return nil, false
+	}
+	*bp = append(b, '}')
+	return bp, true
+}
+
+// putAppendBuf returns a buffer of borrowResultFrame to the pool.
+func putAppendBuf(bp *[]byte) {
+	if cap(*bp) <= 1<<20 { // do not pin the buffer of a huge result
 		appendBufs.Put(bp)
 	}
-	return frame, err == nil
 }
 
 // isNilPointer reports whether ra is a nil *RetrieveResult, which

@@ -500,10 +500,10 @@ func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.M
 // context's timer fired, is answered -32014, not with its own error (the
 // Weaviate backend's gRPC calls made conformance deadline.tiny see -32603).
 func TestEndedCauseDeadlineByClock(t *testing.T) {
-	if c := endedCause(context.Background()); c != nil {
+	if c := endedCause(newRequestContext(context.Background(), nil, time.Minute)); c != nil {
 		t.Fatalf("running context: got %v", c)
 	}
-	c := endedCause(pastDeadline{context.Background()})
+	c := endedCause(newRequestContext(pastDeadline{context.Background()}, nil, 0))
 	if !errors.Is(c, errTimeout) {
 		t.Fatalf("deadline passed, timer not fired: got %v, want errTimeout", c)
 	}
@@ -513,8 +513,8 @@ func TestEndedCauseDeadlineByClock(t *testing.T) {
 	if err := json.Unmarshal(contextErrorFrame(json.RawMessage(`1`), c), &e); err != nil || e.Error == nil || e.Error.Code != CodeTimeout {
 		t.Fatalf("frame: %+v %v, want -32014", e.Error, err)
 	}
-	cctx, cancel := context.WithCancelCause(context.Background())
-	cancel(errCancelled)
+	cctx := newRequestContext(context.Background(), nil, time.Minute)
+	cctx.cancel(errCancelled)
 	if c := endedCause(cctx); !errors.Is(c, errCancelled) {
 		t.Fatalf("cancelled: got %v", c)
 	}
