@@ -107,7 +107,7 @@ type Options struct {
 	MergeFactor    int           // merge when more disk segments than this (default 8)
 
 	RetainVersions int           // at most this many past versions stay pinnable (default 64)
-	RetainFor      time.Duration // past versions stay pinnable this long (default 10m)
+	RetainFor      time.Duration // a past version stays pinnable this long after it was replaced (default 10m)
 
 	// DocCacheBytes bounds the cache of decoded documents that Load
 	// serves repeated hits from (default DefaultDocCacheBytes; < 0: none).
@@ -429,10 +429,14 @@ type snapshot struct {
 	version uint64
 	str     string
 	at      time.Time
-	segs    []segView // ascending seq ranges
-	total   int       // documents in segments, deleted included (BM25 N)
-	live    int
-	sumLen  [numFields]uint64
+	// replaced is when a newer version was published (zero while this
+	// is the current one): retention (Options.RetainFor) counts from it,
+	// so a version current for an hour stays pinnable after a write.
+	replaced time.Time
+	segs     []segView // ascending seq ranges
+	total    int       // documents in segments, deleted included (BM25 N)
+	live     int
+	sumLen   [numFields]uint64
 	// wordMax memoises WordMax: a word's best score is a pure function
 	// of the snapshot, and queries repeat words.
 	wordMax sync.Map // string → float64
@@ -464,6 +468,9 @@ func (ix *Index) publish(segs []segView, version uint64) *snapshot {
 	if n := len(ix.retained); n > 0 && ix.retained[n-1].version == version {
 		ix.retained[n-1] = s
 	} else {
+		if n > 0 {
+			ix.retained[n-1].replaced = s.at
+		}
 		ix.retained = append(ix.retained, s)
 	}
 	ix.trimRetainedLocked()
@@ -476,7 +483,7 @@ func (ix *Index) trimRetainedLocked() {
 	drop := 0
 	for drop < len(ix.retained)-1 {
 		old := ix.retained[drop]
-		if len(ix.retained)-drop-1 > ix.opts.RetainVersions || now.Sub(old.at) > ix.opts.RetainFor {
+		if len(ix.retained)-drop-1 > ix.opts.RetainVersions || now.Sub(old.replaced) > ix.opts.RetainFor {
 			drop++
 			continue
 		}
