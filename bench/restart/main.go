@@ -1,8 +1,9 @@
 // Command restart measures how fast rcpd comes back on an existing data
 // directory (issue 15, acceptance 1): it execs `rcpd serve --http` on a
-// free loopback port, polls ping every 2 ms until one is answered, then
-// sends one retrieve (hybrid by default; retried while the dense side is
-// still loading, as a client would) and reports both times from the exec.
+// free loopback port, polls a bare ping (no session) every 2 ms until one
+// is answered, then connects (initialize) and pings, then sends one
+// retrieve (hybrid by default; retried while the dense side is still
+// loading, as a client would) and reports the three times from the exec.
 // rcpd is stopped with SIGTERM afterwards.
 //
 //	restart -rcpd ./rcpd -data DIR [-mode hybrid] [-query "…"] [-- extra rcpd flags]
@@ -19,9 +20,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +52,9 @@ func main() {
 }
 
 type result struct {
+	// BarePingMs: the first ping answered outside a session (the server
+	// answers it itself); PingMs: the first initialize + ping.
+	BarePingMs float64 `json:"firstBarePingMs"`
 	PingMs     float64 `json:"firstPingMs"`
 	RetrieveMs float64 `json:"firstRetrieveMs"`
 	Mode       string  `json:"mode"`
@@ -76,12 +82,16 @@ func run(bin, data, mode, query string, limit time.Duration, extra []string) (*r
 	go relay(stderr)
 	defer stop(cmd)
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/rcp"
+	if err := barePing(ctx, url); err != nil {
+		return nil, err
+	}
+	res := &result{BarePingMs: ms(time.Since(start)), Mode: mode}
 	c, err := firstPing(ctx, url)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	res := &result{PingMs: ms(time.Since(start)), Mode: mode}
+	res.PingMs = ms(time.Since(start))
 	for {
 		r, err := c.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery(query), K: 10, Mode: mode})
 		var re *rcp.Error
@@ -100,6 +110,34 @@ func run(bin, data, mode, query string, limit time.Duration, extra []string) (*r
 		}
 		res.RetrieveMs, res.Hits = ms(time.Since(start)), len(r.Hits)
 		return res, nil
+	}
+}
+
+// barePing posts a ping outside any session until rcpd answers one, every
+// 2 ms.
+func barePing(ctx context.Context, url string) error {
+	const body = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			ok := resp.StatusCode == http.StatusOK
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if ok {
+				return nil
+			}
+			err = fmt.Errorf("ping: %s", resp.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no bare ping answered: %w", err)
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rcpgo/rcpgo/engine"
+	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -42,7 +42,7 @@ type httpFaceConfig struct {
 // the index version) and /healthz answers unauthenticated callers with the
 // status alone; --metrics-addr serves both without auth on a separate
 // (typically loopback or cluster-internal) address for scrapers and probes.
-func startHTTP(c httpFaceConfig, srv *rcp.Server, eng *engine.Engine, m *metrics, log *slog.Logger, errc chan<- error) (*httpFace, int, error) {
+func startHTTP(c httpFaceConfig, srv *rcp.Server, eng engineState, m *metrics, log *slog.Logger, errc chan<- error) (*httpFace, int, error) {
 	f := &httpFace{rh: srv.HTTPHandler(c.opts)}
 	lim := c.opts.Limits
 	if c.requestTimeout > 0 {
@@ -120,12 +120,19 @@ func requireAuth(h http.Handler, authed func(*http.Request) bool) http.Handler {
 	})
 }
 
+// engineState is what /healthz and /metrics read of the engine.
+type engineState interface {
+	Health() error
+	Stats() index.Stats
+	Documents() (int, error)
+}
+
 // healthz answers probes: 200 {"status":"ok"} while the engine can serve
 // and accept writes, 503 {"status":"unhealthy","reason":…} otherwise;
 // counts and the index version only to authorised callers: documents (as
 // rcp index list counts them) and units (what retrieve ranks: unchunked
 // documents and chunks).
-func healthz(eng *engine.Engine, authed func(*http.Request) bool) http.HandlerFunc {
+func healthz(eng engineState, authed func(*http.Request) bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")

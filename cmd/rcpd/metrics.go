@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -32,7 +31,7 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-func newMetrics(eng *engine.Engine) *metrics {
+func newMetrics(eng engineState) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rcpd_requests_total",
 		Help: "RCP requests served by the engine, by method and result code (0 = success)."}, []string{"method", "code"})

@@ -313,21 +313,20 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	if err := configureBackend(ctx, f, &fc, &cfg, pick(f.dense, os.Getenv("RCPD_DENSE"), fc.Dense), log); err != nil {
 		return err
 	}
-	eng, err := engine.Open(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-	docs, _ := eng.Documents()
-	log.Info("rcpd: engine open", "data", cfg.Dir, "documents", docs, "units", eng.Stats().Docs, "version", eng.Stats().Version,
-		"dense", eng.DenseIdentity(), "conformance", eng.Describe(ctx).Conformance)
-
 	timeout := rcp.DefaultRequestTimeout
 	if s := pick(os.Getenv("RCPD_REQUEST_TIMEOUT"), fc.RequestTimeout); s != "" {
 		if timeout, err = time.ParseDuration(s); err != nil {
 			return fmt.Errorf("request timeout: %w", err)
 		}
 	}
+	// rcpd listens while the engine opens: ping is answered at once, the
+	// rest waits for the engine (openingEngine).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	eng := openEngine(ctx, cfg, log)
+	defer eng.close()
+	errc := make(chan error, 4)
+	go eng.failed(errc)
 	m := newMetrics(eng)
 	srv := rcp.NewServer(m.wrap(eng), &rcp.ServerOptions{Logger: log, RequestTimeout: timeout})
 
@@ -335,9 +334,6 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	if httpAddr == "" && !f.stdio {
 		httpAddr = pick(fc.HTTP, "127.0.0.1:7700")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 2)
 	running := 0
 	if httpAddr != "" {
 		mode, err := sessionMode(pick(f.sessions, os.Getenv("RCPD_HTTP_SESSIONS"), fc.HTTPSessions, "stateful"))
