@@ -425,8 +425,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.router.HandleFunc(rcp.MethodRetrieve, func(ctx context.Context, raw json.RawMessage) (any, error) {
 		p := new(retrieveParams)
-		if err := rcp.DecodeParams(raw, p); err != nil {
-			return nil, fieldOfQuery(raw, err)
+		if !decodeRetrieveFast(raw, p) {
+			if err := rcp.DecodeParams(raw, p); err != nil {
+				return nil, fieldOfQuery(raw, err)
+			}
 		}
 		return e.retrieve(ctx, p)
 	})
