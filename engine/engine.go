@@ -360,18 +360,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	dbPath := filepath.Join(cfg.Dir, "engine.db")
 	migrated := false
 	if e.db, err = store.OpenBolt(dbPath, 0o600, &bolt.Options{Timeout: 2 * time.Second}, func(db *bolt.DB) error {
-		return db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketIdem, bucketDense, bucketDenseIDs, bucketDenseKeys, bucketDenseOps, bucketDenseMeta,
-				bucketCatalog, bucketDocs, bucketValues} {
-				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-					return err
-				}
-			}
-			e.opSeq.Store(tx.Bucket(bucketDenseOps).Sequence())
-			var err error
-			migrated, err = migrateDenseLog(tx)
-			return err
-		})
+		var err error
+		migrated, err = e.initEngineDB(db)
+		return err
 	}); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
@@ -465,6 +456,48 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.openTree()
 	return e, nil
+}
+
+// engineBuckets are the top-level buckets of engine.db.
+var engineBuckets = [][]byte{bucketIdem, bucketDense, bucketDenseIDs, bucketDenseKeys, bucketDenseOps, bucketDenseMeta,
+	bucketCatalog, bucketDocs, bucketValues}
+
+// initEngineDB creates engine.db's buckets and upgrades its dense log when
+// needed, and reads the last dense op's seq. A current file is only read:
+// a commit would fsync (and rewrite bbolt's freelist) at every start.
+func (e *Engine) initEngineDB(db *bolt.DB) (migrated bool, err error) {
+	current := false
+	if err := db.View(func(tx *bolt.Tx) error {
+		if current = engineDBCurrent(tx); current {
+			e.opSeq.Store(tx.Bucket(bucketDenseOps).Sequence())
+		}
+		return nil
+	}); err != nil || current {
+		return false, err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range engineBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		e.opSeq.Store(tx.Bucket(bucketDenseOps).Sequence())
+		var err error
+		migrated, err = migrateDenseLog(tx)
+		return err
+	})
+	return migrated, err
+}
+
+// engineDBCurrent reports whether engine.db has every bucket and the
+// current dense log layout (nothing for initEngineDB to write).
+func engineDBCurrent(tx *bolt.Tx) bool {
+	for _, b := range engineBuckets {
+		if tx.Bucket(b) == nil {
+			return false
+		}
+	}
+	return string(tx.Bucket(bucketDenseMeta).Get(keyLayout)) == denseLayout
 }
 
 var fieldTypes = map[string]index.FieldType{
