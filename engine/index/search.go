@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
@@ -136,8 +137,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	// Per-segment dictionary lookups (infos[s*nq+i]: term i in segment
 	// s), and global document frequencies.
 	nq := len(qts)
-	infos := make([]termInfo, len(snap.segs)*nq)
-	found := make([]bool, len(snap.segs)*nq)
+	st := getSearchState(nq, len(snap.segs))
+	defer putSearchState(st)
+	infos, found := st.infos, st.found
 	for s, v := range snap.segs {
 		for i, qt := range qts {
 			if ti, ok := v.seg.lookup(qt.term); ok {
@@ -153,15 +155,13 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		qts[i].w = float64(qts[i].qtf) * idf * (p.K1 + 1)
 	}
 
-	rd := &recordReader{st: ix.st}
+	rd := &st.rd
+	rd.st = ix.st
 	defer rd.close()
 
-	top := &topK{k: k, h: make([]cand, 0, min(k, 16))}
+	top := &topK{k: k, h: st.cands[:0:min(k, len(st.cands))]}
 	// The iterators and scorers of one segment, reused for the next.
-	iters := make([]postIter, nq)
-	scorers := make([]termScorer, nq)
-	ts := make([]*termScorer, 0, nq)
-	floats := make([]float64, 2*nq) // scorer.run's scratch
+	iters, scorers, ts, floats := st.iters, st.scorers, st.ts, st.floats
 	order := make([]int, len(snap.segs))
 	for i := range order {
 		order[i] = i
@@ -266,6 +266,67 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		res.Hits[i] = h
 	}
 	return res, nil
+}
+
+// searchState is the working memory of one Search, pooled: a query of up
+// to smallQuery terms on up to smallSegs segments finds it all here, and a
+// bigger one gets slices of its own.
+type searchState struct {
+	rd      recordReader
+	cands   [16]cand // the top k heap, while k ≤ 16
+	iters   []postIter
+	scorers []termScorer
+	ts      []*termScorer
+	floats  []float64 // scorer.run's scratch
+	infos   []termInfo
+	found   []bool
+
+	itersBuf   [smallQuery]postIter
+	scorersBuf [smallQuery]termScorer
+	tsBuf      [smallQuery]*termScorer
+	floatsBuf  [2 * smallQuery]float64
+	infosBuf   [smallQuery * smallSegs]termInfo
+	foundBuf   [smallQuery * smallSegs]bool
+}
+
+const (
+	smallQuery = 8
+	smallSegs  = 4
+)
+
+var searchStates = sync.Pool{New: func() any { return new(searchState) }}
+
+// getSearchState returns a cleared searchState for nq terms over segs
+// segments.
+func getSearchState(nq, segs int) *searchState {
+	st := searchStates.Get().(*searchState)
+	if nq <= smallQuery {
+		st.iters, st.scorers, st.ts, st.floats = st.itersBuf[:nq], st.scorersBuf[:nq], st.tsBuf[:0], st.floatsBuf[:2*nq]
+	} else {
+		st.iters, st.scorers = make([]postIter, nq), make([]termScorer, nq)
+		st.ts, st.floats = make([]*termScorer, 0, nq), make([]float64, 2*nq)
+	}
+	if n := nq * segs; nq <= smallQuery && segs <= smallSegs {
+		st.infos, st.found = st.infosBuf[:n], st.foundBuf[:n]
+		clear(st.infos)
+		clear(st.found)
+	} else {
+		st.infos, st.found = make([]termInfo, n), make([]bool, n)
+	}
+	return st
+}
+
+// putSearchState returns st to the pool, dropping what points into
+// segments and stored records so that the pool holds on to none of them.
+func putSearchState(st *searchState) {
+	n := min(len(st.iters), smallQuery)
+	clear(st.itersBuf[:n])
+	clear(st.scorersBuf[:n])
+	clear(st.tsBuf[:n])
+	clear(st.cands[:])
+	st.rd = recordReader{}
+	st.iters, st.scorers, st.ts, st.floats, st.infos, st.found = nil, nil, nil, nil, nil, nil
+	searchStates.Put(st)
 }
 
 // recordReader reads stored records for one search, in one read

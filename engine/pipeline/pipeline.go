@@ -321,7 +321,8 @@ func recall(ctx context.Context, s *State) error {
 // reaches for that word alone (the confidence normaliser; at most 16 words).
 func termMax(ctx context.Context, sp Sparse, query, version string) float64 {
 	total := 0.0
-	for _, w := range distinctWords(query, 16) {
+	var buf [16]string // the words, on the stack
+	for _, w := range distinctWords(buf[:0], query) {
 		if best, err := sp.WordMax(ctx, version, w); err == nil {
 			total += best
 		}
@@ -329,11 +330,11 @@ func termMax(ctx context.Context, sp Sparse, query, version string) float64 {
 	return total
 }
 
-// distinctWords returns query's lower-cased words, each once, at most n.
-func distinctWords(query string, n int) []string {
-	var words []string
+// distinctWords appends query's lower-cased words to words, each once, up
+// to cap(words).
+func distinctWords(words []string, query string) []string {
 	for w := range strings.FieldsSeq(strings.ToLower(query)) {
-		if len(words) == n {
+		if len(words) == cap(words) {
 			break
 		}
 		if !slices.Contains(words, w) {
