@@ -505,8 +505,10 @@ func (ix *Index) oldestRetained() uint64 {
 
 // snapshotFor resolves a version string ("" = current).
 func (ix *Index) snapshotFor(version string) (*snapshot, error) {
-	if version == "" {
-		return ix.cur.Load(), nil
+	// The current snapshot (the common pin: a page of the current list, the
+	// confidence normaliser's searches) is always retained: no lock.
+	if cur := ix.cur.Load(); version == "" || cur != nil && version == cur.str {
+		return cur, nil
 	}
 	epoch, num, ok := strings.Cut(version, ".")
 	v, err := strconv.ParseUint(num, 10, 64)
