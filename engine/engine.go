@@ -209,6 +209,8 @@ type Engine struct {
 	// catalog at one version.
 	wmu sync.Mutex
 	rmu sync.RWMutex
+	// readUnlock is rmu.RUnlock, bound once (readLock returns it).
+	readUnlock func()
 	// querySem admits Config.QueryConcurrency retrieves into their pipeline.
 	querySem chan struct{}
 
@@ -335,6 +337,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
+	e.readUnlock = e.rmu.RUnlock
 	if n := cfg.QueryConcurrency; n > 0 {
 		e.querySem = make(chan struct{}, n)
 	} else {

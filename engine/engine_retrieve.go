@@ -596,5 +596,5 @@ func (e *Engine) readLock() (unlock func()) {
 		return func() {}
 	}
 	e.rmu.RLock()
-	return e.rmu.RUnlock
+	return e.readUnlock
 }

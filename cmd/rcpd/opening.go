@@ -50,6 +50,11 @@ func openEngine(ctx context.Context, cfg engine.Config, log *slog.Logger) *openi
 // ctx ended first.
 func (o *openingEngine) wait(ctx context.Context) (*engine.Engine, error) {
 	select {
+	case <-o.ready: // the common case, without asking ctx for its Done channel
+		return o.eng, o.err
+	default:
+	}
+	select {
 	case <-o.ready:
 		return o.eng, o.err
 	case <-ctx.Done():
