@@ -70,6 +70,17 @@ func (o *openingEngine) failed(errc chan<- error) {
 	}
 }
 
+// openErr waits for the open to finish and returns why it failed, unless
+// it failed because rcpd is stopping: a stdio session that ended before the
+// open did (stdin at EOF at once) must not hide a configuration error.
+func (o *openingEngine) openErr() error {
+	<-o.ready
+	if o.err != nil && !errors.Is(o.err, context.Canceled) {
+		return o.err
+	}
+	return nil
+}
+
 // close closes the engine once its open has finished.
 func (o *openingEngine) close() error {
 	<-o.ready

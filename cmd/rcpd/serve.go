@@ -388,7 +388,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		case <-ctx.Done():
 		}
 		if httpAddr == "" {
-			return nil
+			return eng.openErr()
 		}
 	}
 	select {
