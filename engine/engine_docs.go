@@ -157,6 +157,7 @@ type chunkPiece struct {
 func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 	recs := map[string]*docRecord{}
 	plain := map[string]bool{}
+	live := map[string]bool{} // every unit the index holds
 	pieces := map[string][]chunkPiece{}
 	path := filepath.Join(e.cfg.Dir, "index", "store.db")
 	if _, err := os.Stat(path); err == nil {
@@ -173,6 +174,7 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 				if err != nil || d == nil {
 					return err
 				}
+				live[id] = true
 				if d.Chunk == nil || d.Chunk.DocID == "" {
 					recs[id] = &docRecord{Title: d.Title, Size: int64(len(d.Text)), Values: e.fieldValues(d.Meta), Kinds: metaKinds(d.Meta)}
 					plain[id] = true
@@ -240,9 +242,37 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 				return err
 			}
 		}
-		return nil
+		if e.cfg.Dense == DenseNone {
+			return nil
+		}
+		pruned, err := pruneDenseLog(openDenseTx(tx), live)
+		if pruned > 0 {
+			e.log.Info("engine: dropped dense records of units the index does not hold", "units", pruned)
+		}
+		return err
 	})
 	return len(recs), err
+}
+
+// pruneDenseLog deletes the dense records of units not in live. A crash
+// between the dense log's commit and the index's (commitLocked writes the
+// log first) leaves the log naming a write that was never acknowledged:
+// dense recall drops such a unit at query time, but it would stay
+// embedded, in the HNSW graph and among the RAPTOR tree's leaves.
+func pruneDenseLog(d denseTx, live map[string]bool) (int, error) {
+	var dead []string
+	c := d.recs.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if !live[string(k)] {
+			dead = append(dead, string(k))
+		}
+	}
+	for _, id := range dead {
+		if err := d.del(id); err != nil {
+			return 0, err
+		}
+	}
+	return len(dead), nil
 }
 
 // piecesMatch reports whether every chunk is text[start:end].
