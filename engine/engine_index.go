@@ -311,8 +311,9 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan) error {
 	}
 	catalog, idocs := p.catalog, p.idocs
 	// The dense log is written first: after a crash it may name documents
-	// the index lacks (dense hits are resolved against the index and
-	// dropped), never the reverse. Its ops are embedded in the background
+	// the index lacks (the next Open's catalog rebuild drops them, and
+	// until then dense hits are resolved against the index), never the
+	// reverse. Its ops are embedded in the background
 	// (engine_derive.go): the response never waits for them. The document catalog is written in
 	// the same transaction; both are written under rmu so that x-rcpgo/get
 	// sees the catalog and the index at one version. A crash between the
