@@ -23,19 +23,9 @@ func TestOurServersCertify(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs real servers; skipped with -short")
 	}
-	root := shared.Root(t)
 	bin := t.TempDir()
-	build := func(name, pkg string) string {
-		out := filepath.Join(bin, name)
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-		return out
-	}
-	memserver := build("memserver", "./examples/memserver")
-	rcpd := build("rcpd", "./cmd/rcpd")
+	memserver := buildBinary(t, bin, "memserver", "./examples/memserver")
+	rcpd := buildBinary(t, bin, "rcpd", "./cmd/rcpd")
 
 	servers := []struct {
 		name  string
@@ -59,6 +49,18 @@ func TestOurServersCertify(t *testing.T) {
 			certify(t, Target{URL: "http://" + addr + "/rcp"})
 		})
 	}
+}
+
+// buildBinary builds the repository's package pkg into dir/name.
+func buildBinary(t *testing.T, dir, name, pkg string) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = shared.Root(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
 }
 
 func certify(t *testing.T, target Target) {

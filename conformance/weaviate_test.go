@@ -5,14 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
 	"github.com/rcpgo/rcpgo/internal/demo"
-	"github.com/rcpgo/rcpgo/internal/shared"
 	"github.com/rcpgo/rcpgo/internal/weaviatetest"
 )
 
@@ -24,15 +22,9 @@ func TestRcpdWeaviateCertifies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds rcpd and runs Weaviate; skipped with -short")
 	}
-	root := shared.Root(t)
 	cl := weaviatetest.Start(t, 1)
 	bin := t.TempDir()
-	rcpd := filepath.Join(bin, "rcpd")
-	cmd := exec.Command("go", "build", "-o", rcpd, "./cmd/rcpd")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
+	rcpd := buildBinary(t, bin, "rcpd", "./cmd/rcpd")
 	model := filepath.Join(bin, "lsa.model")
 	fitDemoLSA(t, model)
 	node := cl.Nodes[0]

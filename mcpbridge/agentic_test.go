@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -29,17 +31,7 @@ func TestAgenticTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	cl, err := rcp.ConnectInProcess(ctx, rcp.NewServer(eng, &rcp.ServerOptions{Logger: discardLogger()}),
-		&rcp.ClientOptions{Info: rcp.PeerInfo{Name: "test", Version: "1"}, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
-	b, err := New(cl, Options{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, _ := connect(t, b)
+	cs := bridgeEngine(t, eng)
 	if names := toolNames(t, cs); !slices.Contains(names, ToolFeedback) || !slices.Contains(names, ToolTransform) {
 		t.Fatalf("tools %v lack feedback/transform", names)
 	}
@@ -62,4 +54,22 @@ func TestAgenticTools(t *testing.T) {
 	if fb.Sent != 2 || fb.Accepted != 1 {
 		t.Fatalf("feedback: %+v (an unknown hit id is not recorded)", fb)
 	}
+}
+
+// bridgeEngine serves eng through a bridge over an in-process RCP client
+// and returns an MCP session on it; everything closes with the test.
+func bridgeEngine(t *testing.T, eng *engine.Engine) *mcp.ClientSession {
+	t.Helper()
+	cl, err := rcp.ConnectInProcess(context.Background(), rcp.NewServer(eng, &rcp.ServerOptions{Logger: discardLogger()}),
+		&rcp.ClientOptions{Info: rcp.PeerInfo{Name: "test", Version: "1"}, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	b, err := New(cl, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := connect(t, b)
+	return cs
 }

@@ -93,17 +93,7 @@ func TestRealEngineCommunities(t *testing.T) {
 	if err := eng.SyncGraph(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := rcp.ConnectInProcess(ctx, rcp.NewServer(eng, &rcp.ServerOptions{Logger: discardLogger()}),
-		&rcp.ClientOptions{Info: rcp.PeerInfo{Name: "test", Version: "1"}, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
-	b, err := New(cl, Options{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, _ := connect(t, b)
+	cs := bridgeEngine(t, eng)
 	ls, err := cs.ListResources(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -322,3 +323,18 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// printSubcommands writes a command group's help: its synopsis, a line per
+// subcommand ({usage, what it does}, aligned), and where each one's flags
+// are described (rcp GROUP SUBCOMMAND -h).
+func printSubcommands(w io.Writer, synopsis, each string, rows ...[2]string) {
+	fmt.Fprintf(w, "Usage: rcp %s\n\n", synopsis)
+	width := 0
+	for _, r := range rows {
+		width = max(width, utf8.RuneCountInString(r[0]))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %s%s  %s\n", r[0], strings.Repeat(" ", width-utf8.RuneCountInString(r[0])), r[1])
+	}
+	fmt.Fprintf(w, "\nrun '%s -h' for its flags\n", each)
+}

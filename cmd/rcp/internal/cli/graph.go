@@ -30,13 +30,12 @@ func runGraph(ctx context.Context, env *Env, args []string) error {
 	op := args[0]
 	switch {
 	case op == "-h" || op == "--help" || op == "help":
-		fmt.Fprintf(env.Stderr, "Usage: rcp %s\n\n", graphSynopsis)
-		fmt.Fprintln(env.Stderr, "  local QUERY        units ranked by personalised PageRank from the query's entities (and --seed)")
-		fmt.Fprintln(env.Stderr, "  global QUERY       community summaries ranked for the query, and a combined summary")
-		fmt.Fprintln(env.Stderr, "  drift QUERY        local hits plus follow-up queries drawn from the neighbourhood")
-		fmt.Fprintln(env.Stderr, "  communities        the communities of --level, with their summaries")
-		fmt.Fprintln(env.Stderr, "  neighbors QUERY    nodes within --hops of the query's entities (or --seed), and the edges among them")
-		fmt.Fprintln(env.Stderr, "\nrun 'rcp graph OP -h' for its flags")
+		printSubcommands(env.Stderr, graphSynopsis, "rcp graph OP",
+			[2]string{"local QUERY", "units ranked by personalised PageRank from the query's entities (and --seed)"},
+			[2]string{"global QUERY", "community summaries ranked for the query, and a combined summary"},
+			[2]string{"drift QUERY", "local hits plus follow-up queries drawn from the neighbourhood"},
+			[2]string{"communities", "the communities of --level, with their summaries"},
+			[2]string{"neighbors QUERY", "nodes within --hops of the query's entities (or --seed), and the edges among them"})
 		return nil
 	case !slices.Contains(graphOps, op):
 		return usageErr("unknown graph op %q (want %s)", op, strings.Join(graphOps, ", "))
@@ -197,11 +196,10 @@ func runMemory(ctx context.Context, env *Env, args []string) error {
 	case "recall":
 		return runMemoryRecall(ctx, env, args[1:])
 	case "-h", "--help", "help":
-		fmt.Fprintf(env.Stderr, "Usage: rcp %s\n\n", memorySynopsis)
-		fmt.Fprintln(env.Stderr, "  build            bring the memory over the live index up to date (memoryId \"global\" on rcpd)")
-		fmt.Fprintln(env.Stderr, "  build PATH…      build a memory of files and folders (read like 'rcp index add'); prints its memoryId")
-		fmt.Fprintln(env.Stderr, "  recall QUERY     clues (surrogate queries, seed ids for 'rcp graph local --seed') and draft hits")
-		fmt.Fprintln(env.Stderr, "\nrun 'rcp memory SUBCOMMAND -h' for its flags")
+		printSubcommands(env.Stderr, memorySynopsis, "rcp memory SUBCOMMAND",
+			[2]string{"build", "bring the memory over the live index up to date (memoryId \"global\" on rcpd)"},
+			[2]string{"build PATH…", "build a memory of files and folders (read like 'rcp index add'); prints its memoryId"},
+			[2]string{"recall QUERY", "clues (surrogate queries, seed ids for 'rcp graph local --seed') and draft hits"})
 		return nil
 	default:
 		return usageErr("unknown memory subcommand %q (want build or recall)", args[0])

@@ -31,12 +31,11 @@ func runIndex(ctx context.Context, env *Env, args []string) error {
 	case "delete", "rm":
 		return runIndexDelete(ctx, env, args[1:])
 	case "-h", "--help", "help":
-		fmt.Fprintf(env.Stderr, "Usage: rcp %s\n\n", indexSynopsis)
-		fmt.Fprintln(env.Stderr, "  add PATH…        index files and folders; an edited file replaces its document, an unchanged one is skipped")
-		fmt.Fprintln(env.Stderr, "  sync DIR…        add, then delete the documents of files no longer in DIR (same as add --prune)")
-		fmt.Fprintln(env.Stderr, "  list             list the stored documents (id = source, chunks, size, title), a page at a time")
-		fmt.Fprintln(env.Stderr, "  delete ID…       delete documents by id; --source PATH deletes a file's document (or a folder's)")
-		fmt.Fprintln(env.Stderr, "\nrun 'rcp index SUBCOMMAND -h' for its flags")
+		printSubcommands(env.Stderr, indexSynopsis, "rcp index SUBCOMMAND",
+			[2]string{"add PATH…", "index files and folders; an edited file replaces its document, an unchanged one is skipped"},
+			[2]string{"sync DIR…", "add, then delete the documents of files no longer in DIR (same as add --prune)"},
+			[2]string{"list", "list the stored documents (id = source, chunks, size, title), a page at a time"},
+			[2]string{"delete ID…", "delete documents by id; --source PATH deletes a file's document (or a folder's)"})
 		return nil
 	default:
 		return usageErr("unknown index subcommand %q (want add, sync, list or delete)", args[0])
