@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/internal/childproc"
 	"github.com/rcpgo/rcpgo/internal/shared"
 )
 
@@ -120,17 +121,7 @@ func startHTTP(t *testing.T, argv []string, addr string) (stop func()) {
 			}
 		}
 	}()
-	stop = func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
+	stop = func() { childproc.Stop(cmd, os.Interrupt, 10*time.Second) }
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {

@@ -25,6 +25,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rcpgo/rcpgo/internal/childproc"
 )
 
 // Bounds asserted after every attack (the processes start at 20–100 MB).
@@ -78,17 +80,7 @@ func start(t *testing.T, args ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	t.Cleanup(func() { childproc.Stop(cmd, os.Interrupt, 10*time.Second) })
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -560,28 +552,27 @@ func mcpTool(base, tool, args string) (string, error) {
 	if _, _, err := mcpDo(http.MethodPost, base, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr); err != nil {
 		return "", err
 	}
-	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: normalTimeout}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	_, _, b, err := mcpRequest(http.MethodPost, base, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`}}`, hdr)
 	return string(b), err
 }
 
 // mcpDo sends one MCP request and returns the HTTP status and the
-// session id the server assigned.
+// session id the server assigned; the body is read and dropped (a failure
+// reading it does not count: the request was answered).
 func mcpDo(method, base, body string, hdr map[string]string) (int, string, error) {
+	status, session, _, err := mcpRequest(method, base, body, hdr)
+	if status != 0 {
+		err = nil
+	}
+	return status, session, err
+}
+
+// mcpRequest sends one MCP request and returns the HTTP status, the session
+// id the server assigned and the body (up to 8 MiB).
+func mcpRequest(method, base, body string, hdr map[string]string) (int, string, []byte, error) {
 	req, err := http.NewRequest(method, base+"/mcp", strings.NewReader(body))
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -594,11 +585,11 @@ func mcpDo(method, base, body string, hdr map[string]string) (int, string, error
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: normalTimeout}
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), nil
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), b, err
 }
 
 // mcpSession is the normal MCP client's round: initialize a session, then

@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rcpgo/rcpgo/internal/childproc"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -80,7 +81,7 @@ func run(bin, data, mode, query string, limit time.Duration, extra []string) (*r
 		return nil, err
 	}
 	go relay(stderr)
-	defer stop(cmd)
+	defer childproc.Stop(cmd, syscall.SIGTERM, 30*time.Second)
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/rcp"
 	if err := barePing(ctx, url); err != nil {
 		return nil, err
@@ -173,18 +174,6 @@ func relay(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		fmt.Fprintln(os.Stderr, "rcpd:", sc.Text())
-	}
-}
-
-func stop(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
 	}
 }
 
