@@ -179,57 +179,60 @@ func (s *schema) present(f field) compiled {
 // anyOf matches objects with an element equal to one of vals.
 func (f field) anyOf(vals []filter.Value) compiled {
 	w := filters.Where().WithPath([]string{f.prop}).WithOperator(filters.ContainsAny)
+	ok := false
 	switch f.dataType {
 	case "text[]":
 		var ss []string
-		for _, v := range vals {
-			s, ok := v.Str()
-			if !ok {
-				return superset // a value of another type than the field's
-			}
-			if s != strings.TrimSpace(s) || s == "" {
-				return superset // the field tokenizer trims: undecidable here
-			}
-			ss = append(ss, s)
+		if ss, ok = each(vals, exactText); ok {
+			w.WithValueText(ss...)
 		}
-		w.WithValueText(ss...)
 	case "number[]":
 		var xs []float64
-		for _, v := range vals {
-			x, ok := v.Float64()
-			if !ok {
-				return superset
-			}
-			if math.Abs(x) > 1<<53 {
-				return superset // beyond float64's exact integers
-			}
-			xs = append(xs, x)
+		if xs, ok = each(vals, exactNumber); ok {
+			w.WithValueNumber(xs...)
 		}
-		w.WithValueNumber(xs...)
 	case "boolean[]":
 		var bs []bool
-		for _, v := range vals {
-			x, ok := v.Bool()
-			if !ok {
-				return superset
-			}
-			bs = append(bs, x)
+		if bs, ok = each(vals, filter.Value.Bool); ok {
+			w.WithValueBoolean(bs...)
 		}
-		w.WithValueBoolean(bs...)
 	case "date[]":
 		var ts []time.Time
-		for _, v := range vals {
-			t, ok := v.Time()
-			if !ok {
-				return superset
-			}
-			ts = append(ts, t)
+		if ts, ok = each(vals, filter.Value.Time); ok {
+			w.WithValueDate(ts...)
 		}
-		w.WithValueDate(ts...)
-	default:
+	}
+	if !ok {
 		return superset
 	}
 	return compiled{w, true}
+}
+
+// each reads every value with read; false when one cannot be read (a value
+// of another type than the field's, or one Weaviate cannot match exactly).
+func each[T any](vals []filter.Value, read func(filter.Value) (T, bool)) ([]T, bool) {
+	out := make([]T, 0, len(vals))
+	for _, v := range vals {
+		x, ok := read(v)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, x)
+	}
+	return out, true
+}
+
+// exactText reads a string Weaviate matches exactly: the field tokenizer
+// trims, so an empty string or one with edge white space is undecidable.
+func exactText(v filter.Value) (string, bool) {
+	s, ok := v.Str()
+	return s, ok && s != "" && s == strings.TrimSpace(s)
+}
+
+// exactNumber reads a number within float64's exact integers.
+func exactNumber(v filter.Value) (float64, bool) {
+	x, ok := v.Float64()
+	return x, ok && math.Abs(x) <= 1<<53
 }
 
 var rangeOps = map[filter.Op]filters.WhereOperator{
@@ -241,8 +244,8 @@ func (f field) rangeOf(op filter.Op, v filter.Value) compiled {
 	w := filters.Where().WithPath([]string{f.prop}).WithOperator(rangeOps[op])
 	switch f.dataType {
 	case "number[]":
-		x, ok := v.Float64()
-		if !ok || math.Abs(x) > 1<<53 {
+		x, ok := exactNumber(v)
+		if !ok {
 			return superset
 		}
 		return compiled{w.WithValueNumber(x), true}
