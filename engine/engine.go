@@ -56,6 +56,7 @@ const (
 	DefaultMaxCandidates = 1000
 	DefaultCandidateK    = 100
 	DefaultMinFitDocs    = 20
+	DefaultLSAFitSample  = 50000
 	DefaultMaxAddDocs    = 10000
 	// MaxQueryBytes caps the text of a retrieve query (-32602 beyond):
 	// about 10 000 words, far beyond any real question, small enough that
@@ -123,6 +124,12 @@ type Config struct {
 	// LSADimension caps the LSA dimension (default 256; smaller corpora
 	// get fewer dimensions).
 	LSADimension int
+	// LSAFitSample bounds the documents the LSA basis is fitted on
+	// (default DefaultLSAFitSample): a larger corpus is fitted on a
+	// deterministic uniform sample of about this many units, and every
+	// unit is still projected. It bounds the fit's time and memory at any
+	// corpus size (docs/rcpd.md, "Dense lifecycle").
+	LSAFitSample int
 	// Chunk configures server-side chunking.
 	Chunk chunk.Options
 	// TrustedSources maps Source.Name of operator-ingested documents to a
@@ -260,6 +267,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.MinFitDocs <= 0 {
 		cfg.MinFitDocs = DefaultMinFitDocs
+	}
+	if cfg.LSAFitSample <= 0 {
+		cfg.LSAFitSample = DefaultLSAFitSample
 	}
 	if cfg.Backend != nil {
 		switch {

@@ -16,6 +16,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/engine/embed/lsa"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -374,5 +375,68 @@ func TestOpenPrunesUnacknowledgedDenseRecords(t *testing.T) {
 	})
 	if ghost || !kept {
 		t.Fatalf("after the reopen: ghost record present %v, a live unit's record present %v", ghost, kept)
+	}
+}
+
+// TestLSAFitSample (issue 15, acceptance 1): above Config.LSAFitSample the
+// LSA basis is fitted on a deterministic uniform sample of about that many
+// units, every unit is still embedded, and the doubling schedule counts the
+// corpus the basis was fitted at, not the sample: a reopen does not refit
+// the basis, and neither does the deriver until the corpus doubles.
+func TestLSAFitSample(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, MinFitDocs: 20, LSAFitSample: 60}
+	e := quietEngine(t, cfg)
+	c := connect(t, e)
+	if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: topicDocs("s", 400, 3)}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e)
+	g := e.gen.Load()
+	if g == nil {
+		t.Fatal("no generation published")
+	}
+	// Binomial(400, 60/400): 60 ± 7; ±30 is over four standard deviations.
+	if n := g.model.(*lsa.Model).NumDocs(); n < 30 || n > 90 {
+		t.Fatalf("basis fitted on %d units, want a sample of about 60", n)
+	}
+	if g.fitUnits != 400 || g.ann.Len() != 400 {
+		t.Fatalf("fitted at %d units with %d vectors, want 400 and 400", g.fitUnits, g.ann.Len())
+	}
+	id := e.DenseIdentity()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = quietEngine(t, cfg)
+	settle(t, e)
+	if got := e.DenseIdentity(); got != id {
+		t.Fatalf("reopen refitted the basis: %q, was %q", got, id)
+	}
+	if g := e.gen.Load(); g == nil || g.n != 1 || g.fittedAt() != 400 {
+		t.Fatalf("after reopen: generation %+v, want generation 1 fitted at 400", g)
+	}
+}
+
+func TestFitSample(t *testing.T) {
+	if fitSample(100, 100) != nil {
+		t.Fatal("a corpus at the limit is sampled")
+	}
+	keep := fitSample(200_000, 10_000)
+	n := 0
+	for k := range uint64(200_000) {
+		if keep(k + 1) {
+			n++
+		}
+	}
+	// Binomial(200 000, 0.05): 10 000 ± 97.
+	if n < 9_500 || n > 10_500 {
+		t.Fatalf("sampled %d of 200 000 at limit 10 000", n)
+	}
+	again := fitSample(200_000, 10_000)
+	for k := range uint64(1000) {
+		if keep(k) != again(k) {
+			t.Fatalf("the sample of key %d differs between draws", k)
+		}
 	}
 }

@@ -28,7 +28,8 @@ import (
 //	           covers a prefix of them, and the prefix is trimmed once the
 //	           checkpoint is durable.
 //	densemeta  "gen" → the published generation (u64 BE), "identity" → its
-//	           encoder identity, "layout" → "2"
+//	           encoder identity, "fitunits" → the corpus size (u64 BE) its
+//	           LSA basis was fitted at, "layout" → "2"
 var (
 	bucketDense     = []byte("dense")
 	bucketDenseIDs  = []byte("denseids")
@@ -38,6 +39,7 @@ var (
 
 	keyGen      = []byte("gen")
 	keyIdentity = []byte("identity")
+	keyFitUnits = []byte("fitunits")
 	keyLayout   = []byte("layout")
 )
 

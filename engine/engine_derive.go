@@ -65,6 +65,19 @@ type generation struct {
 	applied atomic.Uint64
 	saved   uint64
 	desc    rcp.Description
+	// fitUnits is the corpus size the LSA basis was fitted at (0 when it
+	// was published before it was recorded: then the model's own document
+	// count, which was the whole corpus).
+	fitUnits int
+}
+
+// fittedAt is the corpus size g's LSA basis was fitted at; the basis is
+// refitted when the corpus doubles from it.
+func (g *generation) fittedAt() int {
+	if g.fitUnits > 0 {
+		return g.fitUnits
+	}
+	return g.model.(*lsa.Model).NumDocs()
 }
 
 // encoderInfo is what descriptions and sessions know of a generation's
@@ -412,7 +425,7 @@ func (dv *deriver) buildDue(g *generation) bool {
 	if units < dv.e.cfg.MinFitDocs || (dv.failedAt > 0 && units < 2*dv.failedAt) {
 		return false
 	}
-	return g == nil || units >= 2*g.model.(*lsa.Model).NumDocs()
+	return g == nil || units >= 2*g.fittedAt()
 }
 
 // apply embeds the units of the next batch of ops into g.
@@ -552,10 +565,11 @@ func zero(v []float32) bool {
 	return true
 }
 
-// units iterates the live units of the dense log with keys up to maxKey, in
-// pages of short read transactions (a long one would stall writers when
-// bbolt grows its map).
-func (dv *deriver) units(ctx context.Context, maxKey uint64, fail *error) iter.Seq2[uint64, string] {
+// units iterates the live units of the dense log with keys up to maxKey
+// that keep accepts (nil: all), in pages of short read transactions (a long
+// one would stall writers when bbolt grows its map). A unit keep rejects is
+// not decoded.
+func (dv *deriver) units(ctx context.Context, maxKey uint64, keep func(uint64) bool, fail *error) iter.Seq2[uint64, string] {
 	return func(yield func(uint64, string) bool) {
 		var after []byte
 		for {
@@ -579,11 +593,15 @@ func (dv *deriver) units(ctx context.Context, maxKey uint64, fail *error) iter.S
 					if len(kb) != 8 || binary.BigEndian.Uint64(kb) > maxKey {
 						continue
 					}
+					key := binary.BigEndian.Uint64(kb)
+					if keep != nil && !keep(key) {
+						continue
+					}
 					r, err := decodeDenseRecord(v, true)
 					if err != nil {
 						continue
 					}
-					page = append(page, unit{binary.BigEndian.Uint64(kb), r.Text})
+					page = append(page, unit{key, r.Text})
 				}
 				return nil
 			})
@@ -623,9 +641,12 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 	}
 	var fail error
 	var model embed.Provider
+	var fitUnits int
 	if e.cfg.Dense == DenseLSA {
+		fitUnits = e.ix.Stats().Docs
+		keep := fitSample(fitUnits, e.cfg.LSAFitSample)
 		texts := func(yield func(string) bool) {
-			for _, t := range dv.units(ctx, maxKey, &fail) {
+			for _, t := range dv.units(ctx, maxKey, keep, &fail) {
 				if !yield(t) {
 					return
 				}
@@ -650,6 +671,7 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	g := newGeneration(dv.next, model, genDir(e.cfg.Dir, dv.next), ix)
+	g.fitUnits = fitUnits
 	var keys []uint64
 	var texts []string
 	flush := func() error {
@@ -663,7 +685,7 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 		keys, texts = keys[:0], texts[:0]
 		return err
 	}
-	for k, t := range dv.units(ctx, maxKey, &fail) {
+	for k, t := range dv.units(ctx, maxKey, nil, &fail) {
 		keys, texts = append(keys, k), append(texts, t)
 		if len(texts) == applyBatch {
 			if err := flush(); err != nil {
@@ -713,6 +735,9 @@ func (dv *deriver) publish(g, old *generation) error {
 	if err := e.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketDenseMeta)
 		if err := meta.Put(keyIdentity, []byte(g.info.identity)); err != nil {
+			return err
+		}
+		if err := meta.Put(keyFitUnits, be64(uint64(g.fitUnits))); err != nil {
 			return err
 		}
 		return meta.Put(keyGen, be64(g.n))
@@ -776,13 +801,16 @@ func (dv *deriver) trim(g *generation) error {
 // openDense loads the published generation and starts the deriver; with
 // waitPreload it waits until the preload is embedded.
 func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
-	var n uint64
+	var n, fitUnits uint64
 	var identity string
 	empty := true
 	if err := e.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketDenseMeta)
 		if v := meta.Get(keyGen); len(v) == 8 {
 			n = binary.BigEndian.Uint64(v)
+		}
+		if v := meta.Get(keyFitUnits); len(v) == 8 {
+			fitUnits = binary.BigEndian.Uint64(v)
 		}
 		identity = string(meta.Get(keyIdentity))
 		k, _ := tx.Bucket(bucketDense).Cursor().First()
@@ -796,6 +824,7 @@ func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
 		if err != nil {
 			e.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", n, "err", err)
 		} else {
+			g.fitUnits = int(fitUnits)
 			g.desc = e.describe(g)
 			e.gen.Store(g)
 		}
@@ -809,4 +838,29 @@ func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
 		}
 	}
 	return nil
+}
+
+// fitSample is the LSA fit's sample of a corpus of units units: nil (every
+// unit) up to limit, else a deterministic uniform sample of about limit
+// units (each kept with probability limit/units, decided by a hash of its
+// key, so a refit over the same units draws the same sample). The fit's cost
+// — tokenised texts held in memory, the rows × (k+16) float64 range of the
+// randomized SVD, the QR factorisations — grows with the units it reads;
+// the basis of a few hundred dimensions does not need more than tens of
+// thousands of them (docs/rcpd.md, "Dense lifecycle").
+func fitSample(units, limit int) func(uint64) bool {
+	if units <= limit {
+		return nil
+	}
+	threshold := uint64(float64(limit) / float64(units) * (1 << 64))
+	return func(key uint64) bool { return mix64(key) < threshold }
+}
+
+// mix64 is SplitMix64's finaliser: a bijection of uint64 whose output bits
+// look uniform for sequential inputs.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }

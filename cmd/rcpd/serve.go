@@ -39,6 +39,7 @@ type fileConfig struct {
 	Dense          string            `json:"dense"`
 	MinFitDocs     int               `json:"minFitDocs"`
 	LSADimension   int               `json:"lsaDimension"`
+	LSAFitSample   int               `json:"lsaFitSample"`
 	Chunk          chunk.Options     `json:"chunk"`
 	TrustedSources map[string]string `json:"trustedSources"`
 	NoScreen       bool              `json:"noScreen"`
@@ -249,7 +250,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		MaxK:     fc.MaxK, MaxCandidates: fc.MaxCandidates,
 		Fields:     map[string]string{},
 		Dense:      pick(f.dense, os.Getenv("RCPD_DENSE"), fc.Dense, engine.DenseLSA),
-		MinFitDocs: fc.MinFitDocs, LSADimension: fc.LSADimension,
+		MinFitDocs: fc.MinFitDocs, LSADimension: fc.LSADimension, LSAFitSample: fc.LSAFitSample,
 		Chunk:            fc.Chunk,
 		TrustedSources:   map[string]string{},
 		NoScreen:         fc.NoScreen,
