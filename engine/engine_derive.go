@@ -69,6 +69,9 @@ type generation struct {
 	// was published before it was recorded: then the model's own document
 	// count, which was the whole corpus).
 	fitUnits int
+	// outdated: the checkpoint was read from an older file version; the
+	// deriver rewrites it (deriver only).
+	outdated bool
 }
 
 // fittedAt is the corpus size g's LSA basis was fitted at; the basis is
@@ -205,6 +208,16 @@ func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
 	close(g.ready)
 	dv.e.log.Info("engine: dense checkpoint loaded", "generation", g.n, "units", g.ann.Len(),
 		"took", time.Since(start).Round(time.Millisecond))
+	// Searches check the mapped blocks they touch; check the rest before
+	// this goroutine changes the index. A damaged block withdraws the
+	// generation (a search that touched it has failed) and rebuilds it.
+	start = time.Now()
+	if err := g.ann.Verify(); err != nil {
+		dv.e.log.Warn("engine: dense checkpoint damaged; rebuilding it in the background", "generation", g.n, "err", err)
+		dv.e.gen.CompareAndSwap(g, nil)
+		return
+	}
+	dv.e.log.Info("engine: dense checkpoint verified", "generation", g.n, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // loadModel loads g's LSA model unless Open already has; it must be the
@@ -236,7 +249,7 @@ func (dv *deriver) loadCheckpoint(g *generation) error {
 			errs = append(errs, err)
 			continue
 		}
-		g.ann, g.saved = ix, seq
+		g.ann, g.saved, g.outdated = ix, seq, ix.Outdated()
 		g.applied.Store(seq)
 		return nil
 	}
@@ -379,7 +392,7 @@ func (dv *deriver) run(ctx context.Context) {
 		}
 		dv.setIdle(true, dv.e.opSeq.Load(), nil)
 		wait := dv.saveSpacing()
-		if g := dv.e.gen.Load(); g != nil && g.applied.Load() > g.saved {
+		if g := dv.e.gen.Load(); g != nil && (g.applied.Load() > g.saved || g.outdated) {
 			wait = max(time.Until(dv.lastSave.Add(dv.saveSpacing())), time.Millisecond)
 		}
 		select {
@@ -410,7 +423,7 @@ func (dv *deriver) step(ctx context.Context) (bool, error) {
 	if g != nil && g.applied.Load() < dv.e.opSeq.Load() {
 		return true, dv.apply(ctx, g)
 	}
-	if g != nil && g.applied.Load() > g.saved && time.Since(dv.lastSave) >= dv.saveSpacing() {
+	if g != nil && (g.applied.Load() > g.saved || g.outdated) && time.Since(dv.lastSave) >= dv.saveSpacing() {
 		return true, dv.checkpoint(g)
 	}
 	return false, nil
@@ -785,7 +798,7 @@ func (dv *deriver) writeCheckpoint(g *generation) error {
 			_ = os.Remove(filepath.Join(g.dir, checkpointName(old)))
 		}
 	}
-	g.saved = seq
+	g.saved, g.outdated = seq, false
 	dv.lastSave, dv.saveCost = time.Now(), time.Since(start)
 	return nil
 }

@@ -149,9 +149,14 @@ type Index struct {
 	mu  sync.RWMutex
 	cfg Config
 
-	vecs   []float32 // slot-major
-	ids    []uint64  // slot → id
-	levels []uint8   // slot → top layer
+	// base, when set, holds the layer-0 links and vectors of the slots
+	// below base.n in a mapped checkpoint (mapped.go); vecs and layer0
+	// hold those of the slots from base.n on.
+	base     *mapped
+	outdated bool      // read from a version-1 file
+	vecs     []float32 // slot-major
+	ids      []uint64  // slot → id
+	levels   []uint8   // slot → top layer
 	// layer0 holds every slot's layer-0 links inline for locality:
 	// stride0 = 2M+1 int32s per slot, a count then up to 2M slots.
 	layer0  []int32
@@ -220,12 +225,34 @@ func (ix *Index) Vector(id uint64) ([]float32, bool) {
 	if !ok {
 		return nil, false
 	}
-	return slices.Clone(ix.vec(s)), true
+	v := slices.Clone(ix.vec(s))
+	if ix.damaged() {
+		return nil, false
+	}
+	return v, true
 }
 
 func (ix *Index) vec(s int32) []float32 {
 	d := ix.cfg.Dim
+	if b := ix.base; b != nil {
+		if int(s) < b.n {
+			return b.vec(int(s))
+		}
+		s -= int32(b.n)
+	}
 	return ix.vecs[int(s)*d : int(s)*d+d]
+}
+
+// row is the layer-0 link row of s: a count, then up to 2M slots.
+func (ix *Index) row(s int32) []int32 {
+	if b := ix.base; b != nil {
+		if int(s) < b.n {
+			return b.row(int(s))
+		}
+		s -= int32(b.n)
+	}
+	base := int(s) * ix.stride0
+	return ix.layer0[base : base+ix.stride0]
 }
 
 func dot(a, b []float32) float32 {
@@ -277,6 +304,11 @@ func (ix *Index) AddBatch(ids []uint64, vs [][]float32) error {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	// Inserting rewrites mapped links in place (copy on write): every
+	// mapped block is verified first, so none is changed unverified.
+	if err := ix.verifyBase(); err != nil {
+		return err
+	}
 	// Resolve duplicates within the batch: the last one wins.
 	last := make(map[uint64]int, len(ids))
 	for i, id := range ids {
@@ -369,6 +401,11 @@ func (ix *Index) getVisited() *visited { return ix.visitedPool.Get().(*visited) 
 // addSlotLinks appends empty link storage for a new slot of the given level.
 func (ix *Index) addSlotLinks(lvl int) {
 	ix.layer0 = append(ix.layer0, make([]int32, ix.stride0)...)
+	ix.addUpperLinks(lvl)
+}
+
+// addUpperLinks appends empty storage for a new slot's layers 1..lvl.
+func (ix *Index) addUpperLinks(lvl int) {
 	var up [][]int32
 	if lvl > 0 {
 		up = make([][]int32, lvl)
@@ -379,8 +416,8 @@ func (ix *Index) addSlotLinks(lvl int) {
 // getLinks returns the stored links of s at layer l (a view, not a copy).
 func (ix *Index) getLinks(s int32, l int) []int32 {
 	if l == 0 {
-		base := int(s) * ix.stride0
-		return ix.layer0[base+1 : base+1+int(ix.layer0[base])]
+		r := ix.row(s)
+		return r[1 : 1+r[0]]
 	}
 	return ix.upper[s][l-1]
 }
@@ -388,9 +425,8 @@ func (ix *Index) getLinks(s int32, l int) []int32 {
 // setLinks replaces the links of s at layer l (nb may alias the storage).
 func (ix *Index) setLinks(s int32, l int, nb []int32) {
 	if l == 0 {
-		base := int(s) * ix.stride0
-		n := copy(ix.layer0[base+1:base+ix.stride0], nb)
-		ix.layer0[base] = int32(n)
+		r := ix.row(s)
+		r[0] = int32(copy(r[1:], nb))
 		return
 	}
 	cur := ix.upper[s][l-1]
@@ -501,9 +537,9 @@ func (ix *Index) link(n, s int32, score float32, l, maxConn int) {
 	}
 	if len(cur) < maxConn {
 		if l == 0 {
-			base := int(n) * ix.stride0
-			ix.layer0[base+1+len(cur)] = s
-			ix.layer0[base]++
+			r := ix.row(n)
+			r[1+len(cur)] = s
+			r[0]++
 		} else {
 			ix.upper[n][l-1] = append(cur, s)
 		}
@@ -638,14 +674,23 @@ func (ix *Index) Search(q []float32, k int, opts SearchOptions) ([]Result, error
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	res := ix.search(qv, k, opts)
+	if ix.damaged() {
+		// A mapped block failed its check while this search read it.
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, ix.base.err())
+	}
+	return res, nil
+}
+
+func (ix *Index) search(qv []float32, k int, opts SearchOptions) []Result {
 	if ix.live == 0 {
-		return nil, nil
+		return nil
 	}
 	if opts.Exact || ix.live <= ix.cfg.ExactThreshold {
-		return ix.exact(qv, k, opts.Filter), nil
+		return ix.exact(qv, k, opts.Filter)
 	}
 	if opts.Filter != nil && ix.passRate(opts.Filter) < ix.cfg.FilterExactBelow {
-		return ix.exact(qv, k, opts.Filter), nil
+		return ix.exact(qv, k, opts.Filter)
 	}
 	ef := opts.Ef
 	if ef <= 0 {
@@ -668,9 +713,9 @@ func (ix *Index) Search(q []float32, k int, opts SearchOptions) ([]Result, error
 	if len(w) < k && len(w) < ix.live {
 		// The walk ran dry (heavy deletions or a filter that cuts the graph):
 		// the exact scan still finds every admitted vector.
-		return ix.exact(qv, k, opts.Filter), nil
+		return ix.exact(qv, k, opts.Filter)
 	}
-	return ix.results(w, k), nil
+	return ix.results(w, k)
 }
 
 func (ix *Index) results(w []cand, k int) []Result {
@@ -746,19 +791,22 @@ func (ix *Index) Delete(id uint64) bool {
 }
 
 // Compact rebuilds the graph from the live vectors, dropping tombstones.
-func (ix *Index) Compact() {
+// It fails, changing nothing, when a mapped block is damaged.
+func (ix *Index) Compact() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	d := ix.cfg.Dim
+	if err := ix.verifyBase(); err != nil {
+		return err
+	}
 	var vecs []float32
 	var ids []uint64
 	for s := range ix.ids {
 		if !ix.deleted[s] {
 			ids = append(ids, ix.ids[s])
-			vecs = append(vecs, ix.vecs[s*d:s*d+d]...)
+			vecs = append(vecs, ix.vec(int32(s))...)
 		}
 	}
-	ix.vecs, ix.ids, ix.levels, ix.layer0, ix.upper, ix.deleted = vecs, ids, nil, nil, nil, nil
+	ix.base, ix.vecs, ix.ids, ix.levels, ix.layer0, ix.upper, ix.deleted = nil, vecs, ids, nil, nil, nil, nil
 	ix.slotOf = make(map[uint64]int32, len(ids))
 	ix.entry, ix.topLevel, ix.live = -1, 0, len(ids)
 	slots := make([]int32, len(ids))
@@ -771,4 +819,5 @@ func (ix *Index) Compact() {
 		slots[s] = int32(s)
 	}
 	ix.insertSlots(slots)
+	return nil
 }

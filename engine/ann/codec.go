@@ -12,22 +12,38 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
-// File format (little-endian), version 1:
+// File format (little-endian). Version 2, written by Save:
 //
-//	magic "RCPANN", uint16 version
+//	magic "RCPANN", uint16 version 2
 //	header: dim u32, metric u8, M u32, efConstruction u32, efSearch u32,
 //	        exactThreshold u32, filterExactBelow f64, seed u64,
 //	        identity (u16 length + bytes),
-//	        slots u32, entry i32, topLevel u8
-//	per slot: id u64, deleted u8, level u8,
-//	          per layer 0..level: count u16, count × neighbour slot u32
+//	        slots u32, entry i32, topLevel u8, blockSlots u32, metaLen u64
+//	meta (metaLen bytes): per slot: id u64, deleted u8, level u8,
+//	        per layer 1..level: count u16, count × neighbour slot u32
+//	metaCRC: u32 CRC-32C of everything before it
+//	zero padding to a multiple of 4096 bytes
+//	rows: slots × (2M+1) × i32 — per slot its layer-0 link count, then
+//	      2M link slots (those past the count are ignored)
 //	vectors: slots × dim × f32
-//	crc: u32 CRC-32C of everything before it
+//	blocks: ⌈slots/blockSlots⌉ × u32 — per block of blockSlots slots the
+//	        CRC-32C of its rows' bytes followed by its vectors' bytes
+//	blocksCRC: u32 CRC-32C of the block table
+//
+// Load maps rows and vectors and uses them in place (mapped.go): opening
+// reads the header and meta (ids, tombstones, levels and the upper
+// layers, about 1/16 of the nodes) and checks blocks as they are touched.
+//
+// Version 1 (still read; Outdated reports it): the same header without
+// blockSlots and metaLen, then per slot id u64, deleted u8, level u8 and
+// per layer 0..level count u16 + count × u32, then the vectors, then one
+// CRC-32C of everything before it.
 const (
 	fileMagic   = "RCPANN"
-	fileVersion = 1
+	fileVersion = 2
 	maxSlots    = 1 << 31
 )
 
@@ -39,6 +55,7 @@ var ErrCorrupt = errors.New("ann: corrupt index file")
 type crcWriter struct {
 	w   *bufio.Writer
 	h   hash.Hash32
+	n   int64 // bytes written
 	err error
 	buf [8]byte
 }
@@ -48,6 +65,7 @@ func (c *crcWriter) write(p []byte) {
 		return
 	}
 	c.h.Write(p)
+	c.n += int64(len(p))
 	_, c.err = c.w.Write(p)
 }
 func (c *crcWriter) u8(v uint8)   { c.buf[0] = v; c.write(c.buf[:1]) }
@@ -55,12 +73,66 @@ func (c *crcWriter) u16(v uint16) { binary.LittleEndian.PutUint16(c.buf[:], v); 
 func (c *crcWriter) u32(v uint32) { binary.LittleEndian.PutUint32(c.buf[:], v); c.write(c.buf[:4]) }
 func (c *crcWriter) u64(v uint64) { binary.LittleEndian.PutUint64(c.buf[:], v); c.write(c.buf[:8]) }
 
-// WriteTo encodes the index to w.
+// WriteTo encodes the index to w in the current file version. It fails
+// when a block of the file the index was read from is damaged, so a
+// damaged vector or link is never written out under a fresh checksum.
 func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	if err := ix.verifyBase(); err != nil {
+		return 0, fmt.Errorf("ann: write: %w", err)
+	}
 	cw := &countWriter{w: w}
 	c := &crcWriter{w: bufio.NewWriterSize(cw, 1<<16), h: crc32.New(castagnoli)}
+	ix.writeHeader(c)
+	ix.writeMeta(c)
+	c.u32(c.h.Sum32())
+	c.write(make([]byte, padTo(int(c.n), pageSize)-int(c.n)))
+	blocks := (len(ix.ids) + defaultBlockSlots - 1) / defaultBlockSlots
+	sums := make([]uint32, blocks)
+	buf := make([]byte, 0, 1<<16)
+	for s := range ix.ids {
+		for _, x := range ix.row(int32(s)) {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(x))
+		}
+		buf = ix.flushBlock(c, buf, s, sums)
+	}
+	for s := range ix.ids {
+		for _, x := range ix.vec(int32(s)) {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+		}
+		buf = ix.flushBlock(c, buf, s, sums)
+	}
+	tab := make([]byte, 0, 4*blocks+4)
+	for _, sum := range sums {
+		tab = binary.LittleEndian.AppendUint32(tab, sum)
+	}
+	tab = binary.LittleEndian.AppendUint32(tab, crc32.Checksum(tab, castagnoli))
+	c.write(tab)
+	if c.err == nil {
+		c.err = c.w.Flush()
+	}
+	if c.err != nil {
+		return cw.n, fmt.Errorf("ann: write: %w", c.err)
+	}
+	return cw.n, nil
+}
+
+// flushBlock writes buf when slot s ends a block, folding it into the
+// block's checksum (rows first, then vectors: crc32.Update continues).
+func (ix *Index) flushBlock(c *crcWriter, buf []byte, s int, sums []uint32) []byte {
+	if (s+1)%defaultBlockSlots != 0 && s != len(ix.ids)-1 {
+		return buf
+	}
+	b := s / defaultBlockSlots
+	sums[b] = crc32.Update(sums[b], castagnoli, buf)
+	c.write(buf)
+	return buf[:0]
+}
+
+func padTo(n, align int) int { return (n + align - 1) / align * align }
+
+func (ix *Index) writeHeader(c *crcWriter) {
 	c.write([]byte(fileMagic))
 	c.u16(fileVersion)
 	cfg := ix.cfg
@@ -77,6 +149,21 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	c.u32(uint32(len(ix.ids)))
 	c.u32(uint32(ix.entry))
 	c.u8(uint8(ix.topLevel))
+	c.u32(defaultBlockSlots)
+	c.u64(uint64(ix.metaLen()))
+}
+
+func (ix *Index) metaLen() int {
+	n := 10 * len(ix.ids)
+	for _, up := range ix.upper {
+		for _, nb := range up {
+			n += 2 + 4*len(nb)
+		}
+	}
+	return n
+}
+
+func (ix *Index) writeMeta(c *crcWriter) {
 	for s, id := range ix.ids {
 		c.u64(id)
 		if ix.deleted[s] {
@@ -85,34 +172,13 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 			c.u8(0)
 		}
 		c.u8(ix.levels[s])
-		for l := 0; l <= int(ix.levels[s]); l++ {
-			nb := ix.getLinks(int32(s), l)
+		for _, nb := range ix.upper[s] {
 			c.u16(uint16(len(nb)))
 			for _, n := range nb {
 				c.u32(uint32(n))
 			}
 		}
 	}
-	chunk := make([]byte, 0, 1<<16)
-	for i, x := range ix.vecs {
-		chunk = binary.LittleEndian.AppendUint32(chunk, math.Float32bits(x))
-		if len(chunk) == cap(chunk) || i == len(ix.vecs)-1 {
-			c.write(chunk)
-			chunk = chunk[:0]
-		}
-	}
-	sum := c.h.Sum32()
-	if c.err == nil {
-		binary.LittleEndian.PutUint32(c.buf[:], sum)
-		_, c.err = c.w.Write(c.buf[:4])
-	}
-	if c.err == nil {
-		c.err = c.w.Flush()
-	}
-	if c.err != nil {
-		return cw.n, fmt.Errorf("ann: write: %w", c.err)
-	}
-	return cw.n, nil
 }
 
 type countWriter struct {
@@ -159,16 +225,31 @@ func (ix *Index) Save(path string) (err error) {
 	return nil
 }
 
-// Load reads an index written by Save.
+// Load opens an index written by Save. A current file is mapped (read
+// into memory where the platform has no mmap) and used in place: Load
+// reads its header and meta, and every block of links and vectors is
+// checked when first touched (see Verify). A version-1 file is read and
+// decoded whole.
 func Load(path string) (*Index, error) {
-	b, err := os.ReadFile(path)
+	data, release, err := mapFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("ann: load: %w", err)
 	}
-	ix, err := Decode(b)
+	if version(data) != fileVersion {
+		ix, err := decodeV1(data)
+		release()
+		if err != nil {
+			return nil, fmt.Errorf("ann: load %s: %w", path, err)
+		}
+		return ix, nil
+	}
+	ix, err := decodeV2(data)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("ann: load %s: %w", path, err)
 	}
+	// The mapping lives as long as the index: nothing else refers to it.
+	runtime.AddCleanup(ix, func(release func()) { release() }, release)
 	return ix, nil
 }
 
@@ -179,6 +260,23 @@ func Read(r io.Reader) (*Index, error) {
 		return nil, fmt.Errorf("ann: read: %w", err)
 	}
 	return Decode(b)
+}
+
+// Decode decodes an index from b (which it does not retain). Blocks of a
+// current file are checked as they are touched, as after Load.
+func Decode(b []byte) (*Index, error) {
+	if version(b) == fileVersion {
+		return decodeV2(aligned(b))
+	}
+	return decodeV1(b)
+}
+
+// version is the file version b claims (0 if it is no index file).
+func version(b []byte) uint16 {
+	if len(b) < len(fileMagic)+2 || string(b[:len(fileMagic)]) != fileMagic {
+		return 0
+	}
+	return binary.LittleEndian.Uint16(b[len(fileMagic):])
 }
 
 // decoder walks an encoded index. The checksum is verified over the whole
@@ -207,12 +305,13 @@ func (d *decoder) u64() uint64 { return binary.LittleEndian.Uint64(d.take(8)) }
 
 var errTruncated = fmt.Errorf("%w: truncated", ErrCorrupt)
 
-// Decode decodes an index from b, verifying its structure and checksum.
-func Decode(b []byte) (*Index, error) {
+// decodeV1 decodes a version-1 index, verifying its checksum first and
+// then its whole structure.
+func decodeV1(b []byte) (*Index, error) {
 	if len(b) < len(fileMagic)+2 || string(b[:len(fileMagic)]) != fileMagic {
 		return nil, fmt.Errorf("%w: bad magic", ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint16(b[len(fileMagic):]); v != fileVersion {
+	if v := binary.LittleEndian.Uint16(b[len(fileMagic):]); v != 1 {
 		return nil, fmt.Errorf("%w: unsupported version %d", ErrCorrupt, v)
 	}
 	if len(b) < len(fileMagic)+2+4 {
@@ -223,6 +322,32 @@ func Decode(b []byte) (*Index, error) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	d := &decoder{b: body, off: len(fileMagic) + 2}
+	ix, n, err := decodeHeader(d)
+	if err != nil {
+		return nil, err
+	}
+	// Every slot takes at least 12 bytes and its vector 4·dim: a header
+	// claiming more slots than the image holds fails before allocating.
+	if uint64(n)*(12+4*uint64(ix.cfg.Dim)) > uint64(len(body)-d.off) {
+		return nil, errTruncated
+	}
+	if err := ix.decodeSlots(d, n, true); err != nil {
+		return nil, err
+	}
+	if err := ix.decodeVectors(d, n); err != nil {
+		return nil, err
+	}
+	if d.off != len(body) {
+		return nil, fmt.Errorf("%w: trailing data", ErrCorrupt)
+	}
+	ix.outdated = true
+	return ix, nil
+}
+
+// decodeHeader reads the header fields both versions share and returns
+// an empty index of that configuration, entry point and top level, and
+// the number of slots.
+func decodeHeader(d *decoder) (*Index, uint32, error) {
 	var cfg Config
 	cfg.Dim = int(d.u32())
 	cfg.Metric = Metric(d.u8())
@@ -234,53 +359,93 @@ func Decode(b []byte) (*Index, error) {
 	cfg.Seed = d.u64()
 	idLen := int(d.u16())
 	if idLen > maxIdentity {
-		return nil, fmt.Errorf("%w: identity of %d bytes", ErrCorrupt, idLen)
+		return nil, 0, fmt.Errorf("%w: identity of %d bytes", ErrCorrupt, idLen)
 	}
 	cfg.Identity = string(d.take(idLen))
 	n := d.u32()
 	entry := int32(d.u32())
 	top := int(d.u8())
 	if d.bad {
-		return nil, errTruncated
+		return nil, 0, errTruncated
 	}
 	if cfg.Dim <= 0 || cfg.M <= 0 || cfg.EfConstruction <= 0 || cfg.EfSearch <= 0 ||
 		cfg.ExactThreshold < 0 || math.IsNaN(cfg.FilterExactBelow) || cfg.FilterExactBelow <= 0 || cfg.FilterExactBelow > 1 {
-		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
+		return nil, 0, fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
 	if err := cfg.defaults(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if n > maxSlots || top >= maxLevel || (n == 0) != (entry == -1) || (n > 0 && (entry < 0 || uint32(entry) >= n)) {
-		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
-	}
-	// Every slot takes at least 12 bytes and its vector 4·dim: a header
-	// claiming more slots than the image holds fails before allocating.
-	if uint64(n)*(12+4*uint64(cfg.Dim)) > uint64(len(body)-d.off) {
-		return nil, errTruncated
+		return nil, 0, fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
 	ix, _ := New(cfg)
 	ix.rng = rand.New(rand.NewPCG(cfg.Seed, 0x2545f4914f6cdd1d^uint64(n)))
 	ix.entry, ix.topLevel = entry, top
-	if err := ix.decodeSlots(d, n); err != nil {
+	return ix, n, nil
+}
+
+// decodeV2 opens a version-2 image (4-byte aligned, e.g. mapped): the
+// header and meta are checked and decoded, rows and vectors are used in
+// place and checked block by block as they are touched.
+func decodeV2(b []byte) (*Index, error) {
+	d := &decoder{b: b, off: len(fileMagic) + 2}
+	ix, n, err := decodeHeader(d)
+	if err != nil {
 		return nil, err
 	}
-	if err := ix.decodeVectors(d, n); err != nil {
+	blockSlots, metaLen := int(d.u32()), d.u64()
+	if d.bad {
+		return nil, errTruncated
+	}
+	if blockSlots <= 0 || blockSlots > maxBlockSlots || metaLen < 10*uint64(n) {
+		return nil, fmt.Errorf("%w: bad header", ErrCorrupt)
+	}
+	metaStart := d.off
+	if metaLen > uint64(len(b)-metaStart-4) {
+		return nil, errTruncated
+	}
+	metaEnd := metaStart + int(metaLen)
+	if binary.LittleEndian.Uint32(b[metaEnd:]) != crc32.Checksum(b[:metaEnd], castagnoli) {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	}
+	off := padTo(metaEnd+4, pageSize)
+	if off > len(b) {
+		return nil, errTruncated
+	}
+	for _, x := range b[metaEnd+4 : off] {
+		if x != 0 {
+			return nil, fmt.Errorf("%w: bad padding", ErrCorrupt)
+		}
+	}
+	if uint64(n)*uint64(ix.stride0+ix.cfg.Dim)*4 > uint64(len(b)-off) {
+		return nil, errTruncated
+	}
+	if ix.base, err = newMapped(b, off, int(n), ix.cfg.Dim, ix.stride0, blockSlots); err != nil {
 		return nil, err
 	}
-	if d.off != len(body) {
-		return nil, fmt.Errorf("%w: trailing data", ErrCorrupt)
+	meta := &decoder{b: b[:metaEnd], off: metaStart}
+	if err := ix.decodeSlots(meta, n, false); err != nil {
+		return nil, err
+	}
+	if meta.off != metaEnd {
+		return nil, fmt.Errorf("%w: trailing meta data", ErrCorrupt)
 	}
 	return ix, nil
 }
 
 // decodeSlots reads the ids, tombstones and links of n slots and checks
-// the graph's structure.
-func (ix *Index) decodeSlots(d *decoder, n uint32) error {
+// the graph's structure; withRows says whether d holds the layer-0 links
+// too (version 1) or only the upper layers (version 2: layer 0 is mapped).
+func (ix *Index) decodeSlots(d *decoder, n uint32, withRows bool) error {
 	cfg := ix.cfg
+	first := 1
+	if withRows {
+		first = 0
+		ix.layer0 = make([]int32, 0, int(n)*ix.stride0)
+	}
 	ix.ids = make([]uint64, 0, n)
 	ix.deleted = make([]bool, 0, n)
 	ix.levels = make([]uint8, 0, n)
-	ix.layer0 = make([]int32, 0, int(n)*ix.stride0)
 	ix.upper = make([][][]int32, 0, n)
 	ix.slotOf = make(map[uint64]int32, n)
 	maxConn0 := 2 * cfg.M
@@ -297,8 +462,12 @@ func (ix *Index) decodeSlots(d *decoder, n uint32) error {
 		ix.ids = append(ix.ids, id)
 		ix.deleted = append(ix.deleted, del == 1)
 		ix.levels = append(ix.levels, lvl)
-		ix.addSlotLinks(int(lvl))
-		for l := 0; l <= int(lvl); l++ {
+		if withRows {
+			ix.addSlotLinks(int(lvl))
+		} else {
+			ix.addUpperLinks(int(lvl))
+		}
+		for l := first; l <= int(lvl); l++ {
 			cnt := int(d.u16())
 			limit := cfg.M
 			if l == 0 {
@@ -334,7 +503,7 @@ func (ix *Index) decodeSlots(d *decoder, n uint32) error {
 	}
 	// Links at layer l must point to nodes that exist at layer l.
 	for s := range ix.ids {
-		for l := 0; l <= int(ix.levels[s]); l++ {
+		for l := first; l <= int(ix.levels[s]); l++ {
 			for _, x := range ix.getLinks(int32(s), l) {
 				if int(ix.levels[x]) < l {
 					return fmt.Errorf("%w: slot %d layer %d links to slot %d of level %d", ErrCorrupt, s, l, x, ix.levels[x])

@@ -1,0 +1,33 @@
+//go:build unix
+
+package ann
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// mapFile maps the file at path privately, readable and writable: writes
+// (inserts relinking stored nodes) copy the pages they touch and never
+// reach the file. The mapping outlives the file's removal; release unmaps.
+func mapFile(path string) (data []byte, release func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	size := fi.Size()
+	if size == 0 || size != int64(int(size)) {
+		return nil, nil, fmt.Errorf("%s: cannot map %d bytes", path, size)
+	}
+	data, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mmap %s: %w", path, err)
+	}
+	return data, func() { _ = syscall.Munmap(data) }, nil
+}
