@@ -333,23 +333,30 @@ func TestOpenAIVectorsPersist(t *testing.T) {
 		return append([]string{"--data", dir, "--on-locked", "fail", "--dense", "openai", "--embed-url", emb.URL + "/v1",
 			"--embed-model", "hash-embed", "--embed-api-key-env", "TEST_EMBED_KEY", "--embed-dimension", "16"}, extra...)
 	}
-	run := func(extra ...string) {
+	// run starts rcpd, re-adds the documents and stops it once the encoder
+	// has seen want inputs in all (the re-embedding after an identity
+	// change runs in the background, and shutdown abandons it), or after a
+	// minute.
+	run := func(want int64, extra ...string) {
 		t.Run(strings.Join(extra, " "), func(t *testing.T) {
 			s := startRcpd(t, args(extra...)...)
 			s.capabilities()
 			s.call("index/add", `{"documents":[{"id":"a","text":"alpha beta"},{"id":"b","text":"gamma delta"},{"id":"c","text":"alpha gamma"}]}`)
+			for deadline := time.Now().Add(time.Minute); inputs.Load() < want && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
 			s.call("shutdown", `{}`)
 		})
 	}
-	run()
+	run(3)
 	if n := inputs.Load(); n != 3 {
 		t.Fatalf("first start embedded %d inputs, want 3", n)
 	}
-	run() // same identity, same texts (re-adding identical documents changes nothing)
+	run(3) // same identity, same texts (re-adding identical documents changes nothing)
 	if n := inputs.Load(); n != 3 {
 		t.Fatalf("restart embedded %d inputs, want 0", n-3)
 	}
-	run("--embed-document-prefix", "passage: ") // new identity
+	run(6, "--embed-document-prefix", "passage: ") // new identity
 	if n := inputs.Load(); n != 6 {
 		t.Fatalf("identity change embedded %d inputs, want 3", n-3)
 	}
