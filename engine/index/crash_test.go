@@ -43,7 +43,9 @@ func TestCrashChild(t *testing.T) {
 	seed, _ := strconv.ParseUint(os.Getenv(crashSeedEnv), 10, 64)
 	ctx := context.Background()
 	// Small thresholds so flushes and merges run while we are killed.
-	ix, err := Open(ctx, dir, Options{FlushDocs: 40, MaxMemSegments: 4, MergeFactor: 3, FlushAfter: 5 * time.Millisecond})
+	// A small DictAfter: the store trains compression dictionaries (and
+	// rewrites records with them) while we are killed.
+	ix, err := Open(ctx, dir, Options{FlushDocs: 40, MaxMemSegments: 4, MergeFactor: 3, FlushAfter: 5 * time.Millisecond, DictAfter: 60})
 	if err != nil {
 		fmt.Printf("ERR %v\n", err)
 		os.Exit(2)
@@ -193,6 +195,7 @@ func verifyCrashState(t *testing.T, trial int, dir string, model map[string]stri
 		t.Fatalf("trial %d: reopen: %v", trial, err)
 	}
 	defer ix.Close()
+	t.Logf("trial %d: store dictionaries %v", trial, ix.st.Dictionaries())
 	state := func(id string) (string, bool) {
 		d, err := ix.Get(ctx, id)
 		if err != nil {

@@ -46,7 +46,6 @@
 package index
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -113,6 +112,11 @@ type Options struct {
 	// serves repeated hits from (default DefaultDocCacheBytes; < 0: none).
 	DocCacheBytes int64
 
+	// DictAfter is the number of documents from which the record store
+	// trains its compression dictionary (default store.DictMinDocs; see
+	// CompactStore).
+	DictAfter int
+
 	// NoBackground disables the background flusher/merger; call Flush and
 	// Merge explicitly. For tests and bulk loads.
 	NoBackground bool
@@ -170,11 +174,15 @@ type Index struct {
 
 	docs *docCache // decoded records for Load; nil when disabled
 
-	bgmu   sync.Mutex // serialises flush and merge
+	bgmu   sync.Mutex // serialises flush, merge and store compaction
 	kick   chan struct{}
 	stop   chan struct{}
 	bgDone chan struct{}
 	closed atomic.Bool
+	// recompressed: CompactStore has rewritten the records stored
+	// without a dictionary since Open (it then does so again only after
+	// training a new one). Guarded by bgmu.
+	recompressed bool
 }
 
 const (
@@ -396,14 +404,14 @@ func (ix *Index) recover(ctx context.Context) error {
 func (ix *Index) migrateRecords(ctx context.Context, man *store.Manifest) error {
 	start := time.Now()
 	n, err := ix.st.RewriteRecords(ctx, func(_ uint64, enc []byte) ([]byte, error) {
-		d, f, err := store.DecodeRecord(enc, true)
+		d, f, err := ix.st.DecodeRecord(enc, true)
 		if err != nil {
 			return nil, err
 		}
 		if f.ScreenRules == trust.RulesVersion && enc[0] != '{' {
 			return nil, nil
 		}
-		return store.EncodeDoc(d, factsOf(d))
+		return ix.st.EncodeDoc(d, factsOf(d))
 	})
 	if err != nil {
 		return fmt.Errorf("index: migrating document records: %w", err)
@@ -566,7 +574,7 @@ func (ix *Index) Prepare(ctx context.Context, docs []Document) (*Batch, error) {
 			return nil, err
 		}
 	}
-	inputs, err := prepareAll(ctx, ix.an, ix.opts.Fields, docs)
+	inputs, err := prepareAll(ctx, ix.an, ix.opts.Fields, ix.st, docs)
 	if err != nil {
 		return nil, err
 	}
@@ -605,12 +613,12 @@ func (ix *Index) Commit(ctx context.Context, b *Batch) ([]string, error) {
 			enc := inputs[i].enc
 			if enc == nil { // the id was minted here
 				var err error
-				if enc, err = store.EncodeDoc(&d, inputs[i].facts); err != nil {
+				if enc, err = ix.st.EncodeDoc(&d, inputs[i].facts); err != nil {
 					return err
 				}
 			}
 			if old, ok := tx.LookupID(d.ID); ok {
-				if oldEnc, _ := tx.DocBytes(old); bytes.Equal(oldEnc, enc) {
+				if oldEnc, _ := tx.DocBytes(old); ix.st.SameRecord(oldEnc, enc) {
 					continue
 				}
 				if err := tx.Kill(d.ID, old, ver, true); err != nil {

@@ -38,6 +38,9 @@ func (ix *Index) background() {
 		if err := ix.Merge(ctx); err != nil && ctx.Err() == nil {
 			ix.log.Error("index: background merge failed", "err", err)
 		}
+		if err := ix.CompactStore(ctx); err != nil && ctx.Err() == nil {
+			ix.log.Error("index: background store compaction failed", "err", err)
+		}
 		cancel()
 	}
 }
@@ -137,6 +140,39 @@ func (ix *Index) Merge(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// CompactStore trains the record store's next compression dictionary when
+// it is due (store.TrainDict: from Options.DictAfter documents, again at
+// every 8-fold growth) and rewrites the records stored without a dictionary with it.
+// The background loop calls it; bulk loads with NoBackground call it
+// after loading. Records keep reading throughout (each names its
+// dictionary) and the documents do not change, so neither the version nor
+// the decoded-record cache does.
+func (ix *Index) CompactStore(ctx context.Context) error {
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	ix.bgmu.Lock()
+	defer ix.bgmu.Unlock()
+	start := time.Now()
+	id, err := ix.st.TrainDict(ctx, ix.opts.DictAfter)
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	if id == 0 && ix.recompressed {
+		return nil
+	}
+	n, err := ix.st.Recompress(ctx)
+	if err != nil {
+		return fmt.Errorf("index: recompressing records: %w", err)
+	}
+	ix.recompressed = true
+	if id != 0 || n > 0 {
+		ix.log.Info("index: compressed document records with a dictionary", "dictionary", id, "records", n,
+			"took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
 }
 
 // ForceMerge merges all segments (flushing buffered ones) into one.

@@ -183,7 +183,7 @@ func normalizeMeta(m map[string]any) (map[string]any, error) {
 }
 
 // prepareAll analyses docs in parallel.
-func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]FieldType, docs []Document) ([]*docInput, error) {
+func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]FieldType, st *store.Store, docs []Document) ([]*docInput, error) {
 	out := make([]*docInput, len(docs))
 	workers := min(runtime.GOMAXPROCS(0), (len(docs)+63)/64)
 	if workers <= 1 {
@@ -195,7 +195,7 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 				}
 			}
 			var err error
-			if out[i], err = prepareRecord(an, fields, &docs[i], &sc); err != nil {
+			if out[i], err = prepareRecord(an, fields, st, &docs[i], &sc); err != nil {
 				return nil, err
 			}
 		}
@@ -220,7 +220,7 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 			for lo := range next {
 				for i := lo; i < min(lo+64, len(docs)); i++ {
 					var err error
-					if out[i], err = prepareRecord(an, fields, &docs[i], &sc); err != nil {
+					if out[i], err = prepareRecord(an, fields, st, &docs[i], &sc); err != nil {
 						errOnce.Do(func() { firstErr = err })
 						continue
 					}
@@ -239,17 +239,17 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 }
 
 // prepareRecord is prepare plus what Add stores with the record: its
-// facts and, when the document already has its id, its encoding (zstd
-// compression is the costly part of a commit; doing it here keeps it out
-// of the write lock).
-func prepareRecord(an *analysis.Analyzer, fields map[string]FieldType, d *Document, sc *prepScratch) (*docInput, error) {
+// facts and, when the document already has its id, its encoding in st
+// (zstd compression is the costly part of a commit; doing it here keeps
+// it out of the write lock).
+func prepareRecord(an *analysis.Analyzer, fields map[string]FieldType, st *store.Store, d *Document, sc *prepScratch) (*docInput, error) {
 	in, err := prepare(an, fields, d, sc)
 	if err != nil {
 		return nil, err
 	}
 	in.facts = factsOf(d)
 	if d.ID != "" {
-		if in.enc, err = store.EncodeDoc(d, in.facts); err != nil {
+		if in.enc, err = st.EncodeDoc(d, in.facts); err != nil {
 			return nil, err
 		}
 	}

@@ -24,7 +24,9 @@ package store
 // equal documents with equal facts encode to equal bytes.
 //
 // Records written before format 2 are JSON objects (they start with '{');
-// DecodeDoc still reads them, and the index rewrites them at Open.
+// DecodeDoc still reads them, and the index rewrites them at Open. Format 3
+// (dict.go) is a format-2 record compressed whole with a dictionary of the
+// store: Store.DecodeRecord reads all three.
 
 import (
 	"bytes"
@@ -79,6 +81,12 @@ var (
 // EncodeDoc returns the canonical record encoding of d with its facts: two
 // documents are observationally identical iff their encodings are equal.
 func EncodeDoc(d *Document, f Facts) ([]byte, error) {
+	return encodeRecord(d, f, true)
+}
+
+// encodeRecord encodes a format-2 record, its text compressed (when that
+// pays) or raw.
+func encodeRecord(d *Document, f Facts, compress bool) ([]byte, error) {
 	head := make([]byte, 0, 64+len(d.ID)+len(d.Title))
 	head = appendStr(head, d.ID)
 	head = appendStr(head, d.Title)
@@ -118,6 +126,10 @@ func EncodeDoc(d *Document, f Facts) ([]byte, error) {
 	out = append(out, recordTag)
 	out = binary.AppendUvarint(out, uint64(len(head)))
 	out = append(out, head...)
+	if !compress {
+		out = append(out, textRaw)
+		return append(out, d.Text...), nil
+	}
 	return AppendText(out, d.Text), nil
 }
 
@@ -217,7 +229,9 @@ func DecodeDoc(b []byte) (*Document, error) {
 	return d, err
 }
 
-// DecodeRecord decodes a record and its facts; withText false leaves
+// DecodeRecord decodes a record of format 1 or 2 and its facts (a record
+// compressed with a store dictionary fails with ErrNoDictionary: see
+// Store.DecodeRecord); withText false leaves
 // Document.Text empty without reading (or decompressing) it. JSON records
 // of format 1 have no facts (Facts.ScreenRules is "").
 func DecodeRecord(b []byte, withText bool) (*Document, Facts, error) {
@@ -233,7 +247,7 @@ func DecodeRecord(b []byte, withText bool) (*Document, Facts, error) {
 	}
 	d, f, err := decodeRecord(b, withText)
 	if err != nil {
-		return nil, Facts{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, Facts{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return d, f, nil
 }
@@ -311,16 +325,24 @@ func (r *reader) byte1(what string) byte {
 }
 
 func decodeRecord(b []byte, withText bool) (*Document, Facts, error) {
-	var f Facts
-	if len(b) == 0 || b[0] != recordTag {
-		return nil, f, fmt.Errorf("unknown record tag")
+	if len(b) > 0 && b[0] == dictRecordTag {
+		return nil, Facts{}, ErrNoDictionary
 	}
-	hl, n := binary.Uvarint(b[1:])
-	if n <= 0 || hl > uint64(len(b)-1-n) {
+	if len(b) == 0 || b[0] != recordTag {
+		return nil, Facts{}, fmt.Errorf("unknown record tag")
+	}
+	return decodePayload(b[1:], withText)
+}
+
+// decodePayload decodes a format-2 record after its tag byte.
+func decodePayload(b []byte, withText bool) (*Document, Facts, error) {
+	var f Facts
+	hl, n := binary.Uvarint(b)
+	if n <= 0 || hl > uint64(len(b)-n) {
 		return nil, f, fmt.Errorf("bad head length")
 	}
-	body := b[1+n+int(hl):]
-	r := &reader{s: string(b[1+n : 1+n+int(hl)])}
+	body := b[n+int(hl):]
+	r := &reader{s: string(b[n : n+int(hl)])}
 	d := &Document{ID: r.str("id"), Title: r.str("title")}
 	flags := r.byte1("flags")
 	if flags&flagSource != 0 {
