@@ -37,6 +37,7 @@ import (
 	"hash/crc32"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/dict"
 	"github.com/klauspost/compress/zstd"
@@ -220,21 +221,18 @@ func (c *codec) canonical(b []byte) ([]byte, error) {
 	return encodeRecord(d, f, false)
 }
 
-// Codec state of a Store: swapped whole when a dictionary is added.
+// Codec state of a Store: the codec is swapped whole when a dictionary is
+// added (read lock-free on every record read).
 type codecRef struct {
-	mu sync.RWMutex
-	c  *codec
+	c     atomic.Pointer[codec]
+	train sync.Mutex // one TrainDict at a time (each names the next id)
 	// trainFailedAt is the document number at which training last failed
 	// (BuildZstdDict refuses very uniform or tiny samples): retried only
 	// after dictGrowth-fold growth, not at every call.
-	trainFailedAt uint64
+	trainFailedAt atomic.Uint64
 }
 
-func (r *codecRef) get() *codec {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.c
-}
+func (r *codecRef) get() *codec { return r.c.Load() }
 
 // EncodeDoc returns the encoding of d with its facts for this store:
 // compressed with the store's current dictionary when it has one (and that
@@ -283,9 +281,9 @@ func (s *Store) TrainDict(ctx context.Context, minDocs int) (uint32, error) {
 	if minDocs <= 0 {
 		minDocs = DictMinDocs
 	}
-	s.codec.mu.RLock()
-	c, failedAt := s.codec.c, s.codec.trainFailedAt
-	s.codec.mu.RUnlock()
+	s.codec.train.Lock()
+	defer s.codec.train.Unlock()
+	c, failedAt := s.codec.get(), s.codec.trainFailedAt.Load()
 	var samples [][]byte
 	var top uint64
 	err := s.View(func(r *ReadTx) error {
@@ -307,9 +305,7 @@ func (s *Store) TrainDict(ctx context.Context, minDocs int) (uint32, error) {
 	}
 	content, err := dict.BuildZstdDict(samples, dict.Options{MaxDictSize: dictSize, HashBytes: 6, ZstdDictID: id, ZstdLevel: zstd.SpeedDefault})
 	if err != nil {
-		s.codec.mu.Lock()
-		s.codec.trainFailedAt = top
-		s.codec.mu.Unlock()
+		s.codec.trainFailedAt.Store(top)
 		return 0, fmt.Errorf("store: training a dictionary on %d records: %w", len(samples), err)
 	}
 	nd := storedDict{id: id, trainedAt: top, content: content}
@@ -320,9 +316,7 @@ func (s *Store) TrainDict(ctx context.Context, minDocs int) (uint32, error) {
 	if err := s.Update(ctx, func(tx *Tx) error { return tx.tx.Bucket(bktMeta).Put(dictKey(id), encodeStoredDict(nd)) }); err != nil {
 		return 0, fmt.Errorf("store: saving dictionary %d: %w", id, err)
 	}
-	s.codec.mu.Lock()
-	s.codec.c = next
-	s.codec.mu.Unlock()
+	s.codec.c.Store(next)
 	return id, nil
 }
 

@@ -124,13 +124,15 @@ func Open(path string) (*Store, error) {
 		dicts, err = loadDicts(tx)
 		return err
 	})
+	var c *codec
 	if err == nil {
-		s.codec.c, err = newCodec(dicts)
+		c, err = newCodec(dicts)
 	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	s.codec.c.Store(c)
 	return s, nil
 }
 
