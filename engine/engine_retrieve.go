@@ -300,6 +300,11 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 	if err != nil {
 		return nil, err
 	}
+	// A single pipeline over the embedded index (whose ranking is a total
+	// order: score, then id) may stop recall at the page when the client
+	// left candidateK to the server; the pipeline decides whether its
+	// stages allow it.
+	req.PageDepth = p.CandidateK == nil && plan == nil && e.cfg.Backend == nil
 	if note != "" {
 		notes = append(notes, note)
 	}

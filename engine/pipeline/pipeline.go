@@ -134,6 +134,12 @@ type Request struct {
 	// Deps.Reranker (the funnel candidateK ≥ topN ≥ k is checked by the
 	// caller).
 	RerankTopN int
+	// PageDepth lets recall fetch only what the page needs when no stage
+	// looks past it (see State.recallDepth). The caller sets it when
+	// CandidateK is its own default rather than the client's, and the
+	// sparse backend ranks by a total order, so that its top n is the first
+	// n of any deeper search.
+	PageDepth bool
 }
 
 // Observer receives stage progress (progress ∈ [0,1]) and optional partial
@@ -249,7 +255,7 @@ func recall(ctx context.Context, s *State) error {
 				return err
 			}
 		}
-		res, err := s.Deps.Sparse.Search(ctx, index.Query{Text: r.Query, K: r.CandidateK, Filter: f, Version: r.Version, SkipDocs: true, MaxTerms: r.MaxTerms})
+		res, err := s.Deps.Sparse.Search(ctx, index.Query{Text: r.Query, K: s.recallDepth(), Filter: f, Version: r.Version, SkipDocs: true, MaxTerms: r.MaxTerms})
 		if err != nil {
 			return err
 		}
@@ -315,6 +321,27 @@ func recall(ctx context.Context, s *State) error {
 		s.observe("recall", 0.4, fmt.Sprintf("recall: %d sparse, %d dense candidates", len(sparse), len(dense)), partial)
 	}
 	return nil
+}
+
+// recallDepth is how many sparse candidates recall fetches. The ranked list
+// a request defines is CandidateK long; when every stage after recall keeps
+// the recall order and drops at most a tail (sparse mode, no rerank, no
+// recency, no feedback, chunk units so nothing collapses, no MMR; minScore
+// cuts a tail), the list's first n entries are the backend's top n, so a
+// PageDepth request fetches Offset+K candidates and one more, which tells
+// whether a next page exists. Pages, cursors, scores and confidence are
+// then those of the full-depth list; usage.candidates reports the depth
+// fetched.
+func (s *State) recallDepth() int {
+	r := s.Req
+	if !r.PageDepth || r.Mode != rcp.ModeSparse || s.Deps.Reranker != nil && r.RerankTopN > 0 ||
+		r.Recency != nil || s.Deps.Feedback != nil || r.Unit != rcp.UnitChunk || r.MMRLambda != nil {
+		return r.CandidateK
+	}
+	if r.Offset >= r.CandidateK-r.K { // the page reaches the end of the list (no overflow)
+		return r.CandidateK
+	}
+	return r.Offset + r.K + 1
 }
 
 // termMax sums, over the distinct query words, the best score any document

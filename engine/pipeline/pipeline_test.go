@@ -209,3 +209,111 @@ func TestIndexTimeFacts(t *testing.T) {
 		}
 	}
 }
+
+// depthSparse is fakeSparse recording the depth of every search.
+type depthSparse struct {
+	fakeSparse
+	depths []int
+}
+
+func (d *depthSparse) Search(ctx context.Context, q index.Query) (*index.Result, error) {
+	d.depths = append(d.depths, q.K)
+	return d.fakeSparse.Search(ctx, q)
+}
+
+// vectorDense serves MMR's vectors only: one per id, from its bytes.
+type vectorDense struct{}
+
+func (vectorDense) Recall(context.Context, string, int, func(*index.Document) bool) ([]*Candidate, error) {
+	return nil, fmt.Errorf("no dense recall")
+}
+
+func (vectorDense) Vectors(_ context.Context, ids []string) ([][]float32, error) {
+	out := make([][]float32, len(ids))
+	for i, id := range ids {
+		out[i] = []float32{float32(id[1] % 3), float32(id[len(id)-1] % 2), 1}
+	}
+	return out, nil
+}
+
+type neutralFeedback struct{}
+
+func (neutralFeedback) verdict(string, string) (Verdict, bool) { return Verdict{}, false }
+
+// TestPageDepth: a PageDepth request searches only as deep as its page
+// (plus one candidate for the next-page test) unless a stage looks past
+// it, and every page, score, confidence and cursor equals the full-depth
+// run's.
+func TestPageDepth(t *testing.T) {
+	ms, budget, lambda := 93.0, 15, 0.5
+	now := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		req      Request
+		rerank   bool
+		feedback bool
+		want     int // depth of the first page (K 3, CandidateK 20); 0: CandidateK
+	}{
+		{name: "plain", want: 4},
+		{name: "minScore", req: Request{MinScore: &ms}, want: 4},
+		{name: "tokenBudget", req: Request{TokenBudget: &budget}, want: 4},
+		{name: "not allowed", req: Request{PageDepth: false}},
+		{name: "unit document", req: Request{Unit: rcp.UnitDocument}},
+		{name: "recency", req: Request{Recency: &Recency{Field: "year", HalfLife: 24 * time.Hour * 365, Now: now}}},
+		{name: "rerank", req: Request{RerankTopN: 5}, rerank: true},
+		{name: "reranker configured, topN 0", rerank: true, want: 4},
+		{name: "feedback", feedback: true},
+		{name: "mmr", req: Request{MMRLambda: &lambda}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pages := func(pageDepth bool) (out []string, depths []int) {
+				sp := &depthSparse{fakeSparse: fakeSparse{n: 10}}
+				deps := &Deps{Sparse: sp}
+				if tc.req.MMRLambda != nil {
+					deps.Dense = vectorDense{}
+				}
+				if tc.rerank {
+					deps.Reranker = lengthScorer{}
+				}
+				if tc.feedback {
+					deps.Feedback = neutralFeedback{}.verdict
+				}
+				for off := 0; off >= 0; {
+					req := tc.req
+					req.Query, req.K, req.Offset, req.CandidateK, req.Mode, req.Confidence = "q", 3, off, 20, rcp.ModeSparse, true
+					if req.Unit == "" {
+						req.Unit = rcp.UnitChunk
+					}
+					req.PageDepth = pageDepth && tc.name != "not allowed"
+					p, err := Run(context.Background(), deps, &req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, h := range p.Hits {
+						out = append(out, fmt.Sprintf("%s %g %.6f", h.ID, h.Score, *h.Confidence))
+					}
+					out = append(out, fmt.Sprintf("next %d", p.Next))
+					off = p.Next
+				}
+				return out, sp.depths
+			}
+			deep, deepDepths := pages(false)
+			shallow, depths := pages(true)
+			if fmt.Sprint(shallow) != fmt.Sprint(deep) {
+				t.Fatalf("pages differ:\nPageDepth %q\nfull      %q", shallow, deep)
+			}
+			want := tc.want
+			if want == 0 {
+				want = 20
+			}
+			if depths[0] != want {
+				t.Fatalf("first page searched %d deep, want %d (all pages: %v)", depths[0], want, depths)
+			}
+			for _, d := range deepDepths {
+				if d != 20 {
+					t.Fatalf("full-depth run searched %v", deepDepths)
+				}
+			}
+		})
+	}
+}
