@@ -303,3 +303,43 @@ func TestFeedbackNeverAltersRetrieveInFlight(t *testing.T) {
 		t.Fatal("a later retrieve ignores the quarantine")
 	}
 }
+
+// TestFeedbackDocumentVerdictReachesChunks: a document quarantined by
+// feedback, then re-indexed in chunks, has its chunks demoted and marked
+// untrusted in every mode — sparse candidates carry no document until a
+// stage loads one, so the feedback stage reads their metadata.
+func TestFeedbackDocumentVerdictReachesChunks(t *testing.T) {
+	e := newEngine(t, nil)
+	add := func(chunk bool) {
+		t.Helper()
+		doc := map[string]any{"id": "qdoc", "text": "Quokkas live on Rottnest island. " + strings.Repeat("Quokka colonies graze at night near the salt lakes. ", 3)}
+		if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{doc}, "chunk": chunk}); rerr != nil {
+			t.Fatal(rerr)
+		}
+	}
+	add(false)
+	for _, s := range []string{"a", "b", "c"} {
+		if n, rerr := feedbackCall(t, e, map[string]any{"sessionId": s, "signals": []map[string]any{{"hitId": "qdoc", "injectionSuspected": true}}}); rerr != nil || n != 1 {
+			t.Fatalf("feedback: %d, %v", n, rerr)
+		}
+	}
+	add(true)
+	settle(t, e)
+	for _, mode := range []string{"sparse", "hybrid"} {
+		r := retrieve(t, e, map[string]any{"query": "quokka colonies rottnest", "k": 40, "mode": mode})
+		found := false
+		for _, h := range r.Hits {
+			if h.Chunk == nil || h.Chunk.DocID != "qdoc" {
+				continue
+			}
+			found = true
+			// The text is benign: only the quarantine sets injectionSuspected.
+			if h.Trust == nil || h.Trust.Level != rcp.TrustUntrusted || h.Trust.InjectionSuspected == nil || !*h.Trust.InjectionSuspected {
+				t.Errorf("%s: chunk %s of the quarantined document has trust %+v", mode, h.ID, h.Trust)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no chunk of qdoc among %q", mode, ids(r))
+		}
+	}
+}

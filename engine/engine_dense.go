@@ -92,6 +92,9 @@ func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func
 	if len(qv) != 1 || zero(qv[0]) {
 		return nil, nil
 	}
+	if lk, ok := b.e.ix.(numLookup); ok && keep == nil {
+		return b.recallStored(ctx, lk, qv[0], k)
+	}
 	var out []*pipeline.Candidate
 	err = b.e.db.View(func(tx *bolt.Tx) error {
 		keys := tx.Bucket(bucketDenseKeys)
@@ -130,13 +133,61 @@ func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func
 	if err != nil {
 		return nil, err
 	}
+	sortDense(out)
+	return out, nil
+}
+
+// recallStored is Recall without a filter: nothing needs a document while
+// the graph is walked, so the hits become stored candidates (id and
+// document number, one read of the index's id table) and the pipeline
+// loads only the documents it uses — not all k with their texts.
+func (b denseBackend) recallStored(ctx context.Context, lk numLookup, qv []float32, k int) ([]*pipeline.Candidate, error) {
+	res, err := b.g.ann.Search(qv, k, ann.SearchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("engine: dense search: %w", err)
+	}
+	ids := make([]string, 0, len(res))
+	scores := make([]float64, 0, len(res))
+	err = b.e.db.View(func(tx *bolt.Tx) error {
+		keys := tx.Bucket(bucketDenseKeys)
+		for _, r := range res {
+			if id := keys.Get(be64(r.ID)); id != nil && r.Score > 0 {
+				ids, scores = append(ids, string(id)), append(scores, float64(r.Score))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	nums, err := lk.Nums(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*pipeline.Candidate, 0, len(ids))
+	for i, id := range ids {
+		if nums[i] != 0 { // a unit the index lacks (deleted, or lost to a crash) is dropped
+			out = append(out, pipeline.StoredDense(id, nums[i], scores[i]))
+		}
+	}
+	sortDense(out)
+	return out, nil
+}
+
+// numLookup is the embedded index's id → document number table
+// (index.Index.Nums).
+type numLookup interface {
+	Nums(ctx context.Context, ids []string) ([]index.DocNum, error)
+}
+
+// sortDense orders dense candidates best first, ties by id.
+func sortDense(out []*pipeline.Candidate) {
 	slices.SortStableFunc(out, func(a, c *pipeline.Candidate) int {
 		if x := cmp.Compare(c.Dense, a.Dense); x != 0 {
 			return x
 		}
 		return strings.Compare(a.ID, c.ID)
 	})
-	return out, nil
 }
 
 func (b denseBackend) Vectors(ctx context.Context, ids []string) ([][]float32, error) {

@@ -91,6 +91,14 @@ type Candidate struct {
 	verdict *Verdict // client feedback about this candidate (Deps.Feedback)
 }
 
+// StoredDense is a dense candidate whose document the sparse backend
+// stores as num: like a sparse candidate, it is loaded only if a stage
+// needs its metadata or text (the page, the reranked top N, unit
+// grouping, recency, feedback).
+func StoredDense(id string, num index.DocNum, score float64) *Candidate {
+	return &Candidate{ID: id, Num: num, hasNum: true, Dense: score, HasDense: true, Score: score}
+}
+
 // Verdict is what client feedback (engine/feedback) says about a unit.
 type Verdict struct {
 	// Factor multiplies a non-negative score and divides a negative one
@@ -522,9 +530,14 @@ func adjust(ctx context.Context, s *State) error {
 // applyFeedback scales each candidate by its feedback prior and moves
 // quarantined candidates below all others (stable otherwise); a no-op
 // without Deps.Feedback.
-func applyFeedback(_ context.Context, s *State) error {
+func applyFeedback(ctx context.Context, s *State) error {
 	if s.Deps.Feedback == nil {
 		return nil
+	}
+	// A chunk's verdict may come from its document: read the metadata of
+	// candidates not loaded yet (sparse and stored dense ones).
+	if err := s.load(ctx, s.Cands, false); err != nil {
+		return err
 	}
 	adjusted := false
 	for _, c := range s.Cands {
