@@ -208,6 +208,7 @@ func BenchmarkSearchTop10(b *testing.B) {
 		{"docs", func(s string) Query { return Query{Text: s, K: 10} }},
 		{"filtered", func(s string) Query { return Query{Text: s, K: 10, SkipDocs: true, Filter: Eq("lang", "de")} }},
 		{"unpruned", func(s string) Query { return Query{Text: s, K: 10, SkipDocs: true} }},
+		{"phrase", func(s string) Query { return Query{Text: quoteFirstTwo(s), K: 10, SkipDocs: true} }},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			noPruning = mode.name == "unpruned"
@@ -223,6 +224,12 @@ func BenchmarkSearchTop10(b *testing.B) {
 			reportCPU(b, cpu0, b.N, "queries")
 		})
 	}
+}
+
+// quoteFirstTwo quotes the first two words of q as a phrase.
+func quoteFirstTwo(q string) string {
+	w := strings.Fields(q)
+	return `"` + w[0] + " " + w[1] + `" ` + strings.Join(w[2:], " ")
 }
 
 // BenchmarkSearchExhaustive scores every matching document with the naive
@@ -281,7 +288,7 @@ func TestPruningWork(t *testing.T) {
 		union := NewBitset(seg.n)
 		for _, term := range res.Terms {
 			if ti, ok := seg.lookup(term); ok {
-				for it := newPostIter(seg.postingsBytes(ti), int(ti.df), seg.n); it.doc != noDoc; it.next() {
+				for it := newPostIter(seg.postingsBytes(ti), int(ti.df), seg.n, seg.format); it.doc != noDoc; it.next() {
 					union.Set(it.doc)
 				}
 			}

@@ -3,6 +3,8 @@ package index
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -38,6 +40,11 @@ func FuzzOpenSegment(f *testing.F) {
 	f.Add(validSegment(40))
 	f.Add(newSegBuilder().encode())
 	f.Add([]byte(segMagic))
+	for _, name := range []string{"format1.rseg", "format2.rseg"} {
+		if data, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(data)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, img := range [][]byte{data, fixCRC(slices.Clone(data))} {
 			s, err := openSegment("fuzz", img)
@@ -48,7 +55,7 @@ func FuzzOpenSegment(f *testing.F) {
 			// without panicking.
 			for i := 0; i < s.nTerms; i++ {
 				ti := s.termInfo(i)
-				it := newPostIter(s.postingsBytes(ti), int(ti.df), s.n)
+				it := newPostIter(s.postingsBytes(ti), int(ti.df), s.n, s.format)
 				prev, cnt := -1, 0
 				for ; it.doc != noDoc; it.next() {
 					if int(it.doc) <= prev || int(it.doc) >= s.n {
@@ -60,6 +67,15 @@ func FuzzOpenSegment(f *testing.F) {
 				}
 				if it.err == nil && cnt != int(ti.df) {
 					t.Fatalf("term %d: %d postings, df %d", i, cnt, ti.df)
+				}
+				if s.format >= 3 {
+					var pi posIter
+					var buf [numFields][]uint32
+					for pi.init(s, ti); pi.doc() != noDoc; pi.next() {
+						if _, err := pi.positions(&buf); err != nil {
+							break
+						}
+					}
 				}
 				s.lookup(s.term(i))
 			}
@@ -78,24 +94,41 @@ func FuzzOpenSegment(f *testing.F) {
 	})
 }
 
-// FuzzPostings round-trips generated postings and feeds raw bytes to the
-// decoder.
+// FuzzPostings round-trips generated postings and positions (format 3)
+// and feeds raw bytes to the decoders of every format.
 func FuzzPostings(f *testing.F) {
-	f.Add([]byte{1, 2, 3, 200, 7}, uint16(5), uint32(3))
-	f.Add(make([]byte, 300), uint16(300), uint32(0))
-	f.Add([]byte{0}, uint16(0), uint32(1))
-	f.Fuzz(func(t *testing.T, raw []byte, df uint16, target uint32) {
+	f.Add([]byte{1, 2, 3, 200, 7}, []byte{1, 1, 0}, uint16(5), uint32(3))
+	f.Add(make([]byte, 300), []byte{}, uint16(300), uint32(0))
+	f.Add([]byte{0}, []byte{2, 9, 3}, uint16(0), uint32(1))
+	big := make([]byte, 700)
+	for i := range big {
+		big[i] = byte(i * 37)
+	}
+	f.Add(big, []byte{5, 1, 2}, uint16(700), uint32(400))
+	f.Fuzz(func(t *testing.T, raw, rawPos []byte, df uint16, target uint32) {
 		// Raw bytes: must not panic, docs ascending and in range.
-		it := newPostIter(raw, int(df), 1000)
-		prev := -1
-		for ; it.doc != noDoc; it.next() {
-			if int(it.doc) <= prev || it.doc >= 1000 {
-				t.Fatalf("raw: doc %d after %d", it.doc, prev)
+		for format := uint32(1); format <= segFormat; format++ {
+			it := newPostIter(raw, int(df), 1000, format)
+			prev := -1
+			for ; it.doc != noDoc; it.next() {
+				if int(it.doc) <= prev || it.doc >= 1000 {
+					t.Fatalf("raw format %d: doc %d after %d", format, it.doc, prev)
+				}
+				prev = int(it.doc)
 			}
-			prev = int(it.doc)
 		}
-		// Round trip: raw bytes as doc gaps and tfs.
-		var docs, tfs, lens []uint32
+		rawSeg := postingsSegment(raw, rawPos, 1000)
+		var pi posIter
+		var buf [numFields][]uint32
+		for pi.init(rawSeg, termInfo{df: uint32(df), n: uint32(len(raw))}); pi.doc() != noDoc; pi.next() {
+			if _, err := pi.positions(&buf); err != nil {
+				break
+			}
+		}
+
+		// Round trip: raw bytes as doc gaps, tfs and positions; docs whose
+		// byte has bit 4 set lack positions.
+		var docs, tfs, lens, pos []uint32
 		d := uint32(0)
 		for i, c := range raw {
 			if i > 0 {
@@ -104,40 +137,81 @@ func FuzzPostings(f *testing.F) {
 				d = uint32(c % 5)
 			}
 			docs = append(docs, d)
-			tfs = append(tfs, uint32(c>>5), uint32(c&3)+uint32(c>>7))
+			tf := [numFields]uint32{uint32(c >> 5), uint32(c&3) + uint32(c>>7)}
+			if tf[0] == 0 && tf[1] == 0 {
+				tf[1] = 1
+			}
+			tfs = append(tfs, tf[:]...)
 		}
 		for range int(d) + 1 {
 			lens = append(lens, 3, 9)
 		}
-		for i := range docs {
-			if tfs[2*i] == 0 && tfs[2*i+1] == 0 {
-				tfs[2*i+1] = 1
+		noPos := NewBitset(int(d) + 1)
+		want := make([][numFields][]uint32, len(docs))
+		for i, c := range raw {
+			if c&16 != 0 {
+				noPos.Set(docs[i])
+				continue
+			}
+			for f := 0; f < numFields; f++ {
+				p := uint32(c) % 3
+				for j := range tfs[numFields*i+f] {
+					p += 1 + uint32(j)*uint32(c)%7
+					want[i][f] = append(want[i][f], p)
+				}
+				pos = append(pos, want[i][f]...)
 			}
 		}
-		enc, ti := encodePostings(nil, docs, tfs, lens)
+		enc, posEnc, ti := encodePostings(nil, nil, docs, tfs, pos, lens, noPos)
 		if int(ti.df) != len(docs) {
 			t.Fatalf("df %d, want %d", ti.df, len(docs))
 		}
-		it = newPostIter(enc, len(docs), int(d)+1)
+		ti.n = uint32(len(enc))
+		seg := postingsSegment(enc, posEnc, int(d)+1)
+		seg.noPos = noPos
+		pi.init(seg, ti)
 		for i := range docs {
-			if it.doc != docs[i] || it.tf[0] != tfs[2*i] || it.tf[1] != tfs[2*i+1] {
-				t.Fatalf("posting %d: doc %d tf %v, want %d [%d %d]", i, it.doc, it.tf, docs[i], tfs[2*i], tfs[2*i+1])
+			if pi.doc() != docs[i] || pi.it.tf[0] != tfs[2*i] || pi.it.tf[1] != tfs[2*i+1] {
+				t.Fatalf("posting %d: doc %d tf %v, want %d [%d %d]", i, pi.doc(), pi.it.tf, docs[i], tfs[2*i], tfs[2*i+1])
 			}
-			it.next()
+			ok, err := pi.positions(&buf)
+			if err != nil || ok != !noPos.Has(docs[i]) {
+				t.Fatalf("posting %d: positions known %v err %v", i, ok, err)
+			}
+			for f := 0; ok && f < numFields; f++ {
+				if !slices.Equal(buf[f], want[i][f]) {
+					t.Fatalf("posting %d field %d: positions %v, want %v", i, f, buf[f], want[i][f])
+				}
+			}
+			pi.next()
 		}
-		if it.doc != noDoc || it.err != nil {
-			t.Fatalf("trailing doc %d err %v", it.doc, it.err)
+		if pi.doc() != noDoc || pi.err != nil || pi.it.err != nil {
+			t.Fatalf("trailing doc %d err %v %v", pi.doc(), pi.err, pi.it.err)
 		}
-		// advance lands on the first doc ≥ target.
-		it = newPostIter(enc, len(docs), int(d)+1)
+		// advance lands on the first doc ≥ target, with its positions.
+		pi.init(seg, ti)
 		target %= d + 2
-		it.advance(target)
-		want := uint32(noDoc)
-		if i, _ := slices.BinarySearch(docs, target); i < len(docs) {
-			want = docs[i]
+		pi.advance(target)
+		i, _ := slices.BinarySearch(docs, target)
+		if i == len(docs) {
+			if pi.doc() != noDoc {
+				t.Fatalf("advance(%d) = %d, want the end", target, pi.doc())
+			}
+			return
 		}
-		if it.doc != want {
-			t.Fatalf("advance(%d) = %d, want %d", target, it.doc, want)
+		if pi.doc() != docs[i] {
+			t.Fatalf("advance(%d) = %d, want %d", target, pi.doc(), docs[i])
+		}
+		if ok, err := pi.positions(&buf); err != nil || ok && !slices.Equal(buf[fieldBody], want[i][fieldBody]) {
+			t.Fatalf("advance(%d): positions %v (err %v), want %v", target, buf[fieldBody], err, want[i][fieldBody])
 		}
 	})
+}
+
+// postingsSegment is a format 3 segment of n documents holding one term's
+// postings and positions, for the decoders.
+func postingsSegment(post, pos []byte, n int) *segment {
+	s := &segment{n: n, format: segFormat, nTerms: 1}
+	s.sec[secPost], s.sec[secPos] = post, pos
+	return s
 }

@@ -784,14 +784,27 @@ func applyKills(segs []segView, kills []uint64) {
 // Stats describes the current state.
 type Stats struct {
 	Version          string
-	Docs             int   // live documents
-	Deleted          int   // deleted documents still occupying segments
-	Segments         int   // all segments
-	MemSegments      int   // segments not yet flushed to disk
-	SegmentBytes     int64 // bytes of segment images
-	PositionBytes    int64 // of which positions (for phrase queries)
-	Terms            int   // sum of per-segment dictionary sizes
+	Docs             int          // live documents
+	Deleted          int          // deleted documents still occupying segments
+	Segments         int          // all segments
+	MemSegments      int          // segments not yet flushed to disk
+	SegmentBytes     int64        // bytes of segment images
+	PositionBytes    int64        // of which positions (for phrase queries)
+	SegmentParts     SegmentParts // SegmentBytes by what they hold
+	Terms            int          // sum of per-segment dictionary sizes
 	RetainedVersions int
+}
+
+// SegmentParts splits segment bytes by what they hold, summed over
+// segments.
+type SegmentParts struct {
+	Documents int64 // sequence numbers, field lengths, ids
+	Terms     int64 // the term dictionary
+	Postings  int64
+	Positions int64 // for phrase queries
+	Keywords  int64 // metadata keyword dictionary and doc lists
+	Numbers   int64 // numeric metadata columns
+	Framing   int64 // header, section table, footer
 }
 
 // Stats returns statistics of the current snapshot.
@@ -801,14 +814,13 @@ func (ix *Index) Stats() Stats {
 	for _, v := range s.segs {
 		st.Deleted += v.ndel
 		st.SegmentBytes += int64(len(v.seg.data))
-		if v.seg.hasFwd {
-			st.PositionBytes += int64(len(v.seg.sec[secFwd]) + len(v.seg.sec[secFwdOff]))
-		}
+		v.seg.addParts(&st.SegmentParts)
 		st.Terms += v.seg.nTerms
 		if v.seg.name == "" {
 			st.MemSegments++
 		}
 	}
+	st.PositionBytes = st.SegmentParts.Positions
 	ix.rmu.Lock()
 	st.RetainedVersions = len(ix.retained)
 	ix.rmu.Unlock()

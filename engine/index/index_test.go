@@ -409,7 +409,7 @@ func exhaustive(ix *Index, text string, k int, filt Filter) []cand {
 			if !ok {
 				continue
 			}
-			for it := newPostIter(v.seg.postingsBytes(ti), int(ti.df), v.seg.n); it.doc != noDoc; it.next() {
+			for it := newPostIter(v.seg.postingsBytes(ti), int(ti.df), v.seg.n, v.seg.format); it.doc != noDoc; it.next() {
 				if contrib[it.doc] == nil {
 					contrib[it.doc] = make([]float64, len(qts))
 				}

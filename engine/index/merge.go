@@ -321,13 +321,22 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 // mergeViews writes one segment image holding the live documents of views
 // (in ascending seq order), and the deleted ones too with keepDeleted.
 // Dictionaries are merged k-way, streaming one term's postings at a time,
-// so memory stays proportional to the output.
+// so memory stays proportional to the output — except that the positions
+// of a format 2 source (kept per document) are first inverted per term,
+// 4 bytes per token of that source.
 func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []byte, n int, err error) {
 	var seqs []uint64
 	var ids []string
 	var lens []uint32
+	var noPos []uint32                   // merged docs without positions
 	maps := make([][]uint32, len(views)) // old local → new local, noDoc if dropped
+	invs := make([]*invertedForward, len(views))
 	for k, v := range views {
+		if v.seg.format == 2 {
+			if invs[k], err = invertForward(v.seg); err != nil {
+				return nil, 0, err
+			}
+		}
 		m := make([]uint32, v.seg.n)
 		for i := 0; i < v.seg.n; i++ {
 			if !keepDeleted && v.deleted(uint32(i)) {
@@ -335,6 +344,9 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 				continue
 			}
 			m[i] = uint32(len(seqs))
+			if !hasPositions(v.seg, invs[k], uint32(i)) {
+				noPos = append(noPos, m[i])
+			}
 			seqs = append(seqs, v.seg.seq(uint32(i)))
 			ids = append(ids, v.seg.id(uint32(i)))
 			for f := 0; f < numFields; f++ {
@@ -346,15 +358,15 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 	if len(seqs) == 0 {
 		return nil, 0, nil
 	}
-	w := newSegWriter(seqs, ids, lens)
-	var docs, tfs []uint32
-	// Term ordinals: old (per view) → merged, for the forward entries.
-	ords := make([][]uint32, len(views))
-	for k, v := range views {
-		ords[k] = make([]uint32, v.seg.nTerms)
+	var noPosSet *Bitset
+	if len(noPos) > 0 {
+		noPosSet = NewBitset(len(seqs))
+		for _, d := range noPos {
+			noPosSet.Set(d)
+		}
 	}
-	var from [][2]int // (view, old ordinal) of the current term
-	nTerms := uint32(0)
+	w := newSegWriter(seqs, ids, lens, noPosSet)
+	var docs, tfs, pos []uint32
 
 	// Terms.
 	cur := make([]int, len(views))
@@ -379,35 +391,20 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 			break
 		}
 		term := string(minKey)
-		docs, tfs, from = docs[:0], tfs[:0], from[:0]
+		docs, tfs, pos = docs[:0], tfs[:0], pos[:0]
 		for k, v := range views {
 			if cur[k] >= v.seg.nTerms || string(key(k)) != term {
 				continue
 			}
-			from = append(from, [2]int{k, cur[k]})
-			ti := v.seg.termInfo(cur[k])
+			src := termSource{seg: v.seg, ord: cur[k], inv: invs[k], m: maps[k]}
 			cur[k]++
-			it := newPostIter(v.seg.postingsBytes(ti), int(ti.df), v.seg.n)
-			for ; it.doc != noDoc; it.next() {
-				if nd := maps[k][it.doc]; nd != noDoc {
-					docs = append(docs, nd)
-					tfs = append(tfs, it.tf[:]...)
-				}
-			}
-			if it.err != nil {
-				return nil, 0, fmt.Errorf("%w %s: term %q", ErrCorruptSegment, v.seg.name, term)
+			if docs, tfs, pos, err = src.appendTo(docs, tfs, pos); err != nil {
+				return nil, 0, fmt.Errorf("%w: term %q", err, term)
 			}
 		}
 		if len(docs) > 0 {
-			for _, f := range from {
-				ords[f[0]][f[1]] = nTerms
-			}
-			nTerms++
-			w.addTerm(term, docs, tfs)
+			w.addTerm(term, docs, tfs, pos)
 		}
-	}
-	if err := mergeForward(w, views, maps, ords); err != nil {
-		return nil, 0, err
 	}
 
 	// Metadata keywords.
@@ -470,35 +467,130 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 	return w.finish(nums), len(seqs), nil
 }
 
-// mergeForward writes the forward entries of the merged documents, in
-// merged order, renumbering term ordinals; documents from segments
-// without positions keep an empty entry.
-func mergeForward(w *segWriter, views []segView, maps, ords [][]uint32) error {
-	var toks []uint32
-	var enc []byte
-	for k, v := range views {
-		for i := 0; i < v.seg.n; i++ {
-			if maps[k][i] == noDoc {
+// termSource is one source segment's postings of the term being merged.
+type termSource struct {
+	seg *segment
+	ord int              // the term's ordinal in seg
+	inv *invertedForward // format 2: seg's positions per term
+	m   []uint32         // seg's local → merged doc numbers (noDoc: dropped)
+}
+
+// appendTo appends the merged doc numbers, tfs and known positions of the
+// term's postings that survive the merge.
+func (t termSource) appendTo(docs, tfs, pos []uint32) ([]uint32, []uint32, []uint32, error) {
+	seg := t.seg
+	ti := seg.termInfo(t.ord)
+	bad := func() error { return fmt.Errorf("%w %s", ErrCorruptSegment, seg.name) }
+	if seg.format >= 3 {
+		var pi posIter
+		var buf [numFields][]uint32
+		for pi.init(seg, ti); pi.doc() != noDoc; pi.next() {
+			nd := t.m[pi.doc()]
+			if nd == noDoc {
 				continue
 			}
-			if !v.seg.hasFwd {
-				w.addForward(nil)
-				continue
+			docs = append(docs, nd)
+			tfs = append(tfs, pi.it.tf[:]...)
+			ok, err := pi.positions(&buf)
+			if err != nil {
+				return docs, tfs, pos, fmt.Errorf("%w %s", err, seg.name)
 			}
-			var ok bool
-			old := strAt(v.seg.sec[secFwdOff], v.seg.sec[secFwd], i)
-			if len(old) == 0 {
-				w.addForward(nil)
-				continue
+			if ok {
+				for _, b := range buf {
+					pos = append(pos, b...)
+				}
 			}
-			if toks, ok = decodeForward(toks[:0], old, v.seg.nTerms); !ok {
-				return fmt.Errorf("%w %s: positions of document %d", ErrCorruptSegment, v.seg.name, i)
+		}
+		if pi.err != nil || pi.it.err != nil {
+			return docs, tfs, pos, bad()
+		}
+		return docs, tfs, pos, nil
+	}
+	var c, end int
+	if t.inv != nil {
+		c, end = t.inv.start[t.ord], t.inv.start[t.ord+1]
+	}
+	it := newPostIter(seg.postingsBytes(ti), int(ti.df), seg.n, seg.format)
+	for ; it.doc != noDoc; it.next() {
+		var run []uint32
+		if t.inv != nil && t.inv.has.Has(it.doc) {
+			n := int(it.tf[fieldTitle]) + int(it.tf[fieldBody])
+			if n > end-c {
+				return docs, tfs, pos, bad()
 			}
-			enc = appendForward(enc[:0], toks, func(o uint32) uint32 { return ords[k][o] })
-			w.addForward(enc)
+			run, c = t.inv.pos[c:c+n], c+n
+		}
+		if nd := t.m[it.doc]; nd != noDoc {
+			docs = append(docs, nd)
+			tfs = append(tfs, it.tf[:]...)
+			pos = append(pos, run...)
 		}
 	}
-	return nil
+	if it.err != nil || c != end {
+		return docs, tfs, pos, bad()
+	}
+	return docs, tfs, pos, nil
+}
+
+// hasPositions reports whether doc i of seg has known positions (inv: the
+// inverted forward index of a format 2 seg).
+func hasPositions(seg *segment, inv *invertedForward, i uint32) bool {
+	switch seg.format {
+	case 1:
+		return false
+	case 2:
+		return inv.has.Has(i)
+	}
+	return seg.noPos == nil || !seg.noPos.Has(i)
+}
+
+// invertedForward holds a format 2 segment's positions per term: term
+// ordinal o's are pos[start[o]:start[o+1]], per document (ascending) the
+// title's then the body's — the layout format 3 writes.
+type invertedForward struct {
+	start []int
+	pos   []uint32
+	has   *Bitset // documents with a forward entry
+}
+
+// invertForward inverts the forward entries of seg (format 2) in two
+// passes: count per term, then fill.
+func invertForward(seg *segment) (*invertedForward, error) {
+	inv := &invertedForward{start: make([]int, seg.nTerms+1), has: NewBitset(seg.n)}
+	var toks []uint32
+	walk := func(fn func(ord, p uint32)) error {
+		for i := 0; i < seg.n; i++ {
+			enc := strAt(seg.sec[secFwdOff], seg.sec[secFwd], i)
+			if len(enc) == 0 {
+				continue
+			}
+			inv.has.Set(uint32(i))
+			var ok bool
+			if toks, ok = decodeForward(toks[:0], enc, seg.nTerms); !ok {
+				return fmt.Errorf("%w %s: positions of document %d", ErrCorruptSegment, seg.name, i)
+			}
+			for j := 0; j < len(toks); {
+				n := int(toks[j])
+				for k := j + 1; k < j+1+2*n; k += 2 {
+					fn(toks[k], toks[k+1])
+				}
+				j += 1 + 2*n
+			}
+		}
+		return nil
+	}
+	if err := walk(func(ord, _ uint32) { inv.start[ord+1]++ }); err != nil {
+		return nil, err
+	}
+	for o := 1; o <= seg.nTerms; o++ {
+		inv.start[o] += inv.start[o-1]
+	}
+	inv.pos = make([]uint32, inv.start[seg.nTerms])
+	fill := slices.Clone(inv.start[:seg.nTerms])
+	if err := walk(func(ord, p uint32) { inv.pos[fill[ord]] = p; fill[ord]++ }); err != nil {
+		return nil, err
+	}
+	return inv, nil
 }
 
 // writeFileAtomic publishes data as dir/name: temp file, fsync, rename,

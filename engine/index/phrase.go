@@ -7,13 +7,15 @@ package index
 // BM25F as usual; the phrases only restrict which documents may rank. An
 // unpaired quote is ignored.
 //
-// Candidates are checked against the segment's forward index (positions
-// per document, see the segment format). Documents without positions (from
-// version 1 segments) are checked against their stored text instead.
+// Candidates are checked against the phrase terms' positions (format 3,
+// positions.go) or, in format 2 segments, against the forward index
+// (positions per document, see the segment format). Documents without
+// positions (from version 1 segments) are checked against their stored
+// text instead.
 
 import (
-	"encoding/binary"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -58,31 +60,8 @@ func parsePhrases(an *analysis.Analyzer, text string) []phrase {
 	return out
 }
 
-// appendForward encodes a document's tokens — numFields runs of a count
-// then (term id, position) pairs — as a forward entry, mapping term ids to
-// segment ordinals with ord.
-func appendForward(dst []byte, toks []uint32, ord func(uint32) uint32) []byte {
-	for i := 0; i < len(toks); {
-		n := int(toks[i])
-		dst = binary.AppendUvarint(dst, uint64(n))
-		prev := int64(-1)
-		for k := i + 1; k < i+1+2*n; k += 2 {
-			o, pos := uint64(ord(toks[k])), int64(toks[k+1])
-			if d := pos - prev; d == 1 {
-				dst = binary.AppendUvarint(dst, o<<1)
-			} else {
-				dst = binary.AppendUvarint(dst, o<<1|1)
-				dst = binary.AppendUvarint(dst, uint64(d))
-			}
-			prev = pos
-		}
-		i += 1 + 2*n
-	}
-	return dst
-}
-
-// decodeForward decodes a forward entry into the token layout of
-// appendForward (ordinals for ids) appended to dst; ok is false when the
+// decodeForward decodes a format 2 forward entry into numFields runs of
+// a count then (term ordinal, position) pairs, appended to dst; ok is false when the
 // entry is malformed or names an ordinal ≥ nTerms.
 func decodeForward(dst []uint32, enc []byte, nTerms int) ([]uint32, bool) {
 	r := byteReader{b: enc}
@@ -154,7 +133,7 @@ func phraseAt(field []uint32, a int, ords []uint32, offs []int) bool {
 // phraseFilter returns the phrase test for the documents of seg, and
 // none=true when no document of seg can match (a phrase term is not in its
 // dictionary). loadText reads a document's stored title and text, for
-// documents without positions.
+// documents without positions. Called with ascending doc numbers.
 func phraseFilter(an *analysis.Analyzer, seg *segment, phrases []phrase, loadText func(seq uint64) (*Document, error)) (accept func(doc uint32) (bool, error), none bool) {
 	ords := make([][]uint32, len(phrases))
 	offs := make([][]int, len(phrases))
@@ -168,24 +147,104 @@ func phraseFilter(an *analysis.Analyzer, seg *segment, phrases []phrase, loadTex
 			ords[i] = append(ords[i], uint32(o))
 		}
 	}
-	var toks []uint32
-	return func(doc uint32) (bool, error) {
-		if seg.hasFwd {
-			enc := strAt(seg.sec[secFwdOff], seg.sec[secFwd], int(doc))
-			if len(enc) > 0 {
-				var ok bool
-				if toks, ok = decodeForward(toks[:0], enc, seg.nTerms); !ok {
-					return false, errCorruptForward
-				}
-				return matchAll(toks, ords, offs), nil
-			}
-		}
+	byText := func(doc uint32) (bool, error) {
 		d, err := loadText(seg.seq(doc))
 		if err != nil || d == nil {
 			return false, err
 		}
 		return textMatches(an, d, phrases), nil
-	}, false
+	}
+	switch seg.format {
+	case 1:
+		return byText, false
+	case 2:
+		return forwardFilter(seg, ords, offs, byText), false
+	}
+	return positionsFilter(seg, ords, offs, byText), false
+}
+
+// positionsFilter tests phrases against the terms' positions (format 3):
+// one position iterator per distinct phrase term, advanced with the
+// candidates.
+func positionsFilter(seg *segment, ords [][]uint32, offs [][]int, byText func(uint32) (bool, error)) func(uint32) (bool, error) {
+	slot := map[uint32]int{} // term ordinal → iterator
+	tix := make([][]int, len(ords))
+	for i, os := range ords {
+		for _, o := range os {
+			k, ok := slot[o]
+			if !ok {
+				k = len(slot)
+				slot[o] = k
+			}
+			tix[i] = append(tix[i], k)
+		}
+	}
+	iters := make([]posIter, len(slot))
+	for o, k := range slot {
+		iters[k].init(seg, seg.termInfo(int(o)))
+	}
+	cur := make([][numFields][]uint32, len(iters))
+	return func(doc uint32) (bool, error) {
+		for k := range iters {
+			pi := &iters[k]
+			pi.advance(doc)
+			if pi.err != nil || pi.it.err != nil {
+				return false, errCorruptPositions
+			}
+			if pi.doc() != doc {
+				return false, nil
+			}
+		}
+		for k := range iters {
+			ok, err := iters[k].positions(&cur[k])
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				return byText(doc)
+			}
+		}
+		for i := range tix {
+			if !phraseIn(cur, tix[i], offs[i]) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+}
+
+// phraseIn reports whether the phrase whose terms hold the positions
+// cur[tix[j]] at offsets offs[j] occurs in one field.
+func phraseIn(cur [][numFields][]uint32, tix []int, offs []int) bool {
+	for f := 0; f < numFields; f++ {
+	starts:
+		for _, p := range cur[tix[0]][f] {
+			for j := 1; j < len(tix); j++ {
+				if _, ok := slices.BinarySearch(cur[tix[j]][f], p+uint32(offs[j])); !ok {
+					continue starts
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// forwardFilter tests phrases against the forward entries of a format 2
+// segment.
+func forwardFilter(seg *segment, ords [][]uint32, offs [][]int, byText func(uint32) (bool, error)) func(uint32) (bool, error) {
+	var toks []uint32
+	return func(doc uint32) (bool, error) {
+		enc := strAt(seg.sec[secFwdOff], seg.sec[secFwd], int(doc))
+		if len(enc) == 0 {
+			return byText(doc)
+		}
+		var ok bool
+		if toks, ok = decodeForward(toks[:0], enc, seg.nTerms); !ok {
+			return false, errCorruptForward
+		}
+		return matchAll(toks, ords, offs), nil
+	}
 }
 
 // textMatches checks the phrases against a stored document's analysed

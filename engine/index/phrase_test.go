@@ -3,10 +3,11 @@ package index
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/engine/store"
@@ -62,27 +63,77 @@ func TestPhraseQueries(t *testing.T) {
 	checkPhrases(t, ix, "merged")
 }
 
-// TestPhraseVersion1Segments: segments of format version 1 (no positions)
-// still open and answer phrase queries from the stored text, also after
-// merging with a version 2 segment.
-func TestPhraseVersion1Segments(t *testing.T) {
-	dir := t.TempDir()
-	ix := openTest(t, dir, Options{NoBackground: true})
-	mustAdd(t, ix, phraseDocs...)
-	if err := ix.Flush(context.Background()); err != nil {
-		t.Fatal(err)
+// TestOldSegmentFormats: segments written in formats 1 (no positions) and
+// 2 (positions per document) — golden files in testdata, written by the
+// code of their time from phraseDocs and randomCorpus(7, 160) — still
+// open, rank exactly as the same documents in the current format, answer
+// phrase queries (format 1 from the stored text), and merge with a
+// current segment into one of the current format.
+func TestOldSegmentFormats(t *testing.T) {
+	queries := []string{"w1 w2", "w3 w17 w250", `"w1 w2" w5`, `w2 "w1 w3"`, "great wall china", "d000009"}
+	for _, format := range []uint32{1, 2} {
+		t.Run(fmt.Sprint("format", format), func(t *testing.T) {
+			golden, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("format%d.rseg", format)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			ix := openTest(t, dir, Options{NoBackground: true})
+			mustAdd(t, ix, phraseDocs...)
+			mustAdd(t, ix, randomCorpus(7, 160)...)
+			if err := ix.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			want := rankings(t, ix, queries)
+			ix.Close()
+			installSegment(t, dir, golden)
+
+			ix = openTest(t, dir, Options{NoBackground: true})
+			if s := ix.cur.Load().segs[0].seg; s.format != format {
+				t.Fatalf("segment format %d", s.format)
+			}
+			if got := rankings(t, ix, queries); !slices.Equal(got, want) {
+				t.Errorf("format %d ranks\n%q\nformat %d ranks\n%q", format, got, segFormat, want)
+			}
+			checkPhrases(t, ix, fmt.Sprint("format ", format))
+			mustAdd(t, ix, Document{ID: "late", Text: "Nothing here but a fence."})
+			ix.Flush(context.Background())
+			want = rankings(t, ix, queries)
+			mergeAll(t, ix)
+			s := ix.cur.Load().segs[0].seg
+			if s.format != segFormat {
+				t.Fatalf("merged segment format %d", s.format)
+			}
+			if n := noPosCount(s); format == 1 && n != s.n-1 || format == 2 && n != 0 {
+				t.Errorf("merged segment: %d of %d documents without positions", n, s.n)
+			}
+			if got := rankings(t, ix, queries); !slices.Equal(got, want) {
+				t.Errorf("merged ranks\n%q\nbefore\n%q", got, want)
+			}
+			checkPhrases(t, ix, fmt.Sprint("merged with format ", format))
+		})
 	}
-	ix.Close()
-	downgradeSegments(t, dir)
-	ix = openTest(t, dir, Options{NoBackground: true})
-	if s := ix.cur.Load().segs[0].seg; s.hasFwd {
-		t.Fatal("segment still has positions")
+}
+
+func noPosCount(s *segment) int {
+	if s.noPos == nil {
+		return 0
 	}
-	checkPhrases(t, ix, "version 1")
-	mustAdd(t, ix, Document{ID: "late", Text: "Nothing here but a fence."})
-	ix.Flush(context.Background())
-	mergeAll(t, ix)
-	checkPhrases(t, ix, "merged with version 1")
+	return s.noPos.Count()
+}
+
+// rankings runs queries and renders each ranking as "id:score ...".
+func rankings(t *testing.T, ix *Index, queries []string) []string {
+	t.Helper()
+	var out []string
+	for _, q := range queries {
+		var b strings.Builder
+		for _, h := range search(t, ix, Query{Text: q, K: 20, SkipDocs: true}).Hits {
+			fmt.Fprintf(&b, "%s:%.12g ", h.ID, h.Score)
+		}
+		out = append(out, q+" → "+b.String())
+	}
+	return out
 }
 
 // mergeAll merges every segment of ix into one.
@@ -99,9 +150,9 @@ func mergeAll(t *testing.T, ix *Index) {
 	}
 }
 
-// downgradeSegments rewrites every segment file of dir in format version
-// 1 (without the position sections) and fixes the manifest.
-func downgradeSegments(t *testing.T, dir string) {
+// installSegment replaces the only segment file of the closed index in dir
+// with data and fixes the manifest.
+func installSegment(t *testing.T, dir string, data []byte) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(dir, storeFile))
 	if err != nil {
@@ -113,39 +164,43 @@ func downgradeSegments(t *testing.T, dir string) {
 		if err != nil {
 			return err
 		}
-		for i, ref := range m.Segments {
-			path := filepath.Join(dir, segDir, ref.Name)
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			seg, err := openSegment(ref.Name, data)
-			if err != nil {
-				return err
-			}
-			out := append([]byte(segMagic), 1, 0, 0, 0)
-			out = binary.LittleEndian.AppendUint32(out, numFields)
-			var table []byte
-			for s := 0; s < numSectionsV1; s++ {
-				table = binary.LittleEndian.AppendUint64(table, uint64(len(out)))
-				table = binary.LittleEndian.AppendUint64(table, uint64(len(seg.sec[s])))
-				out = append(out, seg.sec[s]...)
-			}
-			out = append(out, table...)
-			out = binary.LittleEndian.AppendUint32(out, numSectionsV1)
-			crc := crc32.Checksum(out, castagnoli)
-			out = binary.LittleEndian.AppendUint32(out, crc)
-			out = append(out, segEndMagic...)
-			if err := os.WriteFile(path, out, 0o644); err != nil {
-				return err
-			}
-			m.Segments[i].Size, m.Segments[i].CRC = int64(len(out)), crc
+		if len(m.Segments) != 1 {
+			return fmt.Errorf("%d segments", len(m.Segments))
 		}
+		if err := os.WriteFile(filepath.Join(dir, segDir, m.Segments[0].Name), data, 0o644); err != nil {
+			return err
+		}
+		m.Segments[0].Size = int64(len(data))
+		m.Segments[0].CRC = binary.LittleEndian.Uint32(data[len(data)-12:])
 		return tx.PutManifest(m)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// appendForward encodes a document's tokens — numFields runs of a count
+// then (term id, position) pairs — as a format 2 forward entry, mapping
+// term ids to segment ordinals with ord (format 2's writer, kept for the
+// decoder's fuzz target).
+func appendForward(dst []byte, toks []uint32, ord func(uint32) uint32) []byte {
+	for i := 0; i < len(toks); {
+		n := int(toks[i])
+		dst = binary.AppendUvarint(dst, uint64(n))
+		prev := int64(-1)
+		for k := i + 1; k < i+1+2*n; k += 2 {
+			o, pos := uint64(ord(toks[k])), int64(toks[k+1])
+			if d := pos - prev; d == 1 {
+				dst = binary.AppendUvarint(dst, o<<1)
+			} else {
+				dst = binary.AppendUvarint(dst, o<<1|1)
+				dst = binary.AppendUvarint(dst, uint64(d))
+			}
+			prev = pos
+		}
+		i += 1 + 2*n
+	}
+	return dst
 }
 
 func FuzzForward(f *testing.F) {

@@ -29,6 +29,16 @@ type postIter struct {
 	doc   uint32
 	tf    [numFields]uint32
 	err   error
+	// format ≥ 3: the term's positions start at posOff in the positions
+	// section, and full blocks are bit-packed: while packed, the current
+	// block's doc deltas and tfs are frames at dpk, tpk[f], widths wd, wt[f].
+	format uint32
+	posOff int
+	packed bool
+	dpk    []byte
+	tpk    [numFields][]byte
+	wd     uint
+	wt     [numFields]uint
 	// one holds the skip table of a list of one block (most lists of a
 	// query), so that it costs no allocation of its own.
 	one [1]skipEntry
@@ -36,21 +46,30 @@ type postIter struct {
 
 // newPostIter decodes the skip table of a term's postings and positions the
 // iterator on the first posting. maxDoc bounds valid doc numbers.
-func newPostIter(data []byte, df int, maxDoc int) *postIter {
+// format is the segment's format version.
+func newPostIter(data []byte, df int, maxDoc int, format uint32) *postIter {
 	it := new(postIter)
-	it.reset(data, df, maxDoc)
+	it.reset(data, df, maxDoc, format)
 	return it
 }
 
 // reset is newPostIter in place: a search keeps the iterators of its terms
 // in one slice.
-func (it *postIter) reset(data []byte, df int, maxDoc int) {
-	*it = postIter{data: data, df: df}
+func (it *postIter) reset(data []byte, df int, maxDoc int, format uint32) {
+	*it = postIter{data: data, df: df, format: format}
 	r := byteReader{b: data}
 	nb := r.uvarint()
 	if r.err || nb != uint64((df+blockSize-1)/blockSize) {
 		it.fail()
 		return
+	}
+	if format >= 3 {
+		po := r.uvarint()
+		if r.err || po > math.MaxInt32 {
+			it.fail()
+			return
+		}
+		it.posOff = int(po)
 	}
 	if nb == 1 {
 		it.skips = it.one[:]
@@ -117,6 +136,35 @@ func (it *postIter) enterBlock(b int) {
 	} else {
 		it.doc = it.skips[b-1].last
 	}
+	it.packed = it.format >= 3 && it.left == blockSize
+	if it.packed && !it.enterPacked() {
+		it.fail()
+	}
+}
+
+// enterPacked locates the three frames of the current (full, packed)
+// block and checks that they fill it exactly.
+func (it *postIter) enterPacked() bool {
+	p, end := it.pos, it.skips[it.blk].end
+	frame := func() ([]byte, uint, bool) {
+		if p >= end || it.data[p] > maxPackWidth {
+			return nil, 0, false
+		}
+		w := uint(it.data[p])
+		b := it.data[p+1:]
+		p += 1 + packedLen(blockSize, w)
+		return b, w, p <= end
+	}
+	var ok bool
+	if it.dpk, it.wd, ok = frame(); !ok {
+		return false
+	}
+	for f := 0; f < numFields; f++ {
+		if it.tpk[f], it.wt[f], ok = frame(); !ok {
+			return false
+		}
+	}
+	return p == end
 }
 
 // next moves to the next posting (doc = noDoc at the end).
@@ -130,6 +178,10 @@ func (it *postIter) next() {
 		if it.blk >= len(it.skips) {
 			return
 		}
+	}
+	if it.packed {
+		it.nextPacked()
+		return
 	}
 	first := it.left == min(blockSize, it.df-it.blk*blockSize)
 	end := it.skips[it.blk].end
@@ -160,6 +212,24 @@ func (it *postIter) next() {
 	}
 	it.left--
 	if it.left == 0 && (it.doc != it.skips[it.blk].last || it.pos != end) {
+		it.fail()
+	}
+}
+
+// nextPacked decodes the next posting of a packed block.
+func (it *postIter) nextPacked() {
+	i := blockSize - it.left
+	delta := unpackAt(it.dpk, it.wd, i)
+	if delta == 0 && !(i == 0 && it.blk == 0) || uint64(it.doc)+uint64(delta) > uint64(it.skips[it.blk].last) {
+		it.fail()
+		return
+	}
+	it.doc += delta
+	for f := 0; f < numFields; f++ {
+		it.tf[f] = unpackAt(it.tpk[f], it.wt[f], i)
+	}
+	it.left--
+	if it.left == 0 && it.doc != it.skips[it.blk].last {
 		it.fail()
 	}
 }

@@ -197,7 +197,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 			}
 			ti := infos[s*nq+i]
 			it := &iters[len(ts)]
-			it.reset(v.seg.postingsBytes(ti), int(ti.df), v.seg.n)
+			it.reset(v.seg.postingsBytes(ti), int(ti.df), v.seg.n, v.seg.format)
 			if it.err != nil {
 				return nil, fmt.Errorf("%w %s: term %q", ErrCorruptSegment, v.seg.name, qts[i].term)
 			}

@@ -16,30 +16,45 @@ import (
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
-// Segment file format, version 2 (all integers little-endian):
+// Segment file format, version 3 (all integers little-endian):
 //
 //	header   "RCPSEG01" | u32 format version | u32 number of text fields
 //	sections (see sec* constants), each a byte range of the file
 //	footer   nsec × (u64 offset, u64 length) | u32 nsec | u32 CRC-32C of every
 //	         byte before the CRC | "RCPSEGND"
 //
-// Postings of one term: uvarint block count, then per block a skip entry
-// (uvarint last-doc delta, uvarint byte length, per field uvarint max tf and
-// uvarint min field length), then the blocks. A block holds up to 128
-// postings: uvarint (doc delta << 1 | common) where common means tf = 0 in
-// the title and 1 in the body; otherwise a uvarint tf per field follows.
+// Postings of one term: uvarint block count, (version 3) uvarint offset of
+// the term's positions in the positions section, then per block a skip
+// entry (uvarint last-doc delta, uvarint byte length, per field uvarint
+// max tf and uvarint min field length), then the blocks. A block holds up
+// to 128 postings. A full block (version 3) is bit-packed (bitpack.go):
+// three frames of 128 values — doc deltas, title tfs, body tfs — each a
+// width byte and the values at that width. A partial block (the last of
+// a list; every block before version 3) holds per posting uvarint
+// (doc delta << 1 | common), where common means tf = 0 in the title and 1
+// in the body; otherwise a uvarint tf per field follows.
 //
-// Positions (version 2) are kept per document, as a forward index: for
-// each text field a uvarint token count, then per token uvarint
-// (term ordinal << 1 | gap) where gap means a uvarint position delta other
-// than 1 follows (stop words removed in between). A document's entry is
-// empty when its positions are unknown (it was merged from a version 1
-// segment). Phrase queries check candidates against it (phrase.go).
-// Version 1 segments have no position sections; they still open.
+// Positions (version 3), per term, in their own section so that queries
+// without phrases never touch them: per postings block a uvarint chunk
+// length, then the chunks. A chunk lists the positions of the block's
+// documents in doc order, per document the title's then the body's
+// (tf of them each), each run as its first position then deltas: a
+// uvarint count, a width byte and the values packed at that width; an
+// empty chunk has no positions. Documents whose positions are unknown
+// (merged from version 1 segments) have none and are listed in the
+// no-positions section (ascending u32 doc numbers); phrase queries check
+// them against the stored text.
+//
+// Version 2 kept positions per document instead, as a forward index (the
+// fwdOff/fwd sections): per field a uvarint token count, then per token
+// uvarint (term ordinal << 1 | gap) where gap means a uvarint position
+// delta other than 1 follows. An empty entry meant unknown positions.
+// Version 1 segments have no positions. Both still open, and a merge
+// rewrites them in version 3.
 const (
 	segMagic      = "RCPSEG01"
 	segEndMagic   = "RCPSEGND"
-	segFormat     = 2
+	segFormat     = 3
 	headerSize    = 16
 	blockSize     = 128
 	termInfoSize  = 32
@@ -73,9 +88,15 @@ const (
 )
 
 const (
-	secFwdOff = iota + numSectionsV1 // per-document forward entry offsets (u32, n+1)
-	secFwd                           // forward entries
-	numSections
+	secFwdOff     = iota + numSectionsV1 // version 2: per-document forward entry offsets (u32, n+1)
+	secFwd                               // version 2: forward entries
+	numSectionsV2                        // sections of a version 2 segment
+)
+
+const (
+	secPos      = iota + numSectionsV2 // version 3: positions, per term
+	secNoPos                           // version 3: docs without positions (u32, ascending)
+	numSections                        // sections of a version 3 segment
 )
 
 // ErrCorruptSegment reports a segment that fails validation.
@@ -118,14 +139,13 @@ type segBuilder struct {
 	terms map[string]*postAcc
 	kw    map[string][]uint32
 	nums  map[string]*numCol
-	byID  []string   // provisional term number → term
-	fwd   [][]uint32 // per doc: docInput.toks with provisional term numbers
+	accs  []*postAcc // scratch of add: the postings of each of a document's terms
 }
 
 type postAcc struct {
-	id   uint32 // provisional term number, in order of first sight
 	docs []uint32
 	tfs  []uint32 // numFields per doc
+	pos  []uint32 // per doc: the title's then the body's positions
 }
 
 type numCol struct {
@@ -144,27 +164,27 @@ func (b *segBuilder) add(d *docInput) {
 	b.seqs = append(b.seqs, d.seq)
 	b.ids = append(b.ids, d.id)
 	b.lens = append(b.lens, d.lens[:]...)
-	ids := make([]uint32, len(d.terms))
-	for j, t := range d.terms {
+	b.accs = b.accs[:0]
+	for _, t := range d.terms {
 		p := b.terms[t.term]
 		if p == nil {
-			p = &postAcc{id: uint32(len(b.byID))}
+			p = &postAcc{}
 			b.terms[t.term] = p
-			b.byID = append(b.byID, t.term)
 		}
-		ids[j] = p.id
+		b.accs = append(b.accs, p)
 		p.docs = append(p.docs, doc)
 		p.tfs = append(p.tfs, t.tf[:]...)
 	}
-	fwd := slices.Clone(d.toks)
-	for i := 0; i < len(fwd); {
-		n := int(fwd[i])
+	// Fields in order, so each term's positions of this document are its
+	// title's then its body's.
+	for i := 0; i < len(d.toks); {
+		n := int(d.toks[i])
 		for k := i + 1; k < i+1+2*n; k += 2 {
-			fwd[k] = ids[fwd[k]]
+			p := b.accs[d.toks[k]]
+			p.pos = append(p.pos, d.toks[k+1])
 		}
 		i += 1 + 2*n
 	}
-	b.fwd = append(b.fwd, fwd)
 	for _, k := range d.kw {
 		b.kw[k] = append(b.kw[k], doc)
 	}
@@ -181,22 +201,15 @@ func (b *segBuilder) add(d *docInput) {
 
 // encode writes the segment file image.
 func (b *segBuilder) encode() []byte {
-	w := newSegWriter(b.seqs, b.ids, b.lens)
+	w := newSegWriter(b.seqs, b.ids, b.lens, nil)
 	terms := make([]string, 0, len(b.terms))
 	for t := range b.terms {
 		terms = append(terms, t)
 	}
 	slices.Sort(terms)
-	ord := make([]uint32, len(b.byID)) // provisional number → ordinal
-	for i, t := range terms {
+	for _, t := range terms {
 		p := b.terms[t]
-		ord[p.id] = uint32(i)
-		w.addTerm(t, p.docs, p.tfs)
-	}
-	var enc []byte
-	for _, toks := range b.fwd {
-		enc = appendForward(enc[:0], toks, func(id uint32) uint32 { return ord[id] })
-		w.addForward(enc)
+		w.addTerm(t, p.docs, p.tfs, p.pos)
 	}
 	keys := make([]string, 0, len(b.kw))
 	for k := range b.kw {
@@ -212,13 +225,19 @@ func (b *segBuilder) encode() []byte {
 // segWriter streams a segment image: per-document tables first, then
 // terms and keywords in ascending order, then numeric columns.
 type segWriter struct {
-	secs       [numSections][]byte
-	lens       []uint32
-	skips, blk []byte // scratch for encodePostings
+	secs  [numSections][]byte
+	lens  []uint32
+	noPos *Bitset // documents without positions; nil: none
+	// scratch of encodePostings
+	skips, blk, chunks, chunkLens []byte
+	vals                          []uint32
 }
 
-func newSegWriter(seqs []uint64, ids []string, lens []uint32) *segWriter {
-	w := &segWriter{lens: lens}
+// newSegWriter starts a segment of the documents seqs (ascending) with
+// their ids and numFields lengths each; noPos (nil: none) lists those
+// whose positions are unknown.
+func newSegWriter(seqs []uint64, ids []string, lens []uint32, noPos *Bitset) *segWriter {
+	w := &segWriter{lens: lens, noPos: noPos}
 	n := len(seqs)
 	var sumLen [numFields]uint64
 	for i, l := range lens {
@@ -247,17 +266,23 @@ func newSegWriter(seqs []uint64, ids []string, lens []uint32) *segWriter {
 	}
 	w.secs[secLens] = lb
 	w.secs[secIDOff], w.secs[secIDBlob] = encodeStrings(ids)
+	if noPos != nil {
+		for _, d := range noPos.Members() {
+			w.secs[secNoPos] = binary.LittleEndian.AppendUint32(w.secs[secNoPos], d)
+		}
+	}
 	return w
 }
 
 // addTerm appends a term (terms must come in ascending order) with its
-// ascending docs and numFields tfs per doc.
-func (w *segWriter) addTerm(term string, docs, tfs []uint32) {
+// ascending docs, numFields tfs per doc and the positions of the docs
+// that have them (per doc the title's then the body's, tf of each).
+func (w *segWriter) addTerm(term string, docs, tfs, pos []uint32) {
 	w.secs[secTermOff] = binary.LittleEndian.AppendUint32(w.secs[secTermOff], uint32(len(w.secs[secTermBlob])))
 	w.secs[secTermBlob] = append(w.secs[secTermBlob], term...)
 	off := len(w.secs[secPost])
 	var ti termInfo
-	w.secs[secPost], ti = w.encodePostings(w.secs[secPost], docs, tfs)
+	w.secs[secPost], w.secs[secPos], ti = w.encodePostings(w.secs[secPost], w.secs[secPos], docs, tfs, pos)
 	ti.off, ti.n = uint64(off), uint32(len(w.secs[secPost])-off)
 	var rec [termInfoSize]byte
 	ti.put(rec[:])
@@ -286,15 +311,8 @@ func (w *segWriter) addKeyword(key string, docs []uint32) {
 }
 
 // finish adds the numeric columns and assembles the file image.
-// addForward appends the next document's forward entry (documents in
-// order; empty: positions unknown).
-func (w *segWriter) addForward(enc []byte) {
-	w.secs[secFwdOff] = binary.LittleEndian.AppendUint32(w.secs[secFwdOff], uint32(len(w.secs[secFwd])))
-	w.secs[secFwd] = append(w.secs[secFwd], enc...)
-}
-
 func (w *segWriter) finish(nums map[string]*numCol) []byte {
-	w.secs[secFwdOff] = binary.LittleEndian.AppendUint32(w.secs[secFwdOff], uint32(len(w.secs[secFwd])))
+	w.secs[secFwdOff] = nil // version 2 only
 	w.secs[secTermOff] = binary.LittleEndian.AppendUint32(w.secs[secTermOff], uint32(len(w.secs[secTermBlob])))
 	w.secs[secKwOff] = binary.LittleEndian.AppendUint32(w.secs[secKwOff], uint32(len(w.secs[secKwBlob])))
 	fields := make([]string, 0, len(nums))
@@ -389,14 +407,15 @@ func getTermInfo(b []byte) termInfo {
 	return t
 }
 
-// encodePostings appends the postings of docs (ascending) with per-field tfs
-// and returns the term's info (offset and length are filled by the caller).
-func encodePostings(dst []byte, docs []uint32, tfs []uint32, lens []uint32) ([]byte, termInfo) {
-	w := segWriter{lens: lens}
-	return w.encodePostings(dst, docs, tfs)
+// encodePostings appends the version 3 postings of docs (ascending) with
+// per-field tfs to dst and their positions (see addTerm) to posDst, and
+// returns the term's info (offset and length are filled by the caller).
+func encodePostings(dst, posDst []byte, docs, tfs, pos, lens []uint32, noPos *Bitset) ([]byte, []byte, termInfo) {
+	w := segWriter{lens: lens, noPos: noPos}
+	return w.encodePostings(dst, posDst, docs, tfs, pos)
 }
 
-func (w *segWriter) encodePostings(dst []byte, docs []uint32, tfs []uint32) ([]byte, termInfo) {
+func (w *segWriter) encodePostings(dst, posDst []byte, docs, tfs, pos []uint32) ([]byte, []byte, termInfo) {
 	lens := w.lens
 	ti := termInfo{df: uint32(len(docs))}
 	for f := range ti.minLen {
@@ -404,7 +423,9 @@ func (w *segWriter) encodePostings(dst []byte, docs []uint32, tfs []uint32) ([]b
 	}
 	nb := (len(docs) + blockSize - 1) / blockSize
 	dst = binary.AppendUvarint(dst, uint64(nb))
+	dst = binary.AppendUvarint(dst, uint64(len(posDst)))
 	skips, blocks := w.skips[:0], w.blk[:0]
+	chunks, chunkLens := w.chunks[:0], w.chunkLens[:0]
 	prevLast := uint32(0)
 	for bi := 0; bi < nb; bi++ {
 		lo, hi := bi*blockSize, min((bi+1)*blockSize, len(docs))
@@ -412,30 +433,20 @@ func (w *segWriter) encodePostings(dst []byte, docs []uint32, tfs []uint32) ([]b
 		for f := range minLen {
 			minLen[f] = math.MaxUint32
 		}
-		start := len(blocks)
-		prev := prevLast
 		for j := lo; j < hi; j++ {
 			d := docs[j]
-			delta := d - prev
-			tf := tfs[numFields*j : numFields*j+numFields]
-			common := tf[fieldTitle] == 0 && tf[fieldBody] == 1
-			v := uint64(delta) << 1
-			if common {
-				v |= 1
-			}
-			blocks = binary.AppendUvarint(blocks, v)
-			if !common {
-				for f := 0; f < numFields; f++ {
-					blocks = binary.AppendUvarint(blocks, uint64(tf[f]))
-				}
-			}
 			for f := 0; f < numFields; f++ {
-				if tf[f] > 0 {
-					maxTf[f] = max(maxTf[f], tf[f])
+				if tf := tfs[numFields*j+f]; tf > 0 {
+					maxTf[f] = max(maxTf[f], tf)
 					minLen[f] = min(minLen[f], lens[numFields*int(d)+f])
 				}
 			}
-			prev = d
+		}
+		start := len(blocks)
+		if hi-lo == blockSize {
+			blocks = w.packBlock(blocks, docs[lo:hi], tfs[numFields*lo:numFields*hi], prevLast)
+		} else {
+			blocks = appendVarintBlock(blocks, docs[lo:hi], tfs[numFields*lo:numFields*hi], prevLast)
 		}
 		skips = binary.AppendUvarint(skips, uint64(docs[hi-1]-prevLast))
 		skips = binary.AppendUvarint(skips, uint64(len(blocks)-start))
@@ -450,6 +461,9 @@ func (w *segWriter) encodePostings(dst []byte, docs []uint32, tfs []uint32) ([]b
 				ti.minLen[f] = min(ti.minLen[f], minLen[f])
 			}
 		}
+		cstart := len(chunks)
+		chunks, pos = w.appendPosChunk(chunks, docs[lo:hi], tfs[numFields*lo:numFields*hi], pos)
+		chunkLens = binary.AppendUvarint(chunkLens, uint64(len(chunks)-cstart))
 		prevLast = docs[hi-1]
 	}
 	for f := range ti.minLen {
@@ -459,8 +473,85 @@ func (w *segWriter) encodePostings(dst []byte, docs []uint32, tfs []uint32) ([]b
 	}
 	dst = append(dst, skips...)
 	dst = append(dst, blocks...)
-	w.skips, w.blk = skips, blocks
-	return dst, ti
+	posDst = append(posDst, chunkLens...)
+	posDst = append(posDst, chunks...)
+	w.skips, w.blk, w.chunks, w.chunkLens = skips, blocks, chunks, chunkLens
+	return dst, posDst, ti
+}
+
+// packBlock appends a full block bit-packed: doc deltas (from prev), title
+// tfs, body tfs, each a width byte and the packed values.
+func (w *segWriter) packBlock(dst []byte, docs, tfs []uint32, prev uint32) []byte {
+	vals := w.vals[:0]
+	for _, d := range docs {
+		vals = append(vals, d-prev)
+		prev = d
+	}
+	dst = appendFrame(dst, vals)
+	for f := 0; f < numFields; f++ {
+		vals = vals[:0]
+		for j := range docs {
+			vals = append(vals, tfs[numFields*j+f])
+		}
+		dst = appendFrame(dst, vals)
+	}
+	w.vals = vals
+	return dst
+}
+
+// appendFrame appends a width byte and vals packed at that width.
+func appendFrame(dst []byte, vals []uint32) []byte {
+	wd := packWidth(vals)
+	dst = append(dst, byte(wd))
+	return appendPacked(dst, vals, wd)
+}
+
+// appendVarintBlock appends a block in the varint layout (partial blocks;
+// every block of versions 1 and 2).
+func appendVarintBlock(dst []byte, docs, tfs []uint32, prev uint32) []byte {
+	for j, d := range docs {
+		tf := tfs[numFields*j : numFields*j+numFields]
+		common := tf[fieldTitle] == 0 && tf[fieldBody] == 1
+		v := uint64(d-prev) << 1
+		if common {
+			v |= 1
+		}
+		dst = binary.AppendUvarint(dst, v)
+		if !common {
+			for f := 0; f < numFields; f++ {
+				dst = binary.AppendUvarint(dst, uint64(tf[f]))
+			}
+		}
+		prev = d
+	}
+	return dst
+}
+
+// appendPosChunk appends the positions chunk of one block's docs, taking
+// them from the front of pos, and returns the rest of pos. Within each run
+// (one doc's positions in one field) positions become deltas.
+func (w *segWriter) appendPosChunk(dst []byte, docs, tfs, pos []uint32) ([]byte, []uint32) {
+	vals := w.vals[:0]
+	for j, d := range docs {
+		if w.noPos != nil && w.noPos.Has(d) {
+			continue
+		}
+		for f := 0; f < numFields; f++ {
+			run := pos[:tfs[numFields*j+f]]
+			pos = pos[len(run):]
+			prev := uint32(0)
+			for _, p := range run {
+				vals = append(vals, p-prev)
+				prev = p
+			}
+		}
+	}
+	w.vals = vals
+	if len(vals) == 0 {
+		return dst, pos
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(vals)))
+	return appendFrame(dst, vals), pos
 }
 
 // segment is an open, immutable segment image (from a file or built in
@@ -477,7 +568,8 @@ type segment struct {
 	nTerms int
 	nKw    int
 	nums   map[string]*numCol
-	hasFwd bool // version ≥ 2: positions (forward entries) are stored
+	format uint32  // file format version
+	noPos  *Bitset // version 3: documents without positions; nil: none
 }
 
 // openSegmentFile maps the segment file dir/name read-only and opens it:
@@ -516,9 +608,12 @@ func openSegment(name string, data []byte) (*segment, error) {
 		return nil, bad("bad magic")
 	}
 	version := binary.LittleEndian.Uint32(data[8:])
-	nsec := numSections
+	var nsec int
 	switch version {
-	case segFormat:
+	case 3:
+		nsec = numSections
+	case 2:
+		nsec = numSectionsV2
 	case 1:
 		nsec = numSectionsV1
 	default:
@@ -538,7 +633,7 @@ func openSegment(name string, data []byte) (*segment, error) {
 	if ns := binary.LittleEndian.Uint32(data[crcAt-4:]); ns != uint32(nsec) {
 		return nil, bad("section count %d", ns)
 	}
-	s := &segment{name: name, data: data, crc: want, hasFwd: version >= 2}
+	s := &segment{name: name, data: data, crc: want, format: version}
 	tableAt := crcAt - 4 - 16*nsec
 	for i := 0; i < nsec; i++ {
 		off := binary.LittleEndian.Uint64(data[tableAt+16*i:])
@@ -558,14 +653,20 @@ func openSegment(name string, data []byte) (*segment, error) {
 		return nil, bad("info")
 	}
 	s.n = int(n)
+	var err error
 	if len(s.sec[secSeqs]) != 8*s.n || len(s.sec[secLens]) != 4*numFields*s.n {
 		return nil, bad("doc table sizes")
 	}
 	if err := checkStrings(s.sec[secIDOff], s.sec[secIDBlob], s.n); err != nil {
 		return nil, bad("ids: %v", err)
 	}
-	if s.hasFwd {
+	if version == 2 {
 		if err := checkStrings(s.sec[secFwdOff], s.sec[secFwd], s.n); err != nil {
+			return nil, bad("positions: %v", err)
+		}
+	}
+	if version >= 3 {
+		if s.noPos, err = decodeNoPos(s.sec[secNoPos], s.n); err != nil {
 			return nil, bad("positions: %v", err)
 		}
 	}
@@ -615,6 +716,45 @@ func openSegment(name string, data []byte) (*segment, error) {
 	}
 	s.nums = nums
 	return s, nil
+}
+
+// addParts adds the segment's bytes per part to p.
+func (s *segment) addParts(p *SegmentParts) {
+	total := int64(0)
+	size := func(secs ...int) int64 {
+		n := int64(0)
+		for _, i := range secs {
+			n += int64(len(s.sec[i]))
+		}
+		total += n
+		return n
+	}
+	p.Documents += size(secInfo, secSeqs, secLens, secIDOff, secIDBlob)
+	p.Terms += size(secTermOff, secTermBlob, secTermInfo)
+	p.Postings += size(secPost)
+	p.Positions += size(secFwdOff, secFwd, secPos, secNoPos)
+	p.Keywords += size(secKwOff, secKwBlob, secKwInfo, secKwPost)
+	p.Numbers += size(secNum)
+	p.Framing += int64(len(s.data)) - total
+}
+
+// decodeNoPos reads the no-positions section: ascending doc numbers < n.
+func decodeNoPos(b []byte, n int) (*Bitset, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if len(b)%4 != 0 {
+		return nil, errors.New("no-positions list size")
+	}
+	set := NewBitset(n)
+	for i := 0; i < len(b); i += 4 {
+		d := binary.LittleEndian.Uint32(b[i:])
+		if int64(d) >= int64(n) || i > 0 && d <= binary.LittleEndian.Uint32(b[i-4:]) {
+			return nil, errors.New("no-positions list out of order")
+		}
+		set.Set(d)
+	}
+	return set, nil
 }
 
 func checkStrings(offs, blob []byte, n int) error {
