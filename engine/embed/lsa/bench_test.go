@@ -56,7 +56,7 @@ func BenchmarkSVD(b *testing.B) {
 	}
 	b.Run("randomized-csr", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := randomizedSVD(a, 256, opts.Oversample, opts.PowerIters, 1, 0); err != nil {
+			if _, err := randomizedSVD(context.Background(), a, 256, opts.Oversample, opts.PowerIters, 1, 0); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -75,7 +75,7 @@ func BenchmarkSVD(b *testing.B) {
 			}
 		}
 		// Report how close the randomized singular values are.
-		res, _ := randomizedSVD(a, 256, opts.Oversample, opts.PowerIters, 1, 0)
+		res, _ := randomizedSVD(context.Background(), a, 256, opts.Oversample, opts.PowerIters, 1, 0)
 		exact := svd.Values(nil)
 		var worst float64
 		for i, s := range res.sigma {

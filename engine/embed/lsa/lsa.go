@@ -141,7 +141,7 @@ func Fit(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer, opts Op
 		return nil, err
 	}
 	tMatrix := time.Since(start)
-	res, err := randomizedSVD(a, opts.Dimension, opts.Oversample, opts.PowerIters, opts.Seed, opts.Workers)
+	res, err := randomizedSVD(ctx, a, opts.Dimension, opts.Oversample, opts.PowerIters, opts.Seed, opts.Workers)
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func TestRandomizedSVDMatchesExact(t *testing.T) {
 		a.rows = i + 1
 		a.indptr = append(a.indptr, len(a.data))
 	}
-	res, err := randomizedSVD(a, k, 10, 4, 1, 2)
+	res, err := randomizedSVD(context.Background(), a, k, 10, 4, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,4 +255,18 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("header %+v, %v; model dim %d", h, err, m.Dimension())
 		}
 	})
+}
+
+// A fit abandoned (rcpd shutting down) stops between the steps of the
+// decomposition instead of running it to the end.
+func TestRandomizedSVDStopsWhenCancelled(t *testing.T) {
+	a := &csr{rows: 3, cols: 3, indptr: []int{0, 1, 2, 3}, indices: []int32{0, 1, 2}, data: []float64{1, 2, 3}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := randomizedSVD(ctx, a, 2, 1, 2, 1, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled decomposition: err = %v, want context.Canceled", err)
+	}
+	if _, err := randomizedSVD(context.Background(), a, 2, 1, 2, 1, 1); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,6 +1,7 @@
 package lsa
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -28,7 +29,7 @@ type svdResult struct {
 // symmetric eigendecomposition of B Bᵀ. Signs are fixed so that the largest
 // |component| of each right singular vector is positive, which together with
 // the seeded Gaussian test matrix makes the result deterministic.
-func randomizedSVD(a *csr, k, p, q int, seed uint64, workers int) (*svdResult, error) {
+func randomizedSVD(ctx context.Context, a *csr, k, p, q int, seed uint64, workers int) (*svdResult, error) {
 	l := k + p
 	if lim := min(a.rows, a.cols); l > lim {
 		l = lim
@@ -47,19 +48,32 @@ func randomizedSVD(a *csr, k, p, q int, seed uint64, workers int) (*svdResult, e
 	}
 	y := make([]float64, a.rows*l)
 	z := make([]float64, a.cols*l)
-	a.mulDense(omega, l, y, workers)
-	if err := orthonormalize(y, a.rows, l); err != nil {
+	// Each product and orthonormalization is one uninterruptible step
+	// (about a second at 10 k documents); ctx is checked between them so
+	// that a fit abandoned at shutdown ends promptly.
+	step := func(src []float64, m *csr, dst []float64) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m.mulDense(src, l, dst, workers)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return orthonormalize(dst, m.rows, l)
+	}
+	if err := step(omega, a, y); err != nil {
 		return nil, err
 	}
 	for range q {
-		at.mulDense(y, l, z, workers)
-		if err := orthonormalize(z, a.cols, l); err != nil {
+		if err := step(y, at, z); err != nil {
 			return nil, err
 		}
-		a.mulDense(z, l, y, workers)
-		if err := orthonormalize(y, a.rows, l); err != nil {
+		if err := step(z, a, y); err != nil {
 			return nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	// Bᵀ = Aᵀ Q  (cols × l)
 	at.mulDense(y, l, z, workers)
