@@ -187,6 +187,9 @@ type Config struct {
 	// checkpointEvery is the minimum spacing of dense checkpoints (tests
 	// lower it).
 	checkpointEvery time.Duration
+	// refitQuiet is how long writes must pause before an LSA refit starts
+	// (default refitQuiet; tests change it).
+	refitQuiet time.Duration
 	// holdDenseLoad, when set, holds the background load of the published
 	// dense generation until it is closed (tests: requests during loading).
 	holdDenseLoad chan struct{}
@@ -212,10 +215,12 @@ type Engine struct {
 	fields map[string]string
 	ops    []string
 
-	// wmu serialises writes; rmu lets retrieves see the index and the
-	// catalog at one version.
-	wmu sync.Mutex
-	rmu sync.RWMutex
+	// writes is the group commit queue of adds (engine_commit.go); wmu
+	// serialises commits and deletes; rmu lets retrieves see the index and
+	// the catalog at one version.
+	writes *writeQueue
+	wmu    sync.Mutex
+	rmu    sync.RWMutex
 	// readUnlock is rmu.RUnlock, bound once (readLock returns it).
 	readUnlock func()
 	// querySem admits Config.QueryConcurrency retrieves into their pipeline.
@@ -228,6 +233,7 @@ type Engine struct {
 	gen        atomic.Pointer[generation]
 	derive     *deriver
 	opSeq      atomic.Uint64
+	lastWrite  atomic.Int64    // unix ns of the last write that logged dense ops
 	descSparse rcp.Description // the description without a generation
 	inference  inference       // inferred filter fields (no Fields declared)
 
@@ -317,6 +323,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 	}
 	cfg.maxAddDocs = DefaultMaxAddDocs
+	if cfg.refitQuiet <= 0 {
+		cfg.refitQuiet = refitQuiet
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -348,6 +357,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
 	e.readUnlock = e.rmu.RUnlock
+	e.writes = newWriteQueue()
 	if n := cfg.QueryConcurrency; n > 0 {
 		e.querySem = make(chan struct{}, n)
 	} else {

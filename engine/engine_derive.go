@@ -267,6 +267,10 @@ type deriver struct {
 	failedAt int    // corpus size of the last failed LSA fit
 	lastSave time.Time
 	saveCost time.Duration
+	// refitSince is when the pending LSA refit became due (zero: none is
+	// pending); refitIn is how long it still waits for writes to pause.
+	refitSince time.Time
+	refitIn    time.Duration
 
 	mu       sync.Mutex
 	idleSeq  uint64        // every op up to it is applied and nothing is due
@@ -282,6 +286,15 @@ const (
 	applyBatch      = 128
 	checkpointEvery = 5 * time.Second // minimum spacing of checkpoints
 	maxRetryDelay   = time.Minute
+	// A refit of the LSA basis (the corpus doubled since the fit) is a
+	// whole-corpus fit and re-embedding, seconds to minutes of a core: it
+	// waits until writes have paused for refitQuiet, or at most
+	// refitMaxLag under steady writes, so that it does not take the CPU
+	// from the adds being acknowledged. Meanwhile new units are embedded
+	// with the published basis as usual. The first fit does not wait: it
+	// is what makes dense retrieval available.
+	refitQuiet  = 2 * time.Second
+	refitMaxLag = 5 * time.Minute
 )
 
 func (e *Engine) startDeriver(next uint64) {
@@ -390,10 +403,14 @@ func (dv *deriver) run(ctx context.Context) {
 		if did {
 			continue
 		}
-		dv.setIdle(true, dv.e.opSeq.Load(), nil)
 		wait := dv.saveSpacing()
+		if dv.refitIn > 0 {
+			wait = dv.refitIn // a refit waits for writes to pause: not idle
+		} else {
+			dv.setIdle(true, dv.e.opSeq.Load(), nil)
+		}
 		if g := dv.e.gen.Load(); g != nil && (g.applied.Load() > g.saved || g.outdated) {
-			wait = max(time.Until(dv.lastSave.Add(dv.saveSpacing())), time.Millisecond)
+			wait = min(wait, max(time.Until(dv.lastSave.Add(dv.saveSpacing())), time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
@@ -417,8 +434,12 @@ func (dv *deriver) saveSpacing() time.Duration {
 // step does the next piece of work; it reports whether there was any.
 func (dv *deriver) step(ctx context.Context) (bool, error) {
 	g := dv.e.gen.Load()
+	dv.refitIn = 0
 	if dv.buildDue(g) {
-		return true, dv.build(ctx, g)
+		if dv.refitIn = dv.refitWait(g, time.Now()); dv.refitIn == 0 {
+			dv.refitSince = time.Time{}
+			return true, dv.build(ctx, g)
+		}
 	}
 	if g != nil && g.applied.Load() < dv.e.opSeq.Load() {
 		return true, dv.apply(ctx, g)
@@ -439,6 +460,22 @@ func (dv *deriver) buildDue(g *generation) bool {
 		return false
 	}
 	return g == nil || units >= 2*g.fittedAt()
+}
+
+// refitWait returns how long the due build of a new generation still
+// waits: 0 for a first fit or any build of an external encoder's
+// generation; for a refit of the published LSA basis, until writes have
+// paused for refitQuiet, and at most refitMaxLag after it became due.
+func (dv *deriver) refitWait(g *generation, now time.Time) time.Duration {
+	if g == nil || dv.e.cfg.Dense != DenseLSA {
+		return 0
+	}
+	if dv.refitSince.IsZero() {
+		dv.refitSince = now
+	}
+	quiet := time.Unix(0, dv.e.lastWrite.Load()).Add(dv.e.cfg.refitQuiet).Sub(now)
+	lag := dv.refitSince.Add(refitMaxLag).Sub(now)
+	return max(min(quiet, lag), 0)
 }
 
 // apply embeds the units of the next batch of ops into g.

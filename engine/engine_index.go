@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
@@ -75,50 +76,20 @@ func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAdd
 	var key string
 	p.Meta.Get(rcp.MetaIdempotencyKey, &key)
 	// Chunking and analysis are CPU work on the request's own data: done
-	// before the write lock so that they never delay other writers.
+	// before the write queue so that they never delay other writers.
 	plan, err := e.planWrite(ctx, docs)
 	if err != nil {
 		return nil, err
 	}
-
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
-	if err := e.writable(); err != nil {
+	w := &writeReq{ctx: ctx, plan: plan, key: key, chunked: chunked}
+	if err := e.commitWrite(w); err != nil {
 		return nil, err
 	}
-	if key != "" {
-		var stored []byte
-		_ = e.db.View(func(tx *bolt.Tx) error {
-			if v := tx.Bucket(bucketIdem).Get([]byte(key)); v != nil {
-				stored = bytes.Clone(v)
-			}
-			return nil
-		})
-		if stored != nil {
-			var res rcp.IndexAddResult
-			if err := json.Unmarshal(stored, &res); err == nil {
-				rcp.Log(ctx, rcp.LogInfo, "index/add: idempotencyKey replayed the original result", map[string]any{"key": key})
-				return &res, nil
-			}
-		}
+	if w.replay != nil {
+		rcp.Log(ctx, rcp.LogInfo, "index/add: idempotencyKey replayed the original result", map[string]any{"key": key})
+		return w.replay, nil
 	}
-	if err := e.commitLocked(ctx, plan); err != nil {
-		return nil, err
-	}
-	if err := e.writable(); err != nil { // written into a deleted directory: not durable
-		return nil, err
-	}
-	res := &rcp.IndexAddResult{IDs: plan.ids, IndexVersion: e.ix.Version()}
-	if chunked {
-		res.Chunks = &plan.nchunks
-	}
-	if key != "" {
-		b, _ := json.Marshal(res)
-		if err := e.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketIdem).Put([]byte(key), b) }); err != nil {
-			return nil, fmt.Errorf("engine: storing idempotency key: %w", err)
-		}
-	}
-	return res, nil
+	return w.result(), nil
 }
 
 func decodeWireDoc(raw json.RawMessage, i int) (addDoc, error) {
@@ -200,15 +171,13 @@ func mintID() string {
 // chunkID names chunk i of parent.
 func chunkID(parent string, i int) string { return parent + "#c" + strconv.Itoa(i) }
 
-// write writes docs: planned outside the write lock, committed under it.
+// write writes docs: planned outside the write queue, committed in it.
 func (e *Engine) write(ctx context.Context, docs []addDoc, _ bool) ([]string, int, error) {
 	plan, err := e.planWrite(ctx, docs)
 	if err != nil {
 		return nil, 0, err
 	}
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
-	if err := e.commitLocked(ctx, plan); err != nil {
+	if err := e.commitWrite(&writeReq{ctx: ctx, plan: plan}); err != nil {
 		return nil, 0, err
 	}
 	return plan.ids, plan.nchunks, nil
@@ -217,8 +186,8 @@ func (e *Engine) write(ctx context.Context, docs []addDoc, _ bool) ([]string, in
 // writePlan is an add with its CPU work done: ids minted, the batch
 // deduplicated, chunked documents split and every unit analysed. Building
 // it takes no lock, so a large (chunked) add does not hold the write path
-// while it is prepared; only commitLocked, which depends on the stored
-// state, runs under wmu.
+// while it is prepared; only its commit, which depends on the stored
+// state, runs in the write queue (engine_commit.go).
 type writePlan struct {
 	ids     []string // in input order
 	docs    []addDoc // the documents written: the last one of each id
@@ -280,35 +249,48 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 	return p, nil
 }
 
-// commitLocked writes a plan (caller holds wmu). The response implies
-// durability: the index commit returns after its store transaction is
-// fsynced.
-func (e *Engine) commitLocked(ctx context.Context, p *writePlan) error {
-	var transitions []string
-	chunkSets := map[string]int{} // parent → number of chunks now
-	plain := map[string]bool{}
+// writeShape is what a plan changes in the stored shape of its documents.
+type writeShape struct {
+	transitions []string        // documents changing between chunked and whole: their old units go
+	chunkSets   map[string]int  // chunked parent → its number of chunks now
+	plain       map[string]bool // documents written whole
+}
+
+// shapeOf reads what p changes in the shape of the stored documents, and
+// refuses chunk ids taken by other documents (caller holds wmu).
+func (e *Engine) shapeOf(ctx context.Context, p *writePlan) (writeShape, error) {
+	sh := writeShape{chunkSets: map[string]int{}, plain: map[string]bool{}}
 	for _, d := range p.docs {
 		if !d.chunk {
-			plain[d.id] = true
+			sh.plain[d.id] = true
 			if c0, err := e.shapeGet(ctx, chunkID(d.id, 0)); err != nil {
-				return fmt.Errorf("engine: %w", err)
+				return sh, fmt.Errorf("engine: %w", err)
 			} else if c0 != nil && c0.Chunk != nil && c0.Chunk.DocID == d.id {
-				transitions = append(transitions, d.id) // was chunked: drop its chunks
+				sh.transitions = append(sh.transitions, d.id) // was chunked: drop its chunks
 			}
 			continue
 		}
 		if old, err := e.shapeGet(ctx, d.id); err != nil {
-			return fmt.Errorf("engine: %w", err)
+			return sh, fmt.Errorf("engine: %w", err)
 		} else if old != nil && old.Chunk == nil {
-			transitions = append(transitions, d.id) // was a whole document
+			sh.transitions = append(sh.transitions, d.id) // was a whole document
 		}
 		for j := range d.units {
 			if err := e.chunkIDFree(ctx, d.units[j].ID, d.id); err != nil {
-				return err
+				return sh, err
 			}
 		}
-		chunkSets[d.id] = len(d.units)
+		sh.chunkSets[d.id] = len(d.units)
 	}
+	return sh, nil
+}
+
+// commitLocked writes a plan whose shape changes are sh (caller holds
+// wmu): a group commit passes the union of its writes' plans and shapes.
+// The response implies durability: the index commit returns after its
+// store transaction is fsynced.
+func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) error {
+	transitions, chunkSets, plain := sh.transitions, sh.chunkSets, sh.plain
 	catalog, idocs := p.catalog, p.idocs
 	// The dense log is written first: after a crash it may name documents
 	// the index lacks (the next Open's catalog rebuild drops them, and
@@ -586,6 +568,7 @@ func (e *Engine) denseCommitted(seq uint64) {
 		return // nothing changed (writers are serialised by wmu)
 	}
 	e.opSeq.Store(seq)
+	e.lastWrite.Store(time.Now().UnixNano())
 	if e.derive != nil {
 		e.derive.notify()
 	}

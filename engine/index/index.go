@@ -581,6 +581,22 @@ func (ix *Index) Prepare(ctx context.Context, docs []Document) (*Batch, error) {
 	return &Batch{docs: docs, inputs: inputs}, nil
 }
 
+// JoinBatches returns one batch holding bs in order, for a caller that
+// commits several prepared adds at once (group commit: one store
+// transaction and one segment for all of them). The batches must not share
+// ids: within one batch a later document replaces an earlier one.
+func JoinBatches(bs ...*Batch) *Batch {
+	if len(bs) == 1 {
+		return bs[0]
+	}
+	out := &Batch{}
+	for _, b := range bs {
+		out.docs = append(out.docs, b.docs...)
+		out.inputs = append(out.inputs, b.inputs...)
+	}
+	return out
+}
+
 // Commit writes a prepared batch: Add after Prepare.
 func (ix *Index) Commit(ctx context.Context, b *Batch) ([]string, error) {
 	docs, inputs := b.docs, b.inputs

@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// queuedAdd is an index/add sent from its own goroutine.
+type queuedAdd struct {
+	done chan struct{}
+	res  rcp.IndexAddResult
+	err  error
+}
+
+// enqueueAdd sends an index/add with ctx and returns once the engine has
+// queued it behind want-1 earlier writes (the test holds the write lock, so
+// the queue's head waits there and the others wait behind it).
+func enqueueAdd(t *testing.T, e *Engine, ctx context.Context, params string, want int) *queuedAdd {
+	t.Helper()
+	q := &queuedAdd{done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		var res any
+		if res, q.err = e.Call(ctx, rcp.MethodIndexAdd, []byte(params)); q.err == nil {
+			b, _ := json.Marshal(res)
+			q.err = json.Unmarshal(b, &q.res)
+		}
+	}()
+	deadline := time.Now().Add(time.Minute) // a hang guard, not a timing bound
+	for {
+		e.writes.mu.Lock()
+		n := len(e.writes.pending)
+		e.writes.mu.Unlock()
+		if n >= want {
+			return q
+		}
+		select {
+		case <-q.done:
+			t.Fatalf("index/add %s returned before it was queued: %v", params, q.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("index/add %s not queued after a minute (%d queued)", params, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (q *queuedAdd) wait(t *testing.T) (rcp.IndexAddResult, error) {
+	t.Helper()
+	select {
+	case <-q.done:
+	case <-time.After(time.Minute):
+		t.Fatal("index/add did not return within a minute")
+	}
+	return q.res, q.err
+}
+
+func doc(id, text string) string {
+	return `{"documents":[{"id":"` + id + `","text":"` + text + `"}]}`
+}
+
+// Writes queued while a commit runs are committed together, in one index
+// version, and each one gets its own result.
+func TestGroupCommitJoinsQueuedWrites(t *testing.T) {
+	e := newEngine(t, nil)
+	before := e.ix.Version()
+	docsBefore := e.ix.Stats().Docs
+	e.wmu.Lock() // a commit in progress
+	var adds []*queuedAdd
+	for i, id := range []string{"g1", "g2", "g3", "g4", "g5"} {
+		adds = append(adds, enqueueAdd(t, e, context.Background(), doc(id, "bm25 scores a document by term frequency, grouped write "+id), i+1))
+	}
+	e.wmu.Unlock()
+	var version string
+	for i, q := range adds {
+		res, err := q.wait(t)
+		if err != nil {
+			t.Fatalf("add %d: %v", i, err)
+		}
+		if len(res.IDs) != 1 || res.IDs[0] != []string{"g1", "g2", "g3", "g4", "g5"}[i] {
+			t.Errorf("add %d: ids %v", i, res.IDs)
+		}
+		if i == 0 {
+			version = res.IndexVersion
+		} else if res.IndexVersion != version {
+			t.Errorf("add %d committed at %s, add 0 at %s: want one group", i, res.IndexVersion, version)
+		}
+	}
+	if version == before {
+		t.Errorf("index version unchanged (%s)", version)
+	}
+	if got := e.ix.Stats().Docs; got != docsBefore+5 {
+		t.Errorf("%d documents after the group, want %d", got, docsBefore+5)
+	}
+	settle(t, e) // the dense log holds every member's units
+	found := map[string]bool{}
+	for _, h := range retrieve(t, e, map[string]any{"query": "bm25 term frequency", "k": 100, "mode": "dense"}).Hits {
+		found[h.ID] = true
+	}
+	for _, id := range []string{"g1", "g2", "g3", "g4", "g5"} {
+		if !found[id] {
+			t.Errorf("%s not found by dense retrieve after the group", id)
+		}
+	}
+}
+
+// A write to an id already in the group waits for the next group, so
+// writes to one id take effect in arrival order.
+func TestGroupCommitKeepsOrderPerID(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone })
+	e.wmu.Lock()
+	a1 := enqueueAdd(t, e, context.Background(), doc("a", "first text"), 1)
+	b := enqueueAdd(t, e, context.Background(), doc("b", "other document"), 2)
+	a2 := enqueueAdd(t, e, context.Background(), doc("a", "second text"), 3)
+	c := enqueueAdd(t, e, context.Background(), doc("c", "third document"), 4)
+	e.wmu.Unlock()
+	var v [4]string
+	for i, q := range []*queuedAdd{a1, b, a2, c} {
+		res, err := q.wait(t)
+		if err != nil {
+			t.Fatalf("add %d: %v", i, err)
+		}
+		v[i] = res.IndexVersion
+	}
+	if v[0] != v[1] || v[2] != v[3] || v[0] == v[2] {
+		t.Errorf("versions %v: want [a b] then [a c]", v)
+	}
+	if d, err := e.ix.Get(context.Background(), "a"); err != nil || d == nil || d.Text != "second text" {
+		t.Fatalf("a = %+v, %v; want the second text", d, err)
+	}
+}
+
+// Each member of a group is settled on its own: a write whose request ended
+// while queued is not stored, a refused write fails alone, a repeated
+// idempotency key replays the first result, and the rest commit.
+func TestGroupCommitSettlesEachWrite(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Preload = nil })
+	if _, _, err := e.write(context.Background(), []addDoc{{id: "Q#c1", text: "a user document", source: WireSource}}, false); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("Some words to split into several chunks here. ", 200)
+	keyed := `{"documents":[{"id":"k","text":"keyed write"}],"_meta":{"idempotencyKey":"key-1"}}`
+
+	e.wmu.Lock()
+	gone, cancel := context.WithCancel(context.Background())
+	head := enqueueAdd(t, e, context.Background(), doc("head", "the head of the queue"), 1)
+	ended := enqueueAdd(t, e, gone, doc("ended", "its request ended"), 2)
+	conflict := enqueueAdd(t, e, context.Background(), `{"documents":[{"id":"Q","text":"`+long+`"}],"chunk":true}`, 3)
+	first := enqueueAdd(t, e, context.Background(), keyed, 4)
+	replay := enqueueAdd(t, e, context.Background(), keyed, 5)
+	plain := enqueueAdd(t, e, context.Background(), doc("plain", "a plain write"), 6)
+	cancel()
+	e.wmu.Unlock()
+
+	if _, err := head.wait(t); err != nil {
+		t.Errorf("head: %v", err)
+	}
+	if _, err := ended.wait(t); !errors.Is(err, context.Canceled) {
+		t.Errorf("ended request: err %v, want context.Canceled", err)
+	}
+	if _, err := conflict.wait(t); rcp.CodeOf(err) != rcp.CodeConflict {
+		t.Errorf("chunk id conflict: err %v, want -32016", err)
+	}
+	r1, err1 := first.wait(t)
+	r2, err2 := replay.wait(t)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("keyed writes: %v, %v", err1, err2)
+	}
+	if r1.IndexVersion == "" || r2.IndexVersion != r1.IndexVersion {
+		t.Errorf("repeated idempotency key: %+v then %+v, want the first result replayed", r1, r2)
+	}
+	if _, err := plain.wait(t); err != nil {
+		t.Errorf("plain: %v", err)
+	}
+	for id, want := range map[string]bool{"head": true, "ended": false, "Q#c0": false, "k": true, "plain": true} {
+		if d, err := e.ix.Get(context.Background(), id); err != nil || (d != nil) != want {
+			t.Errorf("%s stored = %v (%v), want %v", id, d != nil, err, want)
+		}
+	}
+	if d, err := e.ix.Get(context.Background(), "Q#c1"); err != nil || d == nil || d.Text != "a user document" {
+		t.Errorf("Q#c1 = %+v, %v", d, err)
+	}
+}
