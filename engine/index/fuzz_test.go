@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -40,7 +41,7 @@ func FuzzOpenSegment(f *testing.F) {
 	f.Add(validSegment(40))
 	f.Add(newSegBuilder().encode())
 	f.Add([]byte(segMagic))
-	for _, name := range []string{"format1.rseg", "format2.rseg"} {
+	for _, name := range []string{"format1.rseg", "format2.rseg", "format3.rseg"} {
 		if data, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
 			f.Add(data)
 		}
@@ -80,11 +81,13 @@ func FuzzOpenSegment(f *testing.F) {
 				s.lookup(s.term(i))
 			}
 			for i := 0; i < s.nKw; i++ {
-				s.kwDocs(s.kwKey(i), func(d uint32) {
+				key := string(s.kwKey(i, nil))
+				s.kwDocs(key, func(d uint32) {
 					if int(d) >= s.n {
 						t.Fatalf("keyword doc %d out of range", d)
 					}
 				})
+				s.kwPrefix(key, func(string) {})
 			}
 			for i := 0; i < s.n; i++ {
 				s.id(uint32(i))
@@ -214,4 +217,69 @@ func postingsSegment(post, pos []byte, n int) *segment {
 	s := &segment{n: n, format: segFormat, nTerms: 1}
 	s.sec[secPost], s.sec[secPos] = post, pos
 	return s
+}
+
+// FuzzKeywords round-trips keyword tables (format 4) built from the input
+// and feeds its raw bytes, split into the four keyword sections, to the
+// validation and readers.
+func FuzzKeywords(f *testing.F) {
+	f.Add([]byte("sbucket\x003\nsbucket\x004\nstitle\x00Wall of China\nx"), uint8(3), uint8(9), uint8(20))
+	f.Add([]byte{}, uint8(0), uint8(0), uint8(0))
+	f.Add([]byte{0, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}, uint8(1), uint8(3), uint8(11))
+	f.Fuzz(func(t *testing.T, raw []byte, a, b, c uint8) {
+		// Raw sections: must not panic.
+		cut := func(x uint8) int { return min(int(x), len(raw)) }
+		i, j, k := cut(a), cut(b), cut(c)
+		j, k = max(i, j), max(i, j, k)
+		s := &segment{n: 1000, format: segFormat}
+		s.sec[secKwOff], s.sec[secKwBlob], s.sec[secKwInfo], s.sec[secKwPost] = raw[:i], raw[i:j], raw[j:k], raw[k:]
+		if s.openKeywords() == nil {
+			for n := 0; n < s.nKw; n++ {
+				key := string(s.kwKey(n, nil))
+				s.kwDocs(key, func(d uint32) {
+					if d >= 1000 {
+						t.Fatalf("doc %d out of range", d)
+					}
+				})
+				s.kwPrefix(key, func(string) {})
+			}
+		}
+
+		// Round trip: the input's lines as keys, each with docs from its bytes.
+		keys := strings.Split(string(raw), "\n")
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		w := &segWriter{}
+		want := map[string][]uint32{}
+		for n, key := range keys {
+			var docs []uint32
+			for d := 0; d < len(key) && d < 5; d++ {
+				docs = append(docs, uint32(n*7+d))
+			}
+			want[key] = docs
+			w.addKeyword(key, docs)
+		}
+		w.kw.finish(&w.secs)
+		s = &segment{n: len(keys)*7 + 7, format: segFormat, sec: w.secs}
+		if err := s.openKeywords(); err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		if s.nKw != len(keys) {
+			t.Fatalf("%d keys, want %d", s.nKw, len(keys))
+		}
+		for n, key := range keys {
+			if got := string(s.kwKey(n, nil)); got != key {
+				t.Fatalf("key %d = %q, want %q", n, got, key)
+			}
+			var got []uint32
+			if !s.kwDocs(key, func(d uint32) { got = append(got, d) }) || !slices.Equal(got, want[key]) {
+				t.Fatalf("docs of %q = %v, want %v", key, got, want[key])
+			}
+			var with []string
+			s.kwPrefix(key, func(k string) { with = append(with, k) })
+			if len(with) == 0 || with[0] != key {
+				t.Fatalf("prefix %q: %q", key, with)
+			}
+		}
+	})
 }

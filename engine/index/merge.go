@@ -367,6 +367,7 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 	}
 	w := newSegWriter(seqs, ids, lens, noPosSet)
 	var docs, tfs, pos []uint32
+	var sc mergeScratch
 
 	// Terms.
 	cur := make([]int, len(views))
@@ -396,7 +397,7 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 			if cur[k] >= v.seg.nTerms || string(key(k)) != term {
 				continue
 			}
-			src := termSource{seg: v.seg, ord: cur[k], inv: invs[k], m: maps[k]}
+			src := termSource{seg: v.seg, ord: cur[k], inv: invs[k], m: maps[k], sc: &sc}
 			cur[k]++
 			if docs, tfs, pos, err = src.appendTo(docs, tfs, pos); err != nil {
 				return nil, 0, fmt.Errorf("%w: term %q", err, term)
@@ -407,18 +408,27 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 		}
 	}
 
-	// Metadata keywords.
+	// Metadata keywords: the current key of each view (nil when done),
+	// decoded into its own buffer.
 	clear(cur)
-	kwKey := func(k int) []byte {
-		return strAt(views[k].seg.sec[secKwOff], views[k].seg.sec[secKwBlob], cur[k])
+	keys, bufs := make([][]byte, len(views)), make([][]byte, len(views))
+	load := func(k int) {
+		keys[k] = nil
+		if seg := views[k].seg; cur[k] < seg.nKw {
+			keys[k] = seg.kwKey(cur[k], bufs[k])
+			if seg.format >= 4 {
+				bufs[k] = keys[k]
+			}
+		}
+	}
+	for k := range views {
+		load(k)
 	}
 	for {
 		var minKey []byte
-		for k, v := range views {
-			if cur[k] < v.seg.nKw {
-				if kk := kwKey(k); minKey == nil || bytes.Compare(kk, minKey) < 0 {
-					minKey = kk
-				}
+		for _, kk := range keys {
+			if kk != nil && (minKey == nil || bytes.Compare(kk, minKey) < 0) {
+				minKey = kk
 			}
 		}
 		if minKey == nil {
@@ -427,13 +437,14 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 		key := string(minKey)
 		docs = docs[:0]
 		for k, v := range views {
-			if cur[k] >= v.seg.nKw || string(kwKey(k)) != key {
+			if keys[k] == nil || string(keys[k]) != key {
 				continue
 			}
-			cnt, off, ln := v.seg.kwInfo(cur[k])
+			cnt, list, ok := v.seg.kwList(cur[k])
 			cur[k]++
+			load(k)
 			m := maps[k]
-			ok := decodeDocList(v.seg.sec[secKwPost][off:off+uint64(ln)], int(cnt), v.seg.n, func(d uint32) {
+			ok = ok && decodeDocList(list, int(cnt), v.seg.n, func(d uint32) {
 				if nd := m[d]; nd != noDoc {
 					docs = append(docs, nd)
 				}
@@ -473,6 +484,15 @@ type termSource struct {
 	ord int              // the term's ordinal in seg
 	inv *invertedForward // format 2: seg's positions per term
 	m   []uint32         // seg's local → merged doc numbers (noDoc: dropped)
+	sc  *mergeScratch
+}
+
+// mergeScratch is the working memory of termSource.appendTo, reused from
+// term to term.
+type mergeScratch struct {
+	pi  posIter
+	it  postIter
+	buf [numFields][]uint32
 }
 
 // appendTo appends the merged doc numbers, tfs and known positions of the
@@ -482,8 +502,7 @@ func (t termSource) appendTo(docs, tfs, pos []uint32) ([]uint32, []uint32, []uin
 	ti := seg.termInfo(t.ord)
 	bad := func() error { return fmt.Errorf("%w %s", ErrCorruptSegment, seg.name) }
 	if seg.format >= 3 {
-		var pi posIter
-		var buf [numFields][]uint32
+		pi, buf := &t.sc.pi, &t.sc.buf
 		for pi.init(seg, ti); pi.doc() != noDoc; pi.next() {
 			nd := t.m[pi.doc()]
 			if nd == noDoc {
@@ -491,7 +510,7 @@ func (t termSource) appendTo(docs, tfs, pos []uint32) ([]uint32, []uint32, []uin
 			}
 			docs = append(docs, nd)
 			tfs = append(tfs, pi.it.tf[:]...)
-			ok, err := pi.positions(&buf)
+			ok, err := pi.positions(buf)
 			if err != nil {
 				return docs, tfs, pos, fmt.Errorf("%w %s", err, seg.name)
 			}
@@ -510,8 +529,8 @@ func (t termSource) appendTo(docs, tfs, pos []uint32) ([]uint32, []uint32, []uin
 	if t.inv != nil {
 		c, end = t.inv.start[t.ord], t.inv.start[t.ord+1]
 	}
-	it := newPostIter(seg.postingsBytes(ti), int(ti.df), seg.n, seg.format)
-	for ; it.doc != noDoc; it.next() {
+	it := &t.sc.it
+	for it.reset(seg.postingsBytes(ti), int(ti.df), seg.n, seg.format); it.doc != noDoc; it.next() {
 		var run []uint32
 		if t.inv != nil && t.inv.has.Has(it.doc) {
 			n := int(it.tf[fieldTitle]) + int(it.tf[fieldBody])

@@ -63,15 +63,16 @@ func TestPhraseQueries(t *testing.T) {
 	checkPhrases(t, ix, "merged")
 }
 
-// TestOldSegmentFormats: segments written in formats 1 (no positions) and
-// 2 (positions per document) — golden files in testdata, written by the
-// code of their time from phraseDocs and randomCorpus(7, 160) — still
-// open, rank exactly as the same documents in the current format, answer
-// phrase queries (format 1 from the stored text), and merge with a
-// current segment into one of the current format.
+// TestOldSegmentFormats: segments written in formats 1 (no positions), 2
+// (positions per document) and 3 (keywords kept whole) — golden files in
+// testdata, written by the code of their time from phraseDocs and
+// randomCorpus(7, 160) — still open, rank exactly as the same documents
+// in the current format, answer phrase queries (format 1 from the stored
+// text) and keyword filters, and merge with a current segment into one of
+// the current format.
 func TestOldSegmentFormats(t *testing.T) {
 	queries := []string{"w1 w2", "w3 w17 w250", `"w1 w2" w5`, `w2 "w1 w3"`, "great wall china", "d000009"}
-	for _, format := range []uint32{1, 2} {
+	for _, format := range []uint32{1, 2, 3} {
 		t.Run(fmt.Sprint("format", format), func(t *testing.T) {
 			golden, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("format%d.rseg", format)))
 			if err != nil {
@@ -104,7 +105,7 @@ func TestOldSegmentFormats(t *testing.T) {
 			if s.format != segFormat {
 				t.Fatalf("merged segment format %d", s.format)
 			}
-			if n := noPosCount(s); format == 1 && n != s.n-1 || format == 2 && n != 0 {
+			if n := noPosCount(s); format == 1 && n != s.n-1 || format > 1 && n != 0 {
 				t.Errorf("merged segment: %d of %d documents without positions", n, s.n)
 			}
 			if got := rankings(t, ix, queries); !slices.Equal(got, want) {
@@ -122,16 +123,20 @@ func noPosCount(s *segment) int {
 	return s.noPos.Count()
 }
 
-// rankings runs queries and renders each ranking as "id:score ...".
+// rankings runs queries, unfiltered and under keyword and numeric
+// filters, and renders each ranking as "id:score ...".
 func rankings(t *testing.T, ix *Index, queries []string) []string {
 	t.Helper()
+	filters := []Filter{nil, Eq("bucket", "3"), In("bucket", "1", "6"), Contains("bucket", "5"), Exists("n"), Gte("n", 100)}
 	var out []string
 	for _, q := range queries {
-		var b strings.Builder
-		for _, h := range search(t, ix, Query{Text: q, K: 20, SkipDocs: true}).Hits {
-			fmt.Fprintf(&b, "%s:%.12g ", h.ID, h.Score)
+		for fi, f := range filters {
+			var b strings.Builder
+			for _, h := range search(t, ix, Query{Text: q, K: 20, SkipDocs: true, Filter: f}).Hits {
+				fmt.Fprintf(&b, "%s:%.12g ", h.ID, h.Score)
+			}
+			out = append(out, fmt.Sprintf("%s [filter %d] → %s", q, fi, b.String()))
 		}
-		out = append(out, q+" → "+b.String())
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package index
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 var errCorruptPositions = fmt.Errorf("%w: malformed positions", ErrCorruptSegment)
@@ -25,9 +26,11 @@ type posIter struct {
 	err   error
 }
 
-// init positions pi on the first posting of the term ti of seg.
+// init positions pi on the first posting of the term ti of seg (reusing
+// pi's memory).
 func (pi *posIter) init(seg *segment, ti termInfo) {
-	*pi = posIter{noPos: seg.noPos, blk: -1}
+	starts, it := pi.starts[:0], pi.it // memory to reuse (it.reset reuses its skip table)
+	*pi = posIter{it: it, noPos: seg.noPos, blk: -1}
 	pi.it.reset(seg.postingsBytes(ti), int(ti.df), seg.n, seg.format)
 	if pi.it.err != nil {
 		pi.err = pi.it.err
@@ -40,7 +43,8 @@ func (pi *posIter) init(seg *segment, ti termInfo) {
 	}
 	r := byteReader{b: sec[pi.it.posOff:]}
 	nb := len(pi.it.skips)
-	pi.starts = make([]int, nb+1)
+	pi.starts = slices.Grow(starts, nb+1)[:nb+1]
+	pi.starts[0] = 0
 	for b := range nb {
 		n := r.uvarint()
 		if r.err || n > uint64(len(sec)) {

@@ -54,8 +54,12 @@ func newPostIter(data []byte, df int, maxDoc int, format uint32) *postIter {
 }
 
 // reset is newPostIter in place: a search keeps the iterators of its terms
-// in one slice.
+// in one slice, and a skip table that fits is reused.
 func (it *postIter) reset(data []byte, df int, maxDoc int, format uint32) {
+	skips := it.skips
+	if len(skips) > 0 && &skips[0] == &it.one[0] {
+		skips = nil // it.one is zeroed below
+	}
 	*it = postIter{data: data, df: df, format: format}
 	r := byteReader{b: data}
 	nb := r.uvarint()
@@ -71,9 +75,12 @@ func (it *postIter) reset(data []byte, df int, maxDoc int, format uint32) {
 		}
 		it.posOff = int(po)
 	}
-	if nb == 1 {
+	switch {
+	case nb == 1:
 		it.skips = it.one[:]
-	} else {
+	case uint64(cap(skips)) >= nb:
+		it.skips = skips[:nb]
+	default:
 		it.skips = make([]skipEntry, nb)
 	}
 	last := uint64(0)

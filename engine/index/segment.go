@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/rcpgo/rcpgo/engine/store"
 )
@@ -54,11 +53,11 @@ import (
 const (
 	segMagic      = "RCPSEG01"
 	segEndMagic   = "RCPSEGND"
-	segFormat     = 3
+	segFormat     = 4
 	headerSize    = 16
 	blockSize     = 128
 	termInfoSize  = 32
-	kwInfoSize    = 16
+	kwInfoSize    = 16 // formats 1–3
 	footerTailLen = 4 + 4 + 8
 )
 
@@ -228,6 +227,7 @@ type segWriter struct {
 	secs  [numSections][]byte
 	lens  []uint32
 	noPos *Bitset // documents without positions; nil: none
+	kw    kwWriter
 	// scratch of encodePostings
 	skips, blk, chunks, chunkLens []byte
 	vals                          []uint32
@@ -289,32 +289,11 @@ func (w *segWriter) addTerm(term string, docs, tfs, pos []uint32) {
 	w.secs[secTermInfo] = append(w.secs[secTermInfo], rec[:]...)
 }
 
-// addKeyword appends a metadata key (ascending order) with its docs.
-func (w *segWriter) addKeyword(key string, docs []uint32) {
-	w.secs[secKwOff] = binary.LittleEndian.AppendUint32(w.secs[secKwOff], uint32(len(w.secs[secKwBlob])))
-	w.secs[secKwBlob] = append(w.secs[secKwBlob], key...)
-	off := len(w.secs[secKwPost])
-	prev := uint32(0)
-	for j, d := range docs {
-		if j == 0 {
-			w.secs[secKwPost] = binary.AppendUvarint(w.secs[secKwPost], uint64(d))
-		} else {
-			w.secs[secKwPost] = binary.AppendUvarint(w.secs[secKwPost], uint64(d-prev))
-		}
-		prev = d
-	}
-	var rec [kwInfoSize]byte
-	binary.LittleEndian.PutUint32(rec[:], uint32(len(docs)))
-	binary.LittleEndian.PutUint64(rec[4:], uint64(off))
-	binary.LittleEndian.PutUint32(rec[12:], uint32(len(w.secs[secKwPost])-off))
-	w.secs[secKwInfo] = append(w.secs[secKwInfo], rec[:]...)
-}
-
 // finish adds the numeric columns and assembles the file image.
 func (w *segWriter) finish(nums map[string]*numCol) []byte {
 	w.secs[secFwdOff] = nil // version 2 only
 	w.secs[secTermOff] = binary.LittleEndian.AppendUint32(w.secs[secTermOff], uint32(len(w.secs[secTermBlob])))
-	w.secs[secKwOff] = binary.LittleEndian.AppendUint32(w.secs[secKwOff], uint32(len(w.secs[secKwBlob])))
+	w.kw.finish(&w.secs)
 	fields := make([]string, 0, len(nums))
 	for f := range nums {
 		fields = append(fields, f)
@@ -610,7 +589,7 @@ func openSegment(name string, data []byte) (*segment, error) {
 	version := binary.LittleEndian.Uint32(data[8:])
 	var nsec int
 	switch version {
-	case 3:
+	case 3, 4:
 		nsec = numSections
 	case 2:
 		nsec = numSectionsV2
@@ -694,21 +673,8 @@ func openSegment(name string, data []byte) (*segment, error) {
 			return nil, bad("terms not sorted")
 		}
 	}
-	if len(s.sec[secKwInfo])%kwInfoSize != 0 {
-		return nil, bad("keyword info size")
-	}
-	s.nKw = len(s.sec[secKwInfo]) / kwInfoSize
-	if err := checkStrings(s.sec[secKwOff], s.sec[secKwBlob], s.nKw); err != nil {
+	if err := s.openKeywords(); err != nil {
 		return nil, bad("keywords: %v", err)
-	}
-	for i := 0; i < s.nKw; i++ {
-		cnt, off, ln := s.kwInfo(i)
-		if off > uint64(len(s.sec[secKwPost])) || uint64(ln) > uint64(len(s.sec[secKwPost]))-off || cnt > uint32(s.n) {
-			return nil, bad("keyword postings range %d", i)
-		}
-		if i > 0 && s.kwKey(i) <= s.kwKey(i-1) {
-			return nil, bad("keywords not sorted")
-		}
 	}
 	nums, err := decodeNums(s.sec[secNum], s.n)
 	if err != nil {
@@ -861,44 +827,6 @@ func (s *segment) lookupOrd(term string) (int, bool) {
 
 func (s *segment) postingsBytes(ti termInfo) []byte {
 	return s.sec[secPost][ti.off : ti.off+uint64(ti.n)]
-}
-
-func (s *segment) kwKey(i int) string {
-	return string(strAt(s.sec[secKwOff], s.sec[secKwBlob], i))
-}
-
-func (s *segment) kwInfo(i int) (count uint32, off uint64, n uint32) {
-	b := s.sec[secKwInfo][kwInfoSize*i:]
-	return binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint64(b[4:]), binary.LittleEndian.Uint32(b[12:])
-}
-
-// kwDocs calls fn for each document holding keyword key; it reports false
-// when the postings are malformed.
-func (s *segment) kwDocs(key string, fn func(doc uint32)) bool {
-	offs, blob := s.sec[secKwOff], s.sec[secKwBlob]
-	i := sort.Search(s.nKw, func(i int) bool {
-		return bytes.Compare(strAt(offs, blob, i), []byte(key)) >= 0
-	})
-	if i >= s.nKw || string(strAt(offs, blob, i)) != key {
-		return true
-	}
-	cnt, off, n := s.kwInfo(i)
-	return decodeDocList(s.sec[secKwPost][off:off+uint64(n)], int(cnt), s.n, fn)
-}
-
-// kwPrefix calls fn for every keyword key with the given prefix.
-func (s *segment) kwPrefix(prefix string, fn func(key string)) {
-	offs, blob := s.sec[secKwOff], s.sec[secKwBlob]
-	i := sort.Search(s.nKw, func(i int) bool {
-		return bytes.Compare(strAt(offs, blob, i), []byte(prefix)) >= 0
-	})
-	for ; i < s.nKw; i++ {
-		k := s.kwKey(i)
-		if !strings.HasPrefix(k, prefix) {
-			return
-		}
-		fn(k)
-	}
 }
 
 func decodeDocList(b []byte, cnt, n int, fn func(uint32)) bool {
