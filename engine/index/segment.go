@@ -15,25 +15,25 @@ import (
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
-// Segment file format, version 3 (all integers little-endian):
+// Segment file format, version 4 (all integers little-endian):
 //
 //	header   "RCPSEG01" | u32 format version | u32 number of text fields
 //	sections (see sec* constants), each a byte range of the file
 //	footer   nsec × (u64 offset, u64 length) | u32 nsec | u32 CRC-32C of every
 //	         byte before the CRC | "RCPSEGND"
 //
-// Postings of one term: uvarint block count, (version 3) uvarint offset of
+// Postings of one term: uvarint block count, (version ≥ 3) uvarint offset of
 // the term's positions in the positions section, then per block a skip
 // entry (uvarint last-doc delta, uvarint byte length, per field uvarint
 // max tf and uvarint min field length), then the blocks. A block holds up
-// to 128 postings. A full block (version 3) is bit-packed (bitpack.go):
+// to 128 postings. A full block (version ≥ 3) is bit-packed (bitpack.go):
 // three frames of 128 values — doc deltas, title tfs, body tfs — each a
 // width byte and the values at that width. A partial block (the last of
 // a list; every block before version 3) holds per posting uvarint
 // (doc delta << 1 | common), where common means tf = 0 in the title and 1
 // in the body; otherwise a uvarint tf per field follows.
 //
-// Positions (version 3), per term, in their own section so that queries
+// Positions (version ≥ 3), per term, in their own section so that queries
 // without phrases never touch them: per postings block a uvarint chunk
 // length, then the chunks. A chunk lists the positions of the block's
 // documents in doc order, per document the title's then the body's
@@ -44,12 +44,16 @@ import (
 // no-positions section (ascending u32 doc numbers); phrase queries check
 // them against the stored text.
 //
+// The metadata keyword sections (kwOff, kwBlob, kwInfo, kwPost) are laid
+// out in keywords.go; version 4 front-codes the keys, versions 1–3 kept
+// them whole.
+//
 // Version 2 kept positions per document instead, as a forward index (the
 // fwdOff/fwd sections): per field a uvarint token count, then per token
 // uvarint (term ordinal << 1 | gap) where gap means a uvarint position
 // delta other than 1 follows. An empty entry meant unknown positions.
-// Version 1 segments have no positions. Both still open, and a merge
-// rewrites them in version 3.
+// Version 1 segments have no positions. All still open, and a merge
+// rewrites them in the current version.
 const (
 	segMagic      = "RCPSEG01"
 	segEndMagic   = "RCPSEGND"
@@ -93,9 +97,9 @@ const (
 )
 
 const (
-	secPos      = iota + numSectionsV2 // version 3: positions, per term
-	secNoPos                           // version 3: docs without positions (u32, ascending)
-	numSections                        // sections of a version 3 segment
+	secPos      = iota + numSectionsV2 // version ≥ 3: positions, per term
+	secNoPos                           // version ≥ 3: docs without positions (u32, ascending)
+	numSections                        // sections of a version 3 or 4 segment
 )
 
 // ErrCorruptSegment reports a segment that fails validation.
@@ -386,7 +390,7 @@ func getTermInfo(b []byte) termInfo {
 	return t
 }
 
-// encodePostings appends the version 3 postings of docs (ascending) with
+// encodePostings appends the version ≥ 3 postings of docs (ascending) with
 // per-field tfs to dst and their positions (see addTerm) to posDst, and
 // returns the term's info (offset and length are filled by the caller).
 func encodePostings(dst, posDst []byte, docs, tfs, pos, lens []uint32, noPos *Bitset) ([]byte, []byte, termInfo) {
@@ -548,7 +552,7 @@ type segment struct {
 	nKw    int
 	nums   map[string]*numCol
 	format uint32  // file format version
-	noPos  *Bitset // version 3: documents without positions; nil: none
+	noPos  *Bitset // version ≥ 3: documents without positions; nil: none
 }
 
 // openSegmentFile maps the segment file dir/name read-only and opens it:
