@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/embed"
+	"github.com/rcpgo/rcpgo/engine/embed/lsa"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -84,10 +86,27 @@ type denseBackend struct {
 	g *generation
 }
 
+// damaged answers a read that found the generation's mapped model or
+// checkpoint damaged on disk (each block is checked when first read):
+// the generation is withdrawn at once — the deriver rebuilds it — and the
+// request gets -32010. Other errors pass through.
+func (b denseBackend) damaged(err error) error {
+	if !errors.Is(err, ann.ErrCorrupt) && !errors.Is(err, lsa.ErrCorrupt) {
+		return err
+	}
+	if b.e.gen.CompareAndSwap(b.g, nil) {
+		b.e.log.Warn("engine: dense generation damaged; rebuilding it in the background", "generation", b.g.n, "err", err)
+		b.e.derive.notify()
+	}
+	no := false
+	return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "the dense index is damaged on disk and is being rebuilt",
+		Data: &rcp.ErrorData{Retryable: &no, Detail: "re-initialize the session once it is offered again (sparse retrieval is unaffected)"}}
+}
+
 func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func(*index.Document) bool) ([]*pipeline.Candidate, error) {
 	qv, err := b.g.model.Embed(ctx, []string{query}, embed.KindQuery)
 	if err != nil {
-		return nil, fmt.Errorf("engine: embedding query: %w", err)
+		return nil, b.damaged(fmt.Errorf("engine: embedding query: %w", err))
 	}
 	if len(qv) != 1 || zero(qv[0]) {
 		return nil, nil
@@ -121,7 +140,7 @@ func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func
 		}
 		res, err := b.g.ann.Search(qv[0], k, opts)
 		if err != nil {
-			return fmt.Errorf("engine: dense search: %w", err)
+			return b.damaged(fmt.Errorf("engine: dense search: %w", err))
 		}
 		for _, r := range res {
 			if doc := resolve(r.ID); doc != nil && r.Score > 0 {

@@ -195,6 +195,7 @@ func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
 	}
 	start := time.Now()
 	err := dv.loadModel(g)
+	modelTook := time.Since(start)
 	if err == nil {
 		err = dv.loadCheckpoint(g)
 	}
@@ -207,17 +208,38 @@ func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
 	}
 	close(g.ready)
 	dv.e.log.Info("engine: dense checkpoint loaded", "generation", g.n, "units", g.ann.Len(),
-		"took", time.Since(start).Round(time.Millisecond))
-	// Searches check the mapped blocks they touch; check the rest before
-	// this goroutine changes the index. A damaged block withdraws the
-	// generation (a search that touched it has failed) and rebuilds it.
+		"took", time.Since(start).Round(time.Millisecond), "model", modelTook.Round(time.Millisecond))
 	start = time.Now()
-	if err := g.ann.Verify(); err != nil {
-		dv.e.log.Warn("engine: dense checkpoint damaged; rebuilding it in the background", "generation", g.n, "err", err)
+	if err := dv.verifyGeneration(g); err != nil {
+		dv.e.log.Warn("engine: dense generation damaged; rebuilding it in the background", "generation", g.n, "err", err)
 		dv.e.gen.CompareAndSwap(g, nil)
 		return
 	}
-	dv.e.log.Info("engine: dense checkpoint verified", "generation", g.n, "took", time.Since(start).Round(time.Millisecond))
+	dv.e.log.Info("engine: dense generation verified", "generation", g.n, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// verifyGeneration checks what the load left to the first reads: the
+// mapped checkpoint's and model's blocks no search has checked, and the
+// model's identity. Searches check what they touch meanwhile; this runs
+// before the deriver changes the index. A model of an older format is
+// rewritten in the current one.
+func (dv *deriver) verifyGeneration(g *generation) error {
+	if err := g.ann.Verify(); err != nil {
+		return err
+	}
+	m, ok := g.model.(*lsa.Model)
+	if !ok {
+		return nil
+	}
+	if err := m.Verify(); err != nil {
+		return err
+	}
+	if m.Outdated() {
+		if err := m.Save(filepath.Join(g.dir, lsaModelFile)); err != nil {
+			dv.e.log.Warn("engine: rewriting the LSA model in the current format failed; kept the old file", "err", err)
+		}
+	}
+	return nil
 }
 
 // loadModel loads g's LSA model unless Open already has; it must be the

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/rcpgo/rcpgo/internal/mmapfile"
 )
 
 // File format (little-endian). Version 2, written by Save:
@@ -231,7 +233,7 @@ func (ix *Index) Save(path string) (err error) {
 // checked when first touched (see Verify). A version-1 file is read and
 // decoded whole.
 func Load(path string) (*Index, error) {
-	data, release, err := mapFile(path)
+	data, release, err := mmapfile.Private(path)
 	if err != nil {
 		return nil, fmt.Errorf("ann: load: %w", err)
 	}
@@ -266,7 +268,7 @@ func Read(r io.Reader) (*Index, error) {
 // current file are checked as they are touched, as after Load.
 func Decode(b []byte) (*Index, error) {
 	if version(b) == fileVersion {
-		return decodeV2(aligned(b))
+		return decodeV2(mmapfile.Aligned(b))
 	}
 	return decodeV1(b)
 }

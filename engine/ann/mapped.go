@@ -6,7 +6,8 @@ import (
 	"hash/crc32"
 	"math"
 	"sync/atomic"
-	"unsafe"
+
+	"github.com/rcpgo/rcpgo/internal/mmapfile"
 )
 
 // mapped holds the layer-0 link rows and the vectors of slots [0, n) as
@@ -150,49 +151,6 @@ const (
 	maxBlockSlots = 1 << 16
 )
 
-// littleEndian is whether the host stores integers as the file does; on a
-// big-endian host the sections are converted instead of used in place.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
-// aligned returns b's contents in memory aligned for int32/float32 views.
-func aligned(b []byte) []byte {
-	if len(b) == 0 {
-		return b
-	}
-	words := make([]uint64, (len(b)+7)/8)
-	out := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(b))
-	copy(out, b)
-	return out
-}
-
-func int32s(b []byte) []int32 {
-	if len(b) == 0 {
-		return nil
-	}
-	if littleEndian {
-		return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4)
-	}
-	out := make([]int32, len(b)/4)
-	for i := range out {
-		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
-func float32s(b []byte) []float32 {
-	if len(b) == 0 {
-		return nil
-	}
-	if littleEndian {
-		return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
 // newMapped lays mapped sections over data, which must be 4-byte aligned
 // at off. It checks only the sizes and the block table's checksum.
 func newMapped(data []byte, off, n, dim, stride, blockSlots int) (*mapped, error) {
@@ -210,7 +168,7 @@ func newMapped(data []byte, off, n, dim, stride, blockSlots int) (*mapped, error
 		sums:    make([]uint32, blocks),
 		checked: make([]atomic.Uint64, (blocks+63)/64),
 		zeroRow: make([]int32, stride), zeroVec: make([]float32, dim)}
-	m.rows, m.vecs = int32s(m.rowBytes), float32s(m.vecBytes)
+	m.rows, m.vecs = mmapfile.Int32s(m.rowBytes), mmapfile.Float32s(m.vecBytes)
 	for b := range m.sums {
 		m.sums[b] = binary.LittleEndian.Uint32(tab[4*b:])
 	}

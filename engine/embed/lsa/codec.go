@@ -10,13 +10,37 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"unsafe"
+
+	"github.com/rcpgo/rcpgo/internal/mmapfile"
 )
 
-// File format (little-endian):
+// File format (little-endian), version 2, written by Save:
 //
 //	magic   "RCPLSA"  6 bytes
-//	version uint16    (formatVersion)
+//	version uint16    2
+//	header: dim, numTerms, numDocs, batchLimit uint32, sigmaPower float64,
+//	        blockRows uint32, metaLen uint64
+//	meta (metaLen bytes): identity, snapshot, tokenizerID (uint32 length +
+//	        bytes), numTerms × (uint32 length + bytes) strictly increasing,
+//	        idf numTerms × float32, sigma dim × float32
+//	metaCRC uint32: CRC-32C of everything before it
+//	zero padding to a multiple of 4096 bytes
+//	proj    numTerms × dim × float32 (row-major)
+//	blocks  ⌈numTerms/blockRows⌉ × uint32: CRC-32C of each block of rows
+//	blocksCRC uint32: CRC-32C of the block table
+//
+// Load maps the file and reads only the header and meta; proj is used in
+// place, each block of rows checked the first time Embed reads it, the
+// rest by Verify (which also re-derives the identity from the contents).
+// The identity is the hash of the version-1 body below, so converting a
+// model between versions keeps it.
+//
+// Version 1 (still read; Outdated reports it):
+//
+//	magic   "RCPLSA"  6 bytes
+//	version uint16    1
 //	body:
 //	  dim, numTerms, numDocs, batchLimit uint32
 //	  sigmaPower float64
@@ -28,10 +52,15 @@ import (
 //	crc     uint32    CRC-32C (Castagnoli) of everything before it
 const (
 	magic         = "RCPLSA"
-	formatVersion = 1
+	formatVersion = 2
 	maxDim        = 1 << 16
 	maxTerms      = 1 << 26
 	maxStr        = 1 << 20
+	// blockRows is the rows per checked block of proj: 64 KiB at 256
+	// dimensions, so embedding a query checks a few hundred KB at most.
+	blockRows    = 64
+	maxBlockRows = 1 << 16
+	pageSize     = 4096
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -66,38 +95,107 @@ func (m *Model) encodeBody() []byte {
 	return b.Bytes()
 }
 
-// MarshalBinary encodes the model (without its tokenizer).
+// MarshalBinary encodes the model (without its tokenizer) in the current
+// version. It fails on a model read from a damaged file.
 func (m *Model) MarshalBinary() ([]byte, error) {
+	if err := m.Verify(); err != nil {
+		return nil, err
+	}
+	var meta []byte
+	str := func(s string) {
+		meta = binary.LittleEndian.AppendUint32(meta, uint32(len(s)))
+		meta = append(meta, s...)
+	}
+	f32s := func(out []byte, xs []float32) []byte {
+		for _, x := range xs {
+			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(x))
+		}
+		return out
+	}
+	str(m.identity)
+	str(m.snapshot)
+	str(m.tokenizerID)
+	for _, t := range m.terms {
+		str(t)
+	}
+	meta = f32s(meta, m.idf)
+	meta = f32s(meta, m.sigma)
 	out := []byte(magic)
 	out = binary.LittleEndian.AppendUint16(out, formatVersion)
-	out = append(out, m.encodeBody()...)
-	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
+	for _, v := range []int{m.dim, len(m.terms), m.numDocs, m.batchLimit} {
+		out = binary.LittleEndian.AppendUint32(out, uint32(v))
+	}
+	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(m.sigmaPower))
+	out = binary.LittleEndian.AppendUint32(out, blockRows)
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(meta)))
+	out = append(out, meta...)
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	out = append(out, make([]byte, padTo(len(out), pageSize)-len(out))...)
+	projStart := len(out)
+	out = f32s(out, m.proj)
+	var tab []byte
+	rowBytes := 4 * m.dim
+	for lo := 0; lo < len(m.terms); lo += blockRows {
+		hi := min(lo+blockRows, len(m.terms))
+		tab = binary.LittleEndian.AppendUint32(tab, crc32.Checksum(out[projStart+lo*rowBytes:projStart+hi*rowBytes], castagnoli))
+	}
+	out = append(out, tab...)
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(tab, castagnoli)), nil
 }
+
+func padTo(n, align int) int { return (n + align - 1) / align * align }
 
 // WriteTo writes the encoded model to w.
 func (m *Model) WriteTo(w io.Writer) (int64, error) {
-	data, _ := m.MarshalBinary()
+	data, err := m.MarshalBinary()
+	if err != nil {
+		return 0, err
+	}
 	n, err := w.Write(data)
 	return int64(n), err
 }
 
 // Save writes the model to path atomically (temporary file, fsync, rename).
 func (m *Model) Save(path string) error {
-	data, _ := m.MarshalBinary()
+	data, err := m.MarshalBinary()
+	if err != nil {
+		return err
+	}
 	return writeFileAtomic(path, data)
 }
 
-// Load reads a model saved with Save and attaches tokenize.
+// Load opens a model saved with Save and attaches tokenize. A current file
+// is mapped and its projection used in place (see the format above); a
+// version-1 file is read and decoded whole.
 func Load(path string, tokenize Tokenizer) (*Model, error) {
-	data, err := os.ReadFile(path)
+	data, release, err := mmapfile.Private(path)
 	if err != nil {
 		return nil, fmt.Errorf("lsa: load: %w", err)
 	}
-	m, err := Decode(data, tokenize)
+	if version(data) != formatVersion {
+		m, err := decodeV1(data, tokenize)
+		release()
+		if err != nil {
+			return nil, fmt.Errorf("lsa: load %s: %w", path, err)
+		}
+		return m, nil
+	}
+	m, err := decodeV2(data, tokenize)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("lsa: load %s: %w", path, err)
 	}
+	// The mapping lives as long as the model: nothing else refers to it.
+	runtime.AddCleanup(m, func(release func()) { release() }, release)
 	return m, nil
+}
+
+// version is the format version data claims (0 if it is no model file).
+func version(data []byte) uint16 {
+	if len(data) < len(magic)+2 || string(data[:len(magic)]) != magic {
+		return 0
+	}
+	return binary.LittleEndian.Uint16(data[len(magic):])
 }
 
 type reader struct {
@@ -158,14 +256,24 @@ func (r *reader) f32s(n int) []float32 {
 // memory, as in the file.
 var littleEndianHost = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
-// Decode decodes a model encoded with MarshalBinary, verifying its checksum
-// and structure, and attaches tokenize (which may be nil and set later with
-// SetTokenizer).
+// Decode decodes a model encoded with MarshalBinary (which it does not
+// retain) and attaches tokenize (which may be nil and set later with
+// SetTokenizer). The projection of a current file is checked block by
+// block as it is read, as after Load.
 func Decode(data []byte, tokenize Tokenizer) (*Model, error) {
+	if version(data) == formatVersion {
+		return decodeV2(mmapfile.Aligned(data), tokenize)
+	}
+	return decodeV1(data, tokenize)
+}
+
+// decodeV1 decodes a version-1 model whole, verifying its checksum and
+// structure.
+func decodeV1(data []byte, tokenize Tokenizer) (*Model, error) {
 	if len(data) < len(magic)+2+4 || string(data[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: bad magic", ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint16(data[len(magic):]); v != formatVersion {
+	if v := binary.LittleEndian.Uint16(data[len(magic):]); v != 1 {
 		return nil, fmt.Errorf("%w: unsupported format version %d", ErrCorrupt, v)
 	}
 	payload, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
@@ -224,6 +332,7 @@ func Decode(data []byte, tokenize Tokenizer) (*Model, error) {
 	// The body was just verified to be exactly what encodeBody writes for
 	// this model, so its identity hashes the file's bytes (no re-encoding).
 	m.identity = identityOf(m.dim, payload[len(magic)+2:])
+	m.outdated = true
 	return m, nil
 }
 
@@ -276,7 +385,7 @@ func DecodeHeader(data []byte) (Header, error) {
 	if len(data) < headerLen || string(data[:len(magic)]) != magic {
 		return Header{}, fmt.Errorf("%w: bad magic", ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint16(data[len(magic):]); v != formatVersion {
+	if v := binary.LittleEndian.Uint16(data[len(magic):]); v != 1 && v != formatVersion {
 		return Header{}, fmt.Errorf("%w: unsupported format version %d", ErrCorrupt, v)
 	}
 	r := &reader{b: data[len(magic)+2 : headerLen]}

@@ -121,6 +121,10 @@ type Model struct {
 	proj        []float32 // len(terms) × dim, row-major: V_k Σ_k^-p
 	identity    string
 	tokenize    Tokenizer
+	// rows checks proj block by block when it is used in place from a
+	// file (mapped.go); nil for a fitted or fully decoded model.
+	rows     *rowCheck
+	outdated bool // read from a version-1 file
 }
 
 var _ embed.Provider = (*Model)(nil)
@@ -369,6 +373,11 @@ func (m *Model) Embed(ctx context.Context, texts []string, _ embed.Kind) ([][]fl
 		}
 		out[i] = m.project(counts)
 	}
+	if m.rows != nil {
+		if err := m.rows.err(); err != nil {
+			return nil, fmt.Errorf("lsa: embed: %w", err)
+		}
+	}
 	return out, nil
 }
 
@@ -383,6 +392,9 @@ func (m *Model) project(counts map[int32]int32) []float32 {
 	acc := make([]float64, m.dim)
 	for _, id := range ids {
 		w := (1 + math.Log(float64(counts[id]))) * float64(m.idf[id])
+		if m.rows != nil && !m.rows.touch(m, int(id)) {
+			return v // damaged: Embed fails
+		}
 		row := m.proj[int(id)*m.dim : int(id+1)*m.dim]
 		for c, x := range row {
 			acc[c] += w * float64(x)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package ann
+package mmapfile
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-// mapFile maps the file at path privately, readable and writable: writes
+// Private maps the file at path privately, readable and writable: writes
 // (inserts relinking stored nodes) copy the pages they touch and never
 // reach the file. The mapping outlives the file's removal; release unmaps.
-func mapFile(path string) (data []byte, release func(), err error) {
+func Private(path string) (data []byte, release func(), err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
