@@ -163,7 +163,11 @@ type Index struct {
 	stride0 int
 	upper   [][][]int32 // slot → layers 1..level (index l-1) → neighbours
 	deleted []bool
-	slotOf  map[uint64]int32
+	slotOf  map[uint64]int32 // built by slots() on first use after a version-2 Load
+	// slotOnce builds slotOf from ids for an index read from a version-2
+	// file: opening a million-vector checkpoint does not wait for a
+	// million-entry map that searches never use.
+	slotOnce sync.Once
 	live    int
 
 	entry    int32 // -1 when empty
@@ -191,6 +195,30 @@ func New(cfg Config) (*Index, error) {
 	return ix, nil
 }
 
+// slots is the id → live slot map (see slotOnce).
+func (ix *Index) slots() map[uint64]int32 {
+	ix.slotOnce.Do(ix.indexIDs)
+	return ix.slotOf
+}
+
+// indexIDs maps each live id to its slot unless that is done. An id live
+// twice marks the stored index damaged.
+func (ix *Index) indexIDs() {
+	if ix.slotOf != nil {
+		return
+	}
+	ix.slotOf = make(map[uint64]int32, ix.live)
+	for s, id := range ix.ids {
+		if ix.deleted[s] {
+			continue
+		}
+		if _, dup := ix.slotOf[id]; dup && ix.base != nil {
+			ix.base.fail(fmt.Errorf("id %d live twice", id))
+		}
+		ix.slotOf[id] = int32(s)
+	}
+}
+
 // Config returns the index configuration (with defaults filled in).
 func (ix *Index) Config() Config { return ix.cfg }
 
@@ -212,7 +240,7 @@ func (ix *Index) Deleted() int {
 func (ix *Index) Contains(id uint64) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	_, ok := ix.slotOf[id]
+	_, ok := ix.slots()[id]
 	return ok
 }
 
@@ -221,7 +249,7 @@ func (ix *Index) Contains(id uint64) bool {
 func (ix *Index) Vector(id uint64) ([]float32, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	s, ok := ix.slotOf[id]
+	s, ok := ix.slots()[id]
 	if !ok {
 		return nil, false
 	}
@@ -319,7 +347,7 @@ func (ix *Index) AddBatch(ids []uint64, vs [][]float32) error {
 		if last[id] != i {
 			continue
 		}
-		if old, ok := ix.slotOf[id]; ok {
+		if old, ok := ix.slots()[id]; ok {
 			ix.deleted[old] = true
 			ix.live--
 		}
@@ -780,7 +808,7 @@ func (ix *Index) exact(q []float32, k int, f func(uint64) bool) []Result {
 func (ix *Index) Delete(id uint64) bool {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	s, ok := ix.slotOf[id]
+	s, ok := ix.slots()[id]
 	if !ok {
 		return false
 	}

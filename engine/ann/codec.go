@@ -449,7 +449,10 @@ func (ix *Index) decodeSlots(d *decoder, n uint32, withRows bool) error {
 	ix.deleted = make([]bool, 0, n)
 	ix.levels = make([]uint8, 0, n)
 	ix.upper = make([][][]int32, 0, n)
-	ix.slotOf = make(map[uint64]int32, n)
+	ix.slotOf = nil // version 2: built on first use (slots)
+	if withRows {
+		ix.slotOf = make(map[uint64]int32, n)
+	}
 	maxConn0 := 2 * cfg.M
 	for s := uint32(0); s < n; s++ {
 		id := d.u64()
@@ -493,11 +496,13 @@ func (ix *Index) decodeSlots(d *decoder, n uint32, withRows bool) error {
 			ix.setLinks(int32(s), l, nb)
 		}
 		if del == 0 {
+			ix.live++
+		}
+		if del == 0 && withRows {
 			if _, dup := ix.slotOf[id]; dup {
 				return fmt.Errorf("%w: id %d live twice", ErrCorrupt, id)
 			}
 			ix.slotOf[id] = int32(s)
-			ix.live++
 		}
 	}
 	if n > 0 && int(ix.levels[ix.entry]) != ix.topLevel {

@@ -125,6 +125,7 @@ func (ix *Index) verifyBase() error {
 	if ix.base == nil {
 		return nil
 	}
+	ix.slots()
 	return ix.base.verify()
 }
 
@@ -134,6 +135,7 @@ func (ix *Index) verifyBase() error {
 func (ix *Index) Verify() error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	ix.slots()
 	return ix.verifyBase()
 }
 
