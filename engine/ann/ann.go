@@ -168,7 +168,7 @@ type Index struct {
 	// file: opening a million-vector checkpoint does not wait for a
 	// million-entry map that searches never use.
 	slotOnce sync.Once
-	live    int
+	live     int
 
 	entry    int32 // -1 when empty
 	topLevel int
