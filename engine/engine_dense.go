@@ -163,7 +163,7 @@ func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func
 func (b denseBackend) recallStored(ctx context.Context, lk numLookup, qv []float32, k int) ([]*pipeline.Candidate, error) {
 	res, err := b.g.ann.Search(qv, k, ann.SearchOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("engine: dense search: %w", err)
+		return nil, b.damaged(fmt.Errorf("engine: dense search: %w", err))
 	}
 	ids := make([]string, 0, len(res))
 	scores := make([]float64, 0, len(res))
