@@ -575,6 +575,7 @@ func openSegmentFile(dir, name string, size int64) (*segment, error) {
 		unmap()
 		return nil, err
 	}
+	releaseMapped(data) // validation read every page; searches fault back what they use
 	runtime.AddCleanup(seg, func(unmap func() error) { unmap() }, unmap)
 	return seg, nil
 }

@@ -148,7 +148,8 @@ func Protect(path string, f func() error) (err error) {
 // OpenBolt opens a bbolt file after CheckFile, under Protect; init runs
 // under the same protection (bucket creation, first reads), then every
 // branch and leaf page is visited once (walkPages), so that a damaged page
-// is found now rather than by a request. bbolt's own Tx.Check cannot be
+// is found now rather than by a request, and the pages the walk mapped in
+// are released from the process (releaseMapped). bbolt's own Tx.Check cannot be
 // used: it reads pages on a goroutine of its own, where a panic cannot be
 // recovered.
 func OpenBolt(path string, mode os.FileMode, opts *bolt.Options, init func(*bolt.DB) error) (*bolt.DB, error) {
@@ -166,7 +167,11 @@ func OpenBolt(path string, mode os.FileMode, opts *bolt.Options, init func(*bolt
 				return err
 			}
 		}
-		return walkPages(db)
+		if err := walkPages(db); err != nil {
+			return err
+		}
+		releaseMapped(db)
+		return nil
 	})
 	if err != nil {
 		if db != nil {
