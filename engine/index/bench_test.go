@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -299,5 +300,62 @@ func TestPruningWork(t *testing.T) {
 		len(docs), float64(scored)/float64(len(qs)), float64(matched)/float64(len(qs)), 100*float64(scored)/float64(matched))
 	if scored*3 > matched {
 		t.Errorf("pruning ineffective: scored %d of %d", scored, matched)
+	}
+}
+
+// BenchmarkSearchIndexDir searches an existing index directory (for
+// example DATA/index of a stopped rcpd) with the queries of a BEIR
+// queries.jsonl, for before/after comparisons of the segment format on a
+// real corpus (docs/benchmarks.md): RCPGO_BENCH_INDEX=DIR
+// RCPGO_BENCH_QUERIES=FILE go test -run XXX -bench SearchIndexDir. Modes:
+// top-10, top-10 with the first two words quoted, top-100; SkipDocs.
+func BenchmarkSearchIndexDir(b *testing.B) {
+	dir, qf := os.Getenv("RCPGO_BENCH_INDEX"), os.Getenv("RCPGO_BENCH_QUERIES")
+	if dir == "" || qf == "" {
+		b.Skip("set RCPGO_BENCH_INDEX and RCPGO_BENCH_QUERIES")
+	}
+	ctx := context.Background()
+	ix, err := Open(ctx, dir, Options{NoBackground: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	raw, err := os.ReadFile(qf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var qs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var q struct{ Text string }
+		if err := json.Unmarshal([]byte(line), &q); err != nil {
+			b.Fatal(err)
+		}
+		if len(strings.Fields(q.Text)) >= 2 {
+			qs = append(qs, q.Text)
+		}
+	}
+	for _, mode := range []struct {
+		name string
+		k    int
+		text func(string) string
+	}{
+		{"top10", 10, func(s string) string { return s }},
+		{"phrase", 10, quoteFirstTwo},
+		{"top100", 100, func(s string) string { return s }},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			for _, q := range qs { // warm the page cache and the pools
+				ix.Search(ctx, Query{Text: mode.text(q), K: mode.k, SkipDocs: true})
+			}
+			i := 0
+			cpu0 := cpuTime()
+			for b.Loop() {
+				if _, err := ix.Search(ctx, Query{Text: mode.text(qs[i%len(qs)]), K: mode.k, SkipDocs: true}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			reportCPU(b, cpu0, b.N, "queries")
+		})
 	}
 }
