@@ -9,7 +9,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -166,8 +165,8 @@ func (e *Engine) corpusTexts(ctx context.Context) iter.Seq[string] {
 		_ = e.db.View(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucketDocs).Cursor()
 			for k, v := c.First(); k != nil && len(items) < transform.MaxLexiconDocs; k, v = c.Next() {
-				var rec docRecord
-				if json.Unmarshal(v, &rec) != nil {
+				rec, err := decodeCatalogRecord(tx, v)
+				if err != nil {
 					continue
 				}
 				items = append(items, item{string(k), rec.Text, rec.Title})

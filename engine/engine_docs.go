@@ -15,7 +15,9 @@ package engine
 // the dense text log:
 //
 //	docs      id → docRecord (title, size, chunk count, the original text
-//	          of chunked documents, the string values of declared fields)
+//	          of chunked documents, the string values of declared fields,
+//	          the metadata key kinds; binary, engine_catalog_codec.go)
+//	kindsets  the distinct sets of metadata key kinds, stored once
 //	values    field 0x00 value → number of documents carrying it
 //	kinds     key 0x00 kind → number of documents whose metadata key has a
 //	          value of that kind (the inferred filter fields, engine_infer.go)
@@ -211,7 +213,9 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 			var prev docRecord
 			hasPrev := false
 			if v := old.Get([]byte(parent)); v != nil {
-				hasPrev = json.Unmarshal(v, &prev) == nil && prev.Chunks > 0
+				if p, err := decodeCatalogRecord(tx, v); err == nil && p.Chunks > 0 {
+					prev, hasPrev = *p, true
+				}
 			}
 			if hasPrev && piecesMatch(prev.Text, ps) {
 				rec.Title, rec.Text, rec.Context = prev.Title, prev.Text, prev.Context
@@ -228,7 +232,7 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 			rec.Size = int64(len(rec.Text))
 			rec.Chunks = ps[len(ps)-1].index + 1
 		}
-		for _, b := range [][]byte{bucketDocs, bucketValues, bucketKinds} {
+		for _, b := range [][]byte{bucketDocs, bucketValues, bucketKinds, bucketKindSets} {
 			if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
 				return err
 			}
@@ -237,8 +241,8 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 			}
 		}
 		docs, vals := tx.Bucket(bucketDocs), tx.Bucket(bucketValues)
-		for id, rec := range recs {
-			if err := putRecord(docs, vals, id, rec); err != nil {
+		for _, id := range sortedKeys(recs) { // in key order: full pages
+			if err := putRecord(docs, vals, id, recs[id]); err != nil {
 				return err
 			}
 		}
@@ -417,8 +421,8 @@ func getRecord(docs *bolt.Bucket, id string) *docRecord {
 	if v == nil {
 		return nil
 	}
-	rec := new(docRecord)
-	if json.Unmarshal(v, rec) != nil {
+	rec, err := decodeCatalogRecord(docs.Tx(), v)
+	if err != nil {
 		return nil
 	}
 	return rec
@@ -444,10 +448,11 @@ func putRecord(docs, vals *bolt.Bucket, id string, rec *docRecord) error {
 	if err := countValues(vals, rec, 1); err != nil {
 		return err
 	}
-	b, err := json.Marshal(rec)
+	b, err := encodeCatalogRecord(docs.Tx(), rec)
 	if err != nil {
 		return err
 	}
+	docs.FillPercent = catalogFill
 	return docs.Put([]byte(id), b)
 }
 
@@ -653,8 +658,8 @@ func (e *Engine) listDocuments(ctx context.Context, p *rcp.ListDocumentsParams) 
 				res.NextCursor = encodeListCursor(listCursor{After: res.Documents[limit-1].ID, Prefix: p.Prefix})
 				return nil
 			}
-			var rec docRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
+			rec, err := decodeCatalogRecord(tx, v)
+			if err != nil {
 				return fmt.Errorf("catalog record %q: %w", k, err)
 			}
 			res.Documents = append(res.Documents, rcp.DocumentRef{ID: string(k), Title: rec.Title, Size: rec.Size, Chunks: rec.Chunks})

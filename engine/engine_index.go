@@ -306,9 +306,9 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 	var opSeq uint64
 	if err := e.db.Update(func(tx *bolt.Tx) error {
 		docs, vals := catalogTx(tx)
-		for id, rec := range catalog {
+		for _, id := range sortedKeys(catalog) {
 			prev[id] = getRecord(docs, id)
-			if err := putRecord(docs, vals, id, rec); err != nil {
+			if err := putRecord(docs, vals, id, catalog[id]); err != nil {
 				return err
 			}
 			if err := e.graphEnqueue(tx, id); err != nil {
