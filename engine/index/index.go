@@ -211,6 +211,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 		st.Close()
 		return nil, err
 	}
+	st.ReleaseMapped() // recovery scanned every live record
 	if opts.NoBackground {
 		close(ix.bgDone)
 	} else {

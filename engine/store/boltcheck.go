@@ -149,9 +149,10 @@ func Protect(path string, f func() error) (err error) {
 // under the same protection (bucket creation, first reads), then every
 // branch and leaf page is visited once (walkPages), so that a damaged page
 // is found now rather than by a request, and the pages the walk mapped in
-// are released from the process (releaseMapped). bbolt's own Tx.Check cannot be
-// used: it reads pages on a goroutine of its own, where a panic cannot be
-// recovered.
+// are released from the process (ReleaseMapped). bbolt's own Tx.Check
+// cannot be used: it reads pages on a goroutine of its own, where a panic
+// cannot be recovered. A caller that scans the file after opening it (the
+// index's recovery) calls ReleaseMapped again when done.
 func OpenBolt(path string, mode os.FileMode, opts *bolt.Options, init func(*bolt.DB) error) (*bolt.DB, error) {
 	if err := CheckFile(path); err != nil {
 		return nil, err
@@ -170,7 +171,7 @@ func OpenBolt(path string, mode os.FileMode, opts *bolt.Options, init func(*bolt
 		if err := walkPages(db); err != nil {
 			return err
 		}
-		releaseMapped(db)
+		ReleaseMapped(db)
 		return nil
 	})
 	if err != nil {

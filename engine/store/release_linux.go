@@ -9,13 +9,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// releaseMapped drops the pages of db's memory map from this process's
+// ReleaseMapped drops the pages of db's memory map from this process's
 // resident set (MADV_DONTNEED on a shared, read-only file mapping: the
 // page cache keeps them, nothing is lost). OpenBolt's integrity walk reads
 // every page; without this the whole file stays resident in the process,
 // so its RSS grows with the corpus rather than with what requests touch,
 // which fault their pages back in on first use.
-func releaseMapped(db *bolt.DB) {
+func ReleaseMapped(db *bolt.DB) {
 	fi, err := os.Stat(db.Path())
 	if err != nil {
 		return

@@ -4,6 +4,6 @@ package store
 
 import bolt "go.etcd.io/bbolt"
 
-// releaseMapped is a no-op where MADV_DONTNEED is not used (see
+// ReleaseMapped is a no-op where MADV_DONTNEED is not used (see
 // release_linux.go).
-func releaseMapped(*bolt.DB) {}
+func ReleaseMapped(*bolt.DB) {}

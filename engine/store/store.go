@@ -93,6 +93,11 @@ type Store struct {
 	codec codecRef
 }
 
+// ReleaseMapped releases the store's mapped pages from the process's
+// resident set (see the function ReleaseMapped): for callers that have
+// just read all of it.
+func (s *Store) ReleaseMapped() { ReleaseMapped(s.db) }
+
 // Open opens (creating if needed) the store file at path. It fails rather
 // than waits if another process holds the file.
 func Open(path string) (*Store, error) {
