@@ -203,14 +203,15 @@ func TestDurationBoundRealTime(t *testing.T) {
 	}
 	took := time.Since(start)
 	tr := res.Targets[0]
-	// A shared machine can starve the workers, so only what holds whatever
-	// the scheduling is checked: the time bound, the ceiling of 8 / 5ms =
-	// 1600 ops/s, and Little's law for a closed loop: throughput × mean
-	// latency ≤ the 8 requests in flight.
+	// A shared machine can starve the workers (a landing saw 6 calls finish
+	// in the 300 ms), so only what holds whatever the scheduling is checked:
+	// the time bound, at least one call, the ceiling of 8 / 5ms = 1600
+	// ops/s, and Little's law for a closed loop: throughput × mean latency
+	// ≤ the 8 requests in flight.
 	if res.StoppedBy != "duration" || took < 300*time.Millisecond || took > 5*time.Second {
 		t.Fatalf("stopped by %s after %v", res.StoppedBy, took)
 	}
-	if tr.OK < 8 || tr.Errors != 0 || tr.Throughput > 1600*1.02 || tr.Latency.P50Ms < 5 || tr.Latency.MinMs < 5 {
+	if tr.OK < 1 || tr.Errors != 0 || tr.Throughput > 1600*1.02 || tr.Latency.P50Ms < 5 || tr.Latency.MinMs < 5 {
 		t.Fatalf("ok %d errors %d throughput %.0f latency %+v", tr.OK, tr.Errors, tr.Throughput, tr.Latency)
 	}
 	if inFlight := tr.Throughput * tr.Latency.MeanMs / 1000; inFlight > 8*1.02 {
