@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,17 +33,23 @@ func (ix *Index) background() {
 			case <-ctx.Done():
 			}
 		}()
-		if err := ix.flush(ctx, false); err != nil && ctx.Err() == nil {
-			ix.log.Error("index: background flush failed", "err", err)
-		}
-		if err := ix.Merge(ctx); err != nil && ctx.Err() == nil {
-			ix.log.Error("index: background merge failed", "err", err)
-		}
-		if err := ix.CompactStore(ctx); err != nil && ctx.Err() == nil {
-			ix.log.Error("index: background store compaction failed", "err", err)
-		}
+		ix.backgroundStep(ctx)
 		cancel()
 	}
+}
+
+// backgroundStep flushes, merges and compacts once. Close marks the index
+// closed before it stops this loop, so a step can meet ErrClosed before its
+// context is cancelled: that is a shutdown, not a failure worth an error log.
+func (ix *Index) backgroundStep(ctx context.Context) {
+	report := func(what string, err error) {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+			ix.log.Error("index: background "+what+" failed", "err", err)
+		}
+	}
+	report("flush", ix.flush(ctx, false))
+	report("merge", ix.Merge(ctx))
+	report("store compaction", ix.CompactStore(ctx))
 }
 
 func (ix *Index) maybeKick(segs []segView) {
