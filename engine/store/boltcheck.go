@@ -133,6 +133,13 @@ func CheckFile(path string) error {
 	return nil
 }
 
+// growStep is how far a bbolt file grows past the pages it needs when it
+// grows (bbolt's AllocSize; its default of 16 MB left a 300 k-passage
+// engine.db 9.6 MB longer than its pages in use). Each growth truncates
+// and fsyncs the file once more: one per megabyte written, beside the
+// fsync of every commit.
+const growStep = 1 << 20
+
 // Protect runs f, converting a panic or a memory fault (bbolt reading a
 // damaged page of its memory map) into ErrCorruptFile naming path.
 func Protect(path string, f func() error) (err error) {
@@ -152,7 +159,8 @@ func Protect(path string, f func() error) (err error) {
 // are released from the process (ReleaseMapped). bbolt's own Tx.Check
 // cannot be used: it reads pages on a goroutine of its own, where a panic
 // cannot be recovered. A caller that scans the file after opening it (the
-// index's recovery) calls ReleaseMapped again when done.
+// index's recovery) calls ReleaseMapped again when done. The file grows in
+// steps of growStep.
 func OpenBolt(path string, mode os.FileMode, opts *bolt.Options, init func(*bolt.DB) error) (*bolt.DB, error) {
 	if err := CheckFile(path); err != nil {
 		return nil, err
@@ -163,6 +171,7 @@ func OpenBolt(path string, mode os.FileMode, opts *bolt.Options, init func(*bolt
 		if db, err = bolt.Open(path, mode, opts); err != nil {
 			return err
 		}
+		db.AllocSize = growStep
 		if init != nil {
 			if err := init(db); err != nil {
 				return err
