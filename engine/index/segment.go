@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/internal/mmapfile"
 )
 
 // Segment file format, version 4 (all integers little-endian):
@@ -562,7 +563,7 @@ type segment struct {
 // or search refers to it any more); nothing retains slices of its bytes
 // beyond the segment itself (ids and terms are copied out).
 func openSegmentFile(dir, name string, size int64) (*segment, error) {
-	data, unmap, err := mapFile(filepath.Join(dir, name))
+	data, unmap, err := mmapfile.ReadOnly(filepath.Join(dir, name))
 	if err != nil {
 		return nil, fmt.Errorf("index: open segment: %w", err)
 	}
@@ -576,7 +577,7 @@ func openSegmentFile(dir, name string, size int64) (*segment, error) {
 		return nil, err
 	}
 	releaseMapped(data) // validation read every page; searches fault back what they use
-	runtime.AddCleanup(seg, func(unmap func() error) { unmap() }, unmap)
+	runtime.AddCleanup(seg, func(unmap func()) { unmap() }, unmap)
 	return seg, nil
 }
 

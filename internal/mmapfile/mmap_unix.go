@@ -12,6 +12,16 @@ import (
 // (inserts relinking stored nodes) copy the pages they touch and never
 // reach the file. The mapping outlives the file's removal; release unmaps.
 func Private(path string) (data []byte, release func(), err error) {
+	return mapFile(path, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE)
+}
+
+// ReadOnly maps the file at path read-only and shared with the page cache
+// (index segments). The mapping outlives the file's removal; release unmaps.
+func ReadOnly(path string) (data []byte, release func(), err error) {
+	return mapFile(path, syscall.PROT_READ, syscall.MAP_SHARED)
+}
+
+func mapFile(path string, prot, flags int) (data []byte, release func(), err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -25,7 +35,7 @@ func Private(path string) (data []byte, release func(), err error) {
 	if size == 0 || size != int64(int(size)) {
 		return nil, nil, fmt.Errorf("%s: cannot map %d bytes", path, size)
 	}
-	data, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE)
+	data, err = syscall.Mmap(int(f.Fd()), 0, int(size), prot, flags)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mmap %s: %w", path, err)
 	}

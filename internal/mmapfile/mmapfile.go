@@ -1,7 +1,7 @@
 // Package mmapfile maps files written in little-endian layouts (the dense
-// checkpoint of engine/ann, the LSA model of engine/embed/lsa) and views
-// their sections as typed slices, so a large file is used in place instead
-// of decoded.
+// checkpoint of engine/ann, the LSA model of engine/embed/lsa, the segments
+// of engine/index) and views their sections as typed slices, so a large
+// file is used in place instead of decoded.
 package mmapfile
 
 import (
