@@ -104,6 +104,9 @@ type Options struct {
 	MaxMemSegments int           // buffered batches that trigger a flush (default 64)
 	FlushAfter     time.Duration // flush buffered docs older than this (default 2s)
 	MergeFactor    int           // merge when more disk segments than this (default 8)
+	// IdleMerge: once writes have been quiet this long, the disk segments
+	// become one when that is worth it (see Merge; default 30s, < 0: never).
+	IdleMerge time.Duration
 
 	RetainVersions int           // at most this many past versions stay pinnable (default 64)
 	RetainFor      time.Duration // a past version stays pinnable this long after it was replaced (default 10m)
@@ -138,6 +141,9 @@ func (o *Options) fill() {
 	}
 	if o.FlushAfter <= 0 {
 		o.FlushAfter = 2 * time.Second
+	}
+	if o.IdleMerge == 0 {
+		o.IdleMerge = 30 * time.Second
 	}
 	if o.MergeFactor <= 1 {
 		o.MergeFactor = 8
