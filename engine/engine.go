@@ -250,6 +250,11 @@ type Engine struct {
 
 	remote DenseBackend // Config.Backend when it serves dense recall
 
+	// keyNums remembers the document number each ann key last resolved
+	// to, so dense recall resolves its hits without reading engine.db or
+	// the document store (engine_densenums.go).
+	keyNums keyNums
+
 	// catalogOpen: the catalog was made current at Open and is marked dirty
 	// until Close marks it clean; a failed write clears it (see engine_docs.go).
 	catalogOpen atomic.Bool

@@ -158,45 +158,78 @@ func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func
 
 // recallStored is Recall without a filter: nothing needs a document while
 // the graph is walked, so the hits become stored candidates (id and
-// document number, one read of the index's id table) and the pipeline
-// loads only the documents it uses — not all k with their texts.
+// document number) and the pipeline loads only the documents it uses —
+// not all k with their texts. A hit's number comes from keyNums and is
+// checked against the index's current snapshot in memory; only keys not
+// seen before, or whose document was replaced or deleted since, are looked
+// up in engine.db and the document store.
 func (b denseBackend) recallStored(ctx context.Context, lk numLookup, qv []float32, k int) ([]*pipeline.Candidate, error) {
 	res, err := b.g.ann.Search(qv, k, ann.SearchOptions{})
 	if err != nil {
 		return nil, b.damaged(fmt.Errorf("engine: dense search: %w", err))
 	}
-	ids := make([]string, 0, len(res))
-	scores := make([]float64, 0, len(res))
-	err = b.e.db.View(func(tx *bolt.Tx) error {
-		keys := tx.Bucket(bucketDenseKeys)
-		for _, r := range res {
-			if id := keys.Get(be64(r.ID)); id != nil && r.Score > 0 {
-				ids, scores = append(ids, string(id)), append(scores, float64(r.Score))
-			}
-		}
-		return nil
-	})
+	nums := make([]index.DocNum, len(res))
+	b.e.keyNums.load(res, nums)
+	ids, err := lk.LiveIDs(nums)
 	if err != nil {
 		return nil, err
 	}
-	nums, err := lk.Nums(ctx, ids)
-	if err != nil {
+	if err := b.resolveKeys(ctx, lk, res, nums, ids); err != nil {
 		return nil, err
 	}
-	out := make([]*pipeline.Candidate, 0, len(ids))
-	for i, id := range ids {
-		if nums[i] != 0 { // a unit the index lacks (deleted, or lost to a crash) is dropped
-			out = append(out, pipeline.StoredDense(id, nums[i], scores[i]))
+	out := make([]*pipeline.Candidate, 0, len(res))
+	for i, r := range res {
+		// A unit the index lacks (deleted, or lost to a crash) is dropped.
+		if ids[i] != "" && r.Score > 0 {
+			out = append(out, pipeline.StoredDense(ids[i], nums[i], float64(r.Score)))
 		}
 	}
 	sortDense(out)
 	return out, nil
 }
 
+// resolveKeys looks up the hits keyNums could not resolve (ids[i] == "")
+// by their keys' ids: the id in engine.db, its live number in the index
+// (one read transaction each); it remembers the numbers found.
+func (b denseBackend) resolveKeys(ctx context.Context, lk numLookup, res []ann.Result, nums []index.DocNum, ids []string) error {
+	var miss []int
+	var missIDs []string
+	var maxKey uint64
+	err := b.e.db.View(func(tx *bolt.Tx) error {
+		keys := tx.Bucket(bucketDenseKeys)
+		for i, r := range res {
+			if ids[i] != "" || r.Score <= 0 {
+				continue
+			}
+			if id := keys.Get(be64(r.ID)); id != nil {
+				miss, missIDs = append(miss, i), append(missIDs, string(id))
+			}
+		}
+		maxKey = keys.Sequence()
+		return nil
+	})
+	if err != nil || len(miss) == 0 {
+		return err
+	}
+	found, err := lk.Nums(ctx, missIDs)
+	if err != nil {
+		return err
+	}
+	for j, i := range miss {
+		if found[j] != 0 {
+			nums[i], ids[i] = found[j], missIDs[j]
+			b.e.keyNums.store(res[i].ID, found[j], maxKey)
+		}
+	}
+	return nil
+}
+
 // numLookup is the embedded index's id → document number table
-// (index.Index.Nums).
+// (index.Index.Nums) and its in-memory check of remembered numbers
+// (index.Index.LiveIDs).
 type numLookup interface {
 	Nums(ctx context.Context, ids []string) ([]index.DocNum, error)
+	LiveIDs(nums []index.DocNum) ([]string, error)
 }
 
 // sortDense orders dense candidates best first, ties by id.

@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/rcpgo/rcpgo/engine/store"
 )
@@ -28,4 +29,36 @@ func (ix *Index) Nums(ctx context.Context, ids []string) ([]DocNum, error) {
 		return nil, fmt.Errorf("index: nums: %w", err)
 	}
 	return nums, nil
+}
+
+// LiveIDs returns the ids of the documents numbered nums in the current
+// snapshot, "" where a number is not live (deleted, replaced by a newer
+// version, or never stored). It reads only the snapshot's segments, never
+// the document store: a caller that remembers the numbers of earlier
+// lookups (the dense recall does, per vector key) checks them with it
+// instead of looking ids up again.
+func (ix *Index) LiveIDs(nums []DocNum) ([]string, error) {
+	if ix.closed.Load() {
+		return nil, ErrClosed
+	}
+	snap := ix.cur.Load()
+	ids := make([]string, len(nums))
+	for i, n := range nums {
+		ids[i] = snap.liveID(uint64(n))
+	}
+	return ids, nil
+}
+
+// liveID is the id of the live document numbered seq, or "".
+func (s *snapshot) liveID(seq uint64) string {
+	i := sort.Search(len(s.segs), func(i int) bool { return s.segs[i].seg.maxSeq >= seq })
+	if i == len(s.segs) {
+		return ""
+	}
+	v := s.segs[i]
+	local, ok := v.seg.findSeq(seq)
+	if !ok || v.deleted(local) {
+		return ""
+	}
+	return v.seg.id(local)
 }

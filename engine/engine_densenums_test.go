@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/rcpgo/rcpgo/engine/ann"
+	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// TestDenseRecallFollowsRewrites: dense recall remembers the document
+// number each vector key resolved to (keyNums) and must never serve a
+// remembered number whose document has since changed. Re-adding a
+// document with the same text logs no dense op (its vector and key stay)
+// but gives it a new number; deleting it leaves its vector in the graph
+// until the deriver applies the delete. Each answer must be the current
+// document, or none.
+func TestDenseRecallFollowsRewrites(t *testing.T) {
+	ctx := context.Background()
+	e := quietEngine(t, Config{Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64}})
+	c := connect(t, e)
+	docs := topicDocs("a", 40, 3)
+	if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: docs}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e)
+	c = connect(t, e) // a session offered dense
+	target := docs[0]
+	dense := func() map[string]rcp.Hit {
+		t.Helper()
+		res, err := c.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery(target.Text), K: 40, Mode: rcp.ModeDense})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]rcp.Hit{}
+		for _, h := range res.Hits {
+			out[h.ID.String()] = h
+		}
+		return out
+	}
+	if _, ok := dense()[target.ID]; !ok {
+		t.Fatalf("%s not recalled by its own text", target.ID)
+	}
+	dense() // every hit's number is remembered now
+
+	// Same text, new metadata: a new document number, no dense op.
+	target.Meta = map[string]any{"rev": "2"}
+	if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: []rcp.Document{target}}); err != nil {
+		t.Fatal(err)
+	}
+	h, ok := dense()[target.ID]
+	if !ok || h.Meta["rev"] != "2" {
+		t.Fatalf("after a same-text rewrite: hit %v (found %v), want the rewritten document", h.Meta, ok)
+	}
+
+	// Deleted: gone from dense recall at once, before the deriver runs.
+	e.derive.cancel() // stop upkeep: the vector stays in the graph
+	<-e.derive.done
+	if _, err := c.IndexDelete(ctx, &rcp.IndexDeleteParams{IDs: []string{target.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := dense()[target.ID]; ok {
+		t.Fatalf("%s recalled after its deletion", target.ID)
+	}
+}
+
+// TestKeyNumsBounds: keyNums grows with the keys it is given, but never
+// past the highest key assigned, whatever a damaged checkpoint holds.
+func TestKeyNumsBounds(t *testing.T) {
+	var c keyNums
+	c.store(5, 50, 1000)
+	c.store(1<<40, 7, 1000) // above the highest key: not remembered
+	c.store(900, 90, 1000)
+	res := []ann.Result{{ID: 5}, {ID: 900}, {ID: 1 << 40}, {ID: 6}}
+	nums := make([]index.DocNum, len(res))
+	c.load(res, nums)
+	if want := []index.DocNum{50, 90, 0, 0}; !slices.Equal(nums, want) {
+		t.Fatalf("loaded %v, want %v", nums, want)
+	}
+	if len(c.nums) > 1001 {
+		t.Fatalf("grew to %d entries for keys up to 1000", len(c.nums))
+	}
+}
