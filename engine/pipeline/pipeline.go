@@ -252,51 +252,40 @@ func byScore(a, b *Candidate) int {
 }
 
 // recall fetches CandidateK candidates from the sparse and/or dense backend.
+// A hybrid request runs the two recalls side by side: the dense one (query
+// embedding and graph walk) on its own goroutine while this one searches
+// the index, so its latency is the slower of the two rather than their sum.
 func recall(ctx context.Context, s *State) error {
 	r := s.Req
 	var sparse, dense []*Candidate
-	if r.Mode != rcp.ModeDense {
-		var f index.Filter
-		if r.Filter != nil {
-			var err error
-			if f, err = s.Deps.Compile(r.Filter); err != nil {
-				return err
-			}
-		}
-		res, err := s.Deps.Sparse.Search(ctx, index.Query{Text: r.Query, K: s.recallDepth(), Filter: f, Version: r.Version, SkipDocs: true, MaxTerms: r.MaxTerms})
-		if err != nil {
-			return err
-		}
-		s.Page.Version = res.Version
-		cands := make([]Candidate, len(res.Hits)) // one allocation for all
-		for i, h := range res.Hits {
-			cands[i] = Candidate{ID: h.ID, Num: h.DocNum, hasNum: true, Sparse: h.Score, HasSparse: true, Score: h.Score}
-			if h.Doc != nil {
-				// A remote backend answers with the stored documents (one
-				// round trip): nothing is loaded later.
-				cands[i].Doc, cands[i].Facts, cands[i].hasText, cands[i].hasNum = h.Doc, h.Facts, true, false
-			}
-			sparse = append(sparse, &cands[i])
-		}
-		if r.Confidence && len(sparse) > 0 {
-			s.termMax = termMax(ctx, s.Deps.Sparse, r.Query, res.Version)
-		}
-	}
+	var denseErr error
+	var denseDone chan struct{}
 	if r.Mode != rcp.ModeSparse {
 		if s.Deps.Dense == nil {
 			return fmt.Errorf("pipeline: dense recall requested without a dense backend")
 		}
-		var keep func(*index.Document) bool // nil: no filter, every unit is admitted
-		if r.Filter != nil {
-			keep = func(d *index.Document) bool { return r.Filter.Match(d.Meta) }
+		if r.Mode == rcp.ModeDense {
+			dense, denseErr = recallDense(ctx, s)
+		} else {
+			denseDone = make(chan struct{})
+			go func() {
+				defer close(denseDone)
+				dense, denseErr = recallDense(ctx, s)
+			}()
 		}
+	}
+	if r.Mode != rcp.ModeDense {
 		var err error
-		if dense, err = s.Deps.Dense.Recall(ctx, r.Query, r.CandidateK, keep); err != nil {
+		sparse, err = recallSparse(ctx, s)
+		if denseDone != nil {
+			<-denseDone // never leave the dense recall running past the request
+		}
+		if err != nil {
 			return err
 		}
-		for _, c := range dense {
-			c.hasText = c.Doc != nil
-		}
+	}
+	if denseErr != nil {
+		return denseErr
 	}
 	switch r.Mode {
 	case rcp.ModeSparse:
@@ -329,6 +318,57 @@ func recall(ctx context.Context, s *State) error {
 		s.observe("recall", 0.4, fmt.Sprintf("recall: %d sparse, %d dense candidates", len(sparse), len(dense)), partial)
 	}
 	return nil
+}
+
+// recallSparse searches the index for the request's sparse candidates and
+// records the snapshot version searched.
+func recallSparse(ctx context.Context, s *State) ([]*Candidate, error) {
+	r := s.Req
+	var f index.Filter
+	if r.Filter != nil {
+		var err error
+		if f, err = s.Deps.Compile(r.Filter); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.Deps.Sparse.Search(ctx, index.Query{Text: r.Query, K: s.recallDepth(), Filter: f, Version: r.Version, SkipDocs: true, MaxTerms: r.MaxTerms})
+	if err != nil {
+		return nil, err
+	}
+	s.Page.Version = res.Version
+	cands := make([]Candidate, len(res.Hits)) // one allocation for all
+	sparse := make([]*Candidate, len(res.Hits))
+	for i, h := range res.Hits {
+		cands[i] = Candidate{ID: h.ID, Num: h.DocNum, hasNum: true, Sparse: h.Score, HasSparse: true, Score: h.Score}
+		if h.Doc != nil {
+			// A remote backend answers with the stored documents (one
+			// round trip): nothing is loaded later.
+			cands[i].Doc, cands[i].Facts, cands[i].hasText, cands[i].hasNum = h.Doc, h.Facts, true, false
+		}
+		sparse[i] = &cands[i]
+	}
+	if r.Confidence && len(sparse) > 0 {
+		s.termMax = termMax(ctx, s.Deps.Sparse, r.Query, res.Version)
+	}
+	return sparse, nil
+}
+
+// recallDense asks the dense backend for the request's dense candidates.
+// It may run beside recallSparse: it touches nothing of s but reads.
+func recallDense(ctx context.Context, s *State) ([]*Candidate, error) {
+	r := s.Req
+	var keep func(*index.Document) bool // nil: no filter, every unit is admitted
+	if r.Filter != nil {
+		keep = func(d *index.Document) bool { return r.Filter.Match(d.Meta) }
+	}
+	dense, err := s.Deps.Dense.Recall(ctx, r.Query, r.CandidateK, keep)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range dense {
+		c.hasText = c.Doc != nil
+	}
+	return dense, nil
 }
 
 // recallDepth is how many sparse candidates recall fetches. The ranked list
