@@ -221,10 +221,12 @@ func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
 // verifyGeneration checks what the load left to the first reads: the
 // mapped checkpoint's and model's blocks no search has checked, and the
 // model's identity. Searches check what they touch meanwhile; this runs
-// before the deriver changes the index. A model of an older format is
-// rewritten in the current one.
+// before the deriver changes the index. Checking the checkpoint builds the
+// int8 copy of its vectors that searches walk the graph with from then on
+// (ann.Index.Quantize). A model of an older format is rewritten in the
+// current one.
 func (dv *deriver) verifyGeneration(g *generation) error {
-	if err := g.ann.Verify(); err != nil {
+	if err := g.ann.Quantize(); err != nil {
 		return err
 	}
 	m, ok := g.model.(*lsa.Model)
@@ -779,6 +781,9 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 		if err := dv.apply(ctx, g); err != nil {
 			return err
 		}
+	}
+	if err := ix.Quantize(); err != nil { // searches walk int8 codes
+		return fmt.Errorf("engine: %w", err)
 	}
 	if err := dv.publish(g, old); err != nil {
 		return err

@@ -1,0 +1,123 @@
+package ann
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestDot8 checks the int8 kernel against the portable loop at every
+// length up to 300 (whole 32-component blocks and tails) over the full
+// int8 range.
+func TestDot8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for n := range 301 {
+		a, b := make([]int8, n), make([]int8, n)
+		for i := range a {
+			a[i], b[i] = int8(rng.IntN(256)-128), int8(rng.IntN(256)-128)
+		}
+		if n > 0 {
+			a[0], b[0] = -128, -128
+		}
+		if got, want := dot8(a, b), dot8Generic(a, b); got != want {
+			t.Fatalf("n=%d: dot8 = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// TestQuantizedSearch (issue 15, hybrid latency): after Quantize the walk
+// scores int8 codes, yet every returned score is the exact float32 one,
+// recall stays that of the float32 walk, and vectors added, replaced or
+// compacted afterwards are searched like the rest.
+func TestQuantizedSearch(t *testing.T) {
+	if !fastDot8 {
+		t.Skip("no int8 kernel on this machine: Quantize does nothing")
+	}
+	vecs := Clustered(3000, 64, 40, 0.6, 31)
+	queries := Clustered(100, 64, 40, 0.6, 32)
+	ix := buildIndex(t, Config{Dim: 64, ExactThreshold: -1}, vecs)
+	before := recallAt(t, ix, queries, 10, SearchOptions{})
+	if err := ix.Quantize(); err != nil {
+		t.Fatal(err)
+	}
+	after := recallAt(t, ix, queries, 10, SearchOptions{})
+	t.Logf("recall@10: float32 walk %.3f, int8 walk %.3f", before, after)
+	if after < before-0.02 {
+		t.Errorf("recall@10 fell from %.3f to %.3f", before, after)
+	}
+	for _, q := range queries[:20] {
+		res, err := ix.Search(q, 10, SearchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qv, _ := ix.prepare(q)
+		for _, r := range res {
+			v, _ := ix.Vector(r.ID)
+			if want := dot(qv, v); r.Score != want {
+				t.Fatalf("id %d: score %v, exact %v", r.ID, r.Score, want)
+			}
+		}
+	}
+	// Added after Quantize, one replaced: each is its own nearest neighbour.
+	extra := Clustered(50, 64, 40, 0.6, 33)
+	ids := []uint64{7}
+	for i := range extra[1:] {
+		ids = append(ids, uint64(10000+i))
+	}
+	if err := ix.AddBatch(ids, extra); err != nil {
+		t.Fatal(err)
+	}
+	own := func(stage string) {
+		t.Helper()
+		for i, v := range extra {
+			res, err := ix.Search(v, 1, SearchOptions{})
+			if err != nil || len(res) == 0 || res[0].ID != ids[i] {
+				t.Fatalf("%s: vector of %d finds %v, %v", stage, ids[i], res, err)
+			}
+		}
+	}
+	own("after adding")
+	ix.Delete(3)
+	if err := ix.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if ix.q == nil || len(ix.q.codes) != len(ix.ids)*64 {
+		t.Fatalf("Compact dropped or misaligned the int8 copy")
+	}
+	own("after compacting")
+}
+
+// TestQuantizeRefusesDamage: Quantize reads every vector, so it checks
+// every mapped block first and builds nothing from a damaged file.
+func TestQuantizeRefusesDamage(t *testing.T) {
+	vecs := Clustered(3000, 16, 12, 0.5, 6)
+	ix := buildIndex(t, Config{Dim: 16, M: 8, ExactThreshold: -1}, vecs)
+	var buf bytes.Buffer
+	if _, err := ix.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Clone(buf.Bytes())
+	bad[len(bad)-4*3000/defaultBlockSlots-100] ^= 0x01 // inside the vectors
+	got, err := Decode(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := got.Quantize(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Quantize over a damaged block: %v, want ErrCorrupt", err)
+	}
+	if got.q != nil {
+		t.Fatal("an int8 copy was built from a damaged file")
+	}
+}
+
+func TestToInt8(t *testing.T) {
+	for _, c := range []struct {
+		x    float32
+		want int8
+	}{{0, 0}, {0.49, 0}, {0.5, 1}, {-0.5, -1}, {-0.49, 0}, {126.6, 127}, {300, 127}, {-300, -127}} {
+		if got := toInt8(c.x); got != c.want {
+			t.Errorf("toInt8(%v) = %d, want %d", c.x, got, c.want)
+		}
+	}
+}
