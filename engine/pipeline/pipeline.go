@@ -451,13 +451,17 @@ func fuse(ctx context.Context, s *State) error {
 	dn := slices.Clone(s.Cands)
 	dn = slices.DeleteFunc(dn, func(c *Candidate) bool { return !c.HasDense })
 	slices.SortFunc(dn, func(a, b *Candidate) int { return byKey(a.Dense, b.Dense, a.ID, b.ID) })
-	for _, c := range sp {
-		lists[0].Hits = append(lists[0].Hits, rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Sparse})
+	lists[0].Hits = make([]rcp.Hit, len(sp))
+	for i, c := range sp {
+		lists[0].Hits[i] = rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Sparse}
 	}
-	for _, c := range dn {
-		lists[1].Hits = append(lists[1].Hits, rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Dense})
+	lists[1].Hits = make([]rcp.Hit, len(dn))
+	for i, c := range dn {
+		lists[1].Hits[i] = rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Dense}
 	}
-	res, err := fusion.FuseContext(ctx, lists, r.Fusion)
+	opts := r.Fusion
+	opts.Bare = true // only the fused scores are used
+	res, err := fusion.FuseContext(ctx, lists, opts)
 	if err != nil {
 		return fmt.Errorf("pipeline: fuse: %w", err)
 	}

@@ -49,7 +49,8 @@
 // # Output hits
 //
 // Each fused hit is a copy of the kept hit with Score set to the fused
-// score and a fresh Meta map holding, in order of precedence:
+// score and (unless Options.Bare) a fresh Meta map holding, in order of
+// precedence:
 //
 //  1. the kept hit's own meta keys;
 //  2. meta.engine, meta.engineRank and meta.engineScore (the kept hit's
@@ -127,6 +128,12 @@ type Options struct {
 	Alpha  *float64 // convex α in [0,1]; nil: 0.5
 	K      *int     // truncate to K results; nil keeps all, 0 returns none
 	Key    KeyFunc  // dedup identity; nil: KeyByID
+	// Bare leaves each Result.Hit.Meta as the kept hit had it, without
+	// the fused meta described under "Output hits": for callers that use
+	// only keys and scores (the engine's pipeline fuses a few hundred
+	// candidates per hybrid retrieve, and building those maps was most of
+	// the fusion's cost). Order and scores are the same.
+	Bare bool
 }
 
 // KeyFunc returns the identity under which hits are merged.
@@ -370,7 +377,9 @@ func FuseContext(ctx context.Context, lists []List, opts Options) ([]Result, err
 		engine := lists[a.list].Engine
 		hit := *a.hit
 		hit.Score = a.score
-		hit.Meta = fusedMeta(a, engine)
+		if !opts.Bare {
+			hit.Meta = fusedMeta(a, engine)
+		}
 		out[i] = Result{Hit: hit, Key: a.key, ID: a.id, Score: a.score, Weight: a.weight, Engine: engine, Rank: a.rank}
 	}
 	return out, nil
