@@ -1,0 +1,120 @@
+package ann_test
+
+// TestGenerationRecall is an opt-in measurement for docs/rcpd.md and
+// docs/benchmarks.md, skipped unless RECALL_GEN is set: on a dense
+// generation of an rcpd data directory (RECALL_GEN=DATA/dense/gNNNNNN,
+// holding lsa.model and the checkpoint) and the BEIR queries of its corpus
+// (RECALL_QUERIES), it reports recall@10 and recall@100 of k = 100
+// searches against the exact top 100, and the CPU time per search, for the
+// float32 walk and for the int8 walk (after Quantize).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/rcpgo/rcpgo/engine/analysis"
+	"github.com/rcpgo/rcpgo/engine/ann"
+	"github.com/rcpgo/rcpgo/engine/embed"
+	"github.com/rcpgo/rcpgo/engine/embed/lsa"
+)
+
+func TestGenerationRecall(t *testing.T) {
+	dir := os.Getenv("RECALL_GEN")
+	if dir == "" {
+		t.Skip("set RECALL_GEN and RECALL_QUERIES")
+	}
+	ix, queries := loadGeneration(t, dir, os.Getenv("RECALL_QUERIES"))
+	exact := make([][]ann.Result, len(queries))
+	for i, q := range queries {
+		exact[i], _ = ix.Search(q, 100, ann.SearchOptions{Exact: true})
+	}
+	measure := func(walk string) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var hit10, hit100, n10, n100 int
+		var cpu int64
+		for i, q := range queries {
+			c0 := threadCPU()
+			res, err := ix.Search(q, 100, ann.SearchOptions{})
+			cpu += threadCPU() - c0
+			if err != nil {
+				t.Fatal(err)
+			}
+			hit10 += overlap(res, exact[i], 10)
+			hit100 += overlap(res, exact[i], 100)
+			n10, n100 = n10+min(10, len(exact[i])), n100+len(exact[i])
+		}
+		t.Logf("%s walk: %d vectors, %d queries: recall@10 %.4f, recall@100 %.4f, %.1f cpu-µs per search",
+			walk, ix.Len(), len(queries), float64(hit10)/float64(n10), float64(hit100)/float64(n100),
+			float64(cpu)/1e3/float64(len(queries)))
+	}
+	for range 2 { // the first pass faults the mapped pages in
+		measure("float32")
+	}
+	if err := ix.Quantize(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		measure("int8")
+	}
+}
+
+// overlap counts the ids of got[:k] among want[:k].
+func overlap(got, want []ann.Result, k int) int {
+	n := 0
+	for _, r := range got[:min(k, len(got))] {
+		if slices.ContainsFunc(want[:min(k, len(want))], func(w ann.Result) bool { return w.ID == r.ID }) {
+			n++
+		}
+	}
+	return n
+}
+
+// loadGeneration loads the newest checkpoint in dir and embeds the
+// queries (those with no vocabulary term, a zero vector, are skipped: dense
+// recall returns nothing for them).
+func loadGeneration(t *testing.T, dir, queriesPath string) (*ann.Index, [][]float32) {
+	m, err := lsa.Load(filepath.Join(dir, "lsa.model"), analysis.Default().Terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, _ := filepath.Glob(filepath.Join(dir, "hnsw-*.ann"))
+	if len(cps) == 0 {
+		t.Fatalf("no checkpoint in %s", dir)
+	}
+	ix, err := ann.Load(cps[len(cps)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(queriesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var texts []string
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var q struct{ Text string }
+		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, q.Text)
+	}
+	vecs, err := m.Embed(context.Background(), texts, embed.KindQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix, slices.DeleteFunc(vecs, func(v []float32) bool { return !slices.ContainsFunc(v, func(x float32) bool { return x != 0 }) })
+}
+
+func threadCPU() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(1, &ru) // RUSAGE_THREAD
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
