@@ -16,9 +16,11 @@ import (
 
 // TestCorruptionEveryFile damages every file of a data directory in three
 // ways (a 64-byte flip in the middle, truncation to half, deletion) and
-// reopens it: the engine either opens with every acknowledged document
-// retrievable, or refuses with an error naming the damaged file. Nothing
-// panics or faults (the test process would die).
+// reopens it: the engine either refuses to open with an error naming the
+// damaged file, or opens and then either passes the checks it runs after
+// opening with every acknowledged document retrievable, or fails them
+// naming the file and refuses every request from then on (damagedRefused).
+// Nothing panics or faults (the test process would die).
 func TestCorruptionEveryFile(t *testing.T) {
 	for _, dense := range []string{DenseNone, DenseLSA} {
 		t.Run(dense, func(t *testing.T) { corruptEveryFile(t, dense) })
@@ -105,6 +107,10 @@ func corruptEveryFile(t *testing.T, dense string) {
 					return
 				}
 				defer e.Close()
+				if err := e.Verified(context.Background()); err != nil {
+					damagedRefused(t, e, err, filepath.Base(rel))
+					return
+				}
 				ids := make([]string, n)
 				for i := range ids {
 					ids[i] = fmt.Sprintf("d%d", i)
@@ -129,6 +135,33 @@ func corruptEveryFile(t *testing.T, dense string) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// damagedRefused checks an engine whose checks after Open failed with err:
+// err names file, Health reports it, and requests are refused with -32010
+// (not retryable) naming file.
+func damagedRefused(t *testing.T, e *Engine, err error, file string) {
+	t.Helper()
+	if !strings.Contains(err.Error(), file) {
+		t.Fatalf("checks after open failed without naming %s: %v", file, err)
+	}
+	if h := e.Health(); h == nil || !strings.Contains(h.Error(), file) {
+		t.Fatalf("health after failed checks: %v", h)
+	}
+	for _, m := range []struct {
+		method string
+		params any
+	}{
+		{rcp.MethodRetrieve, map[string]any{"query": "topic1"}},
+		{rcp.MethodRCPGoGet, map[string]any{"ids": []string{"d1"}}},
+		{rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": "x", "text": "x"}}}},
+	} {
+		_, rerr := call(t, e, m.method, m.params)
+		if rerr == nil || rerr.Code != rcp.CodeBackendUnavailable || rerr.Data == nil ||
+			rerr.Data.Retryable == nil || *rerr.Data.Retryable || !strings.Contains(rerr.Data.Detail, file) {
+			t.Fatalf("%s after failed checks: %+v", m.method, rerr)
 		}
 	}
 }

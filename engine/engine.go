@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -258,6 +259,10 @@ type Engine struct {
 	// catalogOpen: the catalog was made current at Open and is marked dirty
 	// until Close marks it clean; a failed write clears it (see engine_docs.go).
 	catalogOpen atomic.Bool
+
+	// integrity: the checks Open leaves to the background
+	// (engine_verify.go); nil until Open starts them.
+	integrity *integrity
 }
 
 var bucketIdem = []byte("idempotency")
@@ -376,18 +381,20 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	iopts := cfg.IndexOpts
 	iopts.Analyzer = e.an
 	iopts.Logger = log
+	iopts.VerifyAfterOpen = true // e.verify waits for these checks
 	iopts.Fields = map[string]index.FieldType{}
 	for name, typ := range cfg.Fields {
 		iopts.Fields[name] = fieldTypes[typ]
 	}
 	// engine.db opens first: the document catalog is checked (and rebuilt
 	// from the index's record store when needed) before the index opens.
-	// A damaged engine.db is refused with its name (store.OpenBolt checks
+	// A damaged engine.db is refused with its name (store.CheckFile checks
 	// it before bbolt maps it; a panic or fault while reading it becomes an
-	// error): `rcpd repair` moves it aside.
+	// error): `rcpd repair` moves it aside. Its page walk runs after Open
+	// (e.verify).
 	dbPath := filepath.Join(cfg.Dir, "engine.db")
 	migrated := false
-	if e.db, err = store.OpenBolt(dbPath, 0o600, &bolt.Options{Timeout: 2 * time.Second}, func(db *bolt.DB) error {
+	if e.db, err = store.OpenBoltUnverified(dbPath, 0o600, &bolt.Options{Timeout: 2 * time.Second}, func(db *bolt.DB) error {
 		var err error
 		migrated, err = e.initEngineDB(db)
 		return err
@@ -483,6 +490,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.openTree()
+	e.startVerify()
 	return e, nil
 }
 
@@ -540,6 +548,7 @@ var fieldTypes = map[string]index.FieldType{
 // Close releases the engine's resources.
 func (e *Engine) Close() error {
 	var errs []error
+	e.stopVerify()
 	if e.rt != nil {
 		e.rt.close()
 	}
@@ -586,6 +595,16 @@ func (e *Engine) Describe(ctx context.Context) rcp.Description {
 
 // Call implements rcp.Handler.
 func (e *Engine) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if in := e.integrity; in != nil && !in.ok.Load() {
+		if err := e.damage(); err != nil {
+			return nil, damagedError(err)
+		}
+		// Until the page walks have passed (engine_verify.go), a damaged
+		// page this request reads must fail it, not fault the process: with
+		// this a fault on bbolt's memory map panics, and the server answers
+		// a panic with -32603.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	}
 	res, err := e.router.Call(ctx, method, params)
 	if err != nil {
 		if _, ok := rcp.AsError(err); !ok && ctx.Err() == nil {

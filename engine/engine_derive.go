@@ -20,6 +20,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
+	"github.com/rcpgo/rcpgo/engine/store"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -408,7 +409,14 @@ func (dv *deriver) run(ctx context.Context) {
 	}
 	delay := time.Second
 	for {
-		did, err := dv.step(ctx)
+		// A step reads engine.db and the record store, possibly before the
+		// page walks after Open have reached a damaged page: that fails the
+		// step (Protect), not the process; e.verify reports the damage.
+		var did bool
+		err := store.Protect(dv.e.cfg.Dir, func() (err error) {
+			did, err = dv.step(ctx)
+			return err
+		})
 		if ctx.Err() != nil {
 			return
 		}

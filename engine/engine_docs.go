@@ -96,6 +96,11 @@ type catalogState struct {
 	Format int    `json:"format"`
 	Clean  bool   `json:"clean"`
 	Fields string `json:"fields"` // the declared fields the values were built for
+	// Counted: the docs bucket's sequence is the number of documents it
+	// holds (putRecord keeps it), so Documents reads one number instead of
+	// walking every page of the catalog. A state written by an earlier
+	// version lacks it, and openCatalog counts once.
+	Counted bool `json:"counted,omitempty"`
 }
 
 func (e *Engine) fieldsSignature() string {
@@ -140,12 +145,21 @@ func (e *Engine) openCatalog(ctx context.Context) error {
 			return e.setCatalogState(false) // a new data directory
 		}
 		e.log.Info("engine: rebuilt the document catalog", "reason", why, "documents", n, "took", time.Since(start).Round(time.Millisecond))
+	} else if !st.Counted {
+		if err := e.db.Update(func(tx *bolt.Tx) error {
+			docs := tx.Bucket(bucketDocs)
+			return docs.SetSequence(uint64(docs.Stats().KeyN))
+		}); err != nil {
+			return fmt.Errorf("counting the document catalog: %w", err)
+		}
 	}
 	return e.setCatalogState(false)
 }
 
+// setCatalogState records the catalog's state; openCatalog has made the
+// docs bucket's sequence its count (Counted) before the first call.
 func (e *Engine) setCatalogState(clean bool) error {
-	b, _ := json.Marshal(catalogState{Format: catalogFormat, Clean: clean, Fields: e.fieldsSignature()})
+	b, _ := json.Marshal(catalogState{Format: catalogFormat, Clean: clean, Fields: e.fieldsSignature(), Counted: true})
 	return e.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCatalog).Put(keyState, b) })
 }
 
@@ -431,7 +445,11 @@ func getRecord(docs *bolt.Bucket, id string) *docRecord {
 // putRecord stores rec under id (nil deletes), keeping the value and kind
 // counts.
 func putRecord(docs, vals *bolt.Bucket, id string, rec *docRecord) error {
-	old := getRecord(docs, id)
+	prev := docs.Get([]byte(id))
+	var old *docRecord
+	if prev != nil {
+		old, _ = decodeCatalogRecord(docs.Tx(), prev) // undecodable: replaced, its counts not undone
+	}
 	kinds, err := docs.Tx().CreateBucketIfNotExists(bucketKinds)
 	if err != nil {
 		return err
@@ -441,6 +459,16 @@ func putRecord(docs, vals *bolt.Bucket, id string, rec *docRecord) error {
 	}
 	if err := countValues(vals, old, -1); err != nil {
 		return err
+	}
+	// The bucket's sequence counts its documents (catalogState.Counted).
+	if n := docs.Sequence(); prev != nil && rec == nil && n > 0 {
+		if err := docs.SetSequence(n - 1); err != nil {
+			return err
+		}
+	} else if prev == nil && rec != nil {
+		if err := docs.SetSequence(n + 1); err != nil {
+			return err
+		}
 	}
 	if rec == nil {
 		return docs.Delete([]byte(id))
@@ -683,7 +711,7 @@ func (e *Engine) Documents() (int, error) {
 	}
 	n := 0
 	err := e.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bucketDocs).Stats().KeyN
+		n = int(tx.Bucket(bucketDocs).Sequence()) // kept by putRecord: no page walk
 		return nil
 	})
 	return n, err

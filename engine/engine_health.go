@@ -69,8 +69,12 @@ func (w *dirWatch) run(log interface{ Error(string, ...any) }, interval time.Dur
 
 func (w *dirWatch) close() { w.once.Do(func() { close(w.stop) }) }
 
-// Health reports whether the engine can serve and store: nil, or why not.
+// Health reports whether the engine can serve and store: nil, or why not
+// (the data directory is gone, or the checks after Open found damage).
 func (e *Engine) Health() error {
+	if err := e.damage(); err != nil {
+		return err
+	}
 	if e.watch == nil {
 		return nil
 	}

@@ -62,11 +62,17 @@ func (o *openingEngine) wait(ctx context.Context) (*engine.Engine, error) {
 	}
 }
 
-// failed delivers the open's error, if any, once it has finished.
+// failed delivers the open's error, if any, once it has finished, or
+// else the damage found by the integrity checks the engine runs after
+// opening (engine.Verified): rcpd stops with it as with a failed open.
 func (o *openingEngine) failed(errc chan<- error) {
 	<-o.ready
 	if o.err != nil {
 		errc <- o.err
+		return
+	}
+	if err := o.eng.Verified(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
+		errc <- err
 	}
 }
 

@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -123,7 +124,16 @@ type Options struct {
 	// NoBackground disables the background flusher/merger; call Flush and
 	// Merge explicitly. For tests and bulk loads.
 	NoBackground bool
-	Logger       *slog.Logger
+	// VerifyAfterOpen leaves the integrity checks whose cost grows with the
+	// corpus — each segment's CRC-32C and the walk over every page of
+	// store.db — to a goroutine that Open starts, so that Open returns in
+	// time independent of the index size. Until they pass, Search, merges
+	// and store compaction wait for them (a search never reads a segment
+	// whose checksum is unverified); if they fail, those calls return the
+	// failure from then on, and WaitVerified reports it. Without it Open
+	// runs the checks itself.
+	VerifyAfterOpen bool
+	Logger          *slog.Logger
 }
 
 func (o *Options) fill() {
@@ -189,6 +199,14 @@ type Index struct {
 	// without a dictionary since Open (it then does so again only after
 	// training a new one). Guarded by bgmu.
 	recompressed bool
+
+	// The checks Options.VerifyAfterOpen defers: verified is closed when
+	// they have ended, verifyErr (set before) says how; verifiedOK is
+	// their success, read without a channel on the search path.
+	verified     chan struct{}
+	verifyErr    error
+	verifiedOK   atomic.Bool
+	verifyCancel context.CancelFunc
 }
 
 const (
@@ -207,23 +225,98 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 	if err := os.MkdirAll(filepath.Join(dir, segDir), 0o755); err != nil {
 		return nil, fmt.Errorf("index: %w", err)
 	}
-	st, err := store.Open(filepath.Join(dir, storeFile))
+	openStore := store.Open
+	if opts.VerifyAfterOpen {
+		openStore = store.OpenUnverified
+	}
+	st, err := openStore(filepath.Join(dir, storeFile))
 	if err != nil {
 		return nil, err
 	}
 	ix := &Index{dir: dir, opts: opts, an: opts.Analyzer, st: st, log: opts.Logger, docs: newDocCache(opts.DocCacheBytes),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), bgDone: make(chan struct{})}
-	if err := store.Protect(filepath.Join(dir, storeFile), func() error { return ix.recover(ctx) }); err != nil {
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), bgDone: make(chan struct{}), verified: make(chan struct{})}
+	var unsummed []*segment
+	if err := store.Protect(filepath.Join(dir, storeFile), func() error { return ix.recover(ctx, &unsummed) }); err != nil {
 		st.Close()
 		return nil, err
 	}
 	st.ReleaseMapped() // recovery scanned every live record
+	if opts.VerifyAfterOpen {
+		vctx, cancel := context.WithCancel(context.Background())
+		ix.verifyCancel = cancel
+		go ix.verifyDeferred(vctx, unsummed)
+	} else {
+		ix.verifyCancel = func() {}
+		ix.verifiedOK.Store(true)
+		close(ix.verified)
+	}
 	if opts.NoBackground {
 		close(ix.bgDone)
 	} else {
 		go ix.background()
 	}
 	return ix, nil
+}
+
+// verifyDeferred runs the checks Options.VerifyAfterOpen left out of
+// Open: the CRC of each segment file that recovery opened (segs), then
+// the walk over store.db's pages. Searches wait for it (awaitVerified).
+func (ix *Index) verifyDeferred(ctx context.Context, segs []*segment) {
+	start := time.Now()
+	err := func() error {
+		for _, s := range segs {
+			if err := s.verifySum(ctx); err != nil {
+				return err
+			}
+			releaseMapped(s.data) // the checksum read every page
+		}
+		if err := ix.st.VerifyPages(ctx); err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		return nil
+	}()
+	if err == nil {
+		ix.verifiedOK.Store(true)
+		ix.log.Debug("index: verified", "dir", ix.dir, "segments", len(segs), "took", time.Since(start).Round(time.Millisecond))
+	} else if ctx.Err() == nil {
+		ix.log.Error("index: integrity check failed; searches are refused", "dir", ix.dir, "err", err)
+	}
+	ix.verifyErr = err
+	close(ix.verified)
+}
+
+// WaitVerified waits for the integrity checks Options.VerifyAfterOpen
+// deferred (at once without it) and returns their failure, or ctx's error
+// if it ends first. After a failure — a segment whose checksum does not
+// match, a damaged page of store.db — searches and merges return the same
+// error.
+func (ix *Index) WaitVerified(ctx context.Context) error {
+	if ix.verifiedOK.Load() {
+		return nil
+	}
+	select {
+	case <-ix.verified:
+		return ix.verifyErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// seqSet is a set of document numbers, a bit each: recovery's live set
+// (125 KB at 1 M documents, filled in id order without sorting).
+type seqSet []uint64
+
+func (s *seqSet) add(seq uint64) {
+	i := int(seq >> 6)
+	if i >= len(*s) {
+		*s = slices.Grow(*s, i+1-len(*s))[:i+1]
+	}
+	(*s)[i] |= 1 << (seq & 63)
+}
+
+func (s seqSet) has(seq uint64) bool {
+	i := seq >> 6
+	return i < uint64(len(s)) && s[i]&(1<<(seq&63)) != 0
 }
 
 // ErrOrphanSegments reports segment files without the manifest that
@@ -254,19 +347,28 @@ func (ix *Index) noOrphanSegments() error {
 
 // recover loads the manifest and segments, rebuilds tombstones from the
 // live-id map, replays documents not yet in segments and publishes a new
-// version.
-func (ix *Index) recover(ctx context.Context) error {
+// version. With Options.VerifyAfterOpen it adds the segment files whose
+// checksums it left unverified to unsummed.
+func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 	var man store.Manifest
 	var found bool
-	var live []uint64
+	var live seqSet
 	err := ix.st.View(func(tx *store.ReadTx) error {
 		var err error
 		man, found, err = tx.Manifest()
 		if err != nil {
 			return err
 		}
-		return tx.ForEachLive(func(_ string, seq uint64) error {
-			live = append(live, seq)
+		limit := uint64(math.MaxUint32) // document numbers are below the manifest's next one
+		if found {
+			limit = man.NextSeq
+			live = make(seqSet, 0, limit/64+1)
+		}
+		return tx.ForEachLiveSeq(func(seq uint64) error {
+			if seq >= limit {
+				return fmt.Errorf("%w: live document number %d, the manifest's next is %d", store.ErrCorrupt, seq, limit)
+			}
+			live.add(seq)
 			return nil
 		})
 	})
@@ -294,11 +396,7 @@ func (ix *Index) recover(ctx context.Context) error {
 			return err
 		}
 	}
-	slices.Sort(live)
-	isLive := func(seq uint64) bool {
-		_, ok := slices.BinarySearch(live, seq)
-		return ok
-	}
+	isLive := live.has
 
 	// Segments named in the manifest; anything else in the directory is
 	// debris from an interrupted flush or merge.
@@ -306,12 +404,15 @@ func (ix *Index) recover(ctx context.Context) error {
 	var views []segView
 	for _, ref := range man.Segments {
 		keep[ref.Name] = true
-		seg, err := openSegmentFile(filepath.Join(ix.dir, segDir), ref.Name, ref.Size)
+		seg, err := openSegmentFile(filepath.Join(ix.dir, segDir), ref.Name, ref.Size, !ix.opts.VerifyAfterOpen)
 		if err != nil {
 			return err
 		}
 		if seg.crc != ref.CRC {
 			return fmt.Errorf("%w %s: checksum differs from manifest", ErrCorruptSegment, ref.Name)
+		}
+		if ix.opts.VerifyAfterOpen {
+			*unsummed = append(*unsummed, seg)
 		}
 		v := segView{seg: seg}
 		for i := 0; i < seg.n; i++ {
@@ -880,6 +981,8 @@ func (ix *Index) Close() error {
 	if !ix.opts.NoBackground {
 		close(ix.stop)
 	}
+	ix.verifyCancel()
+	<-ix.verified
 	<-ix.bgDone
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -722,5 +723,64 @@ func TestVersionTracksResults(t *testing.T) {
 	}
 	if _, err := ix.Search(ctx, Query{Text: "shock", Version: v5}); !errors.Is(err, ErrSnapshotGone) {
 		t.Fatalf("pre-crash version: %v", err)
+	}
+}
+
+// TestVerifyAfterOpen damages a byte of a segment's postings, which only
+// the segment's checksum covers. Open checks the checksum itself by
+// default; with VerifyAfterOpen it returns without reading the segment
+// through, and the check after it fails: WaitVerified, searches and
+// merges return ErrCorruptSegment naming the file, never results read from
+// the damaged segment.
+func TestVerifyAfterOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ix, err := Open(ctx, dir, Options{NoBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		mustAdd(t, ix, Document{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("text number %d to flush", i)})
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, segDir, "*"+segExt))
+	if len(files) != 1 {
+		t.Fatalf("segment files %q", files)
+	}
+	data, _ := os.ReadFile(files[0])
+	seg, err := openSegment("", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seg.format < 3 || len(seg.sec[secPost]) == 0 {
+		t.Fatalf("format %d, %d bytes of postings", seg.format, len(seg.sec[secPost]))
+	}
+	table := len(data) - 12 - 4 - 16*numSections // the footer's section table
+	at := binary.LittleEndian.Uint64(data[table+16*secPost:]) + uint64(len(seg.sec[secPost])/2)
+	data[at] ^= 0x40
+	if err := os.WriteFile(files[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(files[0])
+
+	if _, err := Open(ctx, dir, Options{NoBackground: true}); !errors.Is(err, ErrCorruptSegment) || !strings.Contains(err.Error(), name) {
+		t.Fatalf("Open without VerifyAfterOpen: %v", err)
+	}
+	ix, err = Open(ctx, dir, Options{NoBackground: true, VerifyAfterOpen: true})
+	if err != nil {
+		t.Fatalf("Open with VerifyAfterOpen checked the checksum itself: %v", err)
+	}
+	defer ix.Close()
+	if err := ix.WaitVerified(ctx); !errors.Is(err, ErrCorruptSegment) || !strings.Contains(err.Error(), name) {
+		t.Fatalf("WaitVerified: %v", err)
+	}
+	if _, err := ix.Search(ctx, Query{Text: "text", K: 10}); !errors.Is(err, ErrCorruptSegment) {
+		t.Fatalf("Search over the damaged segment: %v", err)
+	}
+	mustAdd(t, ix, Document{ID: "new", Text: "one more"})
+	if err := ix.ForceMerge(ctx); !errors.Is(err, ErrCorruptSegment) {
+		t.Fatalf("ForceMerge of the damaged segment: %v", err)
 	}
 }

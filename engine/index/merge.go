@@ -191,6 +191,9 @@ func (ix *Index) CompactStore(ctx context.Context) error {
 	if ix.closed.Load() {
 		return ErrClosed
 	}
+	if err := ix.WaitVerified(ctx); err != nil { // it reads every record
+		return err
+	}
 	ix.bgmu.Lock()
 	defer ix.bgmu.Unlock()
 	start := time.Now()
@@ -235,6 +238,17 @@ func (ix *Index) ForceMerge(ctx context.Context) error {
 // exactly the results of the current version and publish under it.
 // Documents deleted while the rewrite ran stay deleted. Caller holds bgmu.
 func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error {
+	for _, v := range src {
+		if v.seg.name == "" {
+			continue
+		}
+		// A merge must not copy a segment whose checksum is unverified
+		// into a new file with a valid one.
+		if err := ix.WaitVerified(ctx); err != nil {
+			return err
+		}
+		break
+	}
 	data, ndocs, err := mergeViews(ctx, src, isFlush)
 	if err != nil {
 		return err
@@ -251,7 +265,7 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 			return fmt.Errorf("index: write segment: %w", err)
 		}
 		// Served from the mapped file: the heap copy is garbage from here.
-		if seg, err = openSegmentFile(filepath.Join(ix.dir, segDir), name, int64(len(data))); err != nil {
+		if seg, err = openSegmentFile(filepath.Join(ix.dir, segDir), name, int64(len(data)), true); err != nil {
 			return err
 		}
 		ref = store.Segment{Name: name, MinSeq: seg.minSeq, MaxSeq: seg.maxSeq, Docs: seg.n, Size: int64(len(data)), CRC: seg.crc}

@@ -106,6 +106,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	if ix.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := ix.WaitVerified(ctx); err != nil {
+		return nil, err
+	}
 	snap, err := ix.snapshotFor(q.Version)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package index
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -562,7 +563,11 @@ type segment struct {
 // mapping is released when the segment becomes unreachable (no snapshot
 // or search refers to it any more); nothing retains slices of its bytes
 // beyond the segment itself (ids and terms are copied out).
-func openSegmentFile(dir, name string, size int64) (*segment, error) {
+//
+// With sum false the checksum is left to a later verifySum (Open with
+// Options.VerifyAfterOpen): the footer, section table and tables are
+// still checked, so that reading the segment stays in bounds.
+func openSegmentFile(dir, name string, size int64, sum bool) (*segment, error) {
 	data, unmap, err := mmapfile.ReadOnly(filepath.Join(dir, name))
 	if err != nil {
 		return nil, fmt.Errorf("index: open segment: %w", err)
@@ -571,7 +576,10 @@ func openSegmentFile(dir, name string, size int64) (*segment, error) {
 		unmap()
 		return nil, fmt.Errorf("%w %s: size %d, manifest says %d", ErrCorruptSegment, name, len(data), size)
 	}
-	seg, err := openSegment(name, data)
+	seg, err := openSegmentTables(name, data)
+	if err == nil && sum {
+		err = seg.verifySum(context.Background())
+	}
 	if err != nil {
 		unmap()
 		return nil, err
@@ -583,6 +591,40 @@ func openSegmentFile(dir, name string, size int64) (*segment, error) {
 
 // openSegment validates data (CRC, bounds, monotone tables) and opens it.
 func openSegment(name string, data []byte) (*segment, error) {
+	s, err := openSegmentTables(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.verifySum(context.Background()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// sumChunk is how much of a segment verifySum checksums between two looks
+// at its context.
+const sumChunk = 4 << 20
+
+// verifySum checks the segment's CRC-32C (every byte before the footer's
+// CRC) against the footer, stopping early when ctx ends.
+func (s *segment) verifySum(ctx context.Context) error {
+	crcAt := len(s.data) - 12
+	got := uint32(0)
+	for off := 0; off < crcAt; off += sumChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		got = crc32.Update(got, castagnoli, s.data[off:min(off+sumChunk, crcAt)])
+	}
+	if got != s.crc {
+		return fmt.Errorf("%w %s: checksum mismatch", ErrCorruptSegment, s.name)
+	}
+	return nil
+}
+
+// openSegmentTables validates data's framing, bounds and monotone tables,
+// not its checksum, and opens it.
+func openSegmentTables(name string, data []byte) (*segment, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w %s: %s", ErrCorruptSegment, name, fmt.Sprintf(format, args...))
 	}
@@ -612,9 +654,6 @@ func openSegment(name string, data []byte) (*segment, error) {
 	}
 	crcAt := len(data) - 12
 	want := binary.LittleEndian.Uint32(data[crcAt:])
-	if got := crc32.Checksum(data[:crcAt], castagnoli); got != want {
-		return nil, bad("checksum mismatch")
-	}
 	if ns := binary.LittleEndian.Uint32(data[crcAt-4:]); ns != uint32(nsec) {
 		return nil, bad("section count %d", ns)
 	}

@@ -98,10 +98,30 @@ type Store struct {
 // just read all of it.
 func (s *Store) ReleaseMapped() { ReleaseMapped(s.db) }
 
-// Open opens (creating if needed) the store file at path. It fails rather
-// than waits if another process holds the file.
+// Open opens (creating if needed) the store file at path, after checking
+// every page of it (VerifyPages). It fails rather than waits if another
+// process holds the file.
 func Open(path string) (*Store, error) {
-	db, err := OpenBolt(path, 0o644, &bolt.Options{
+	s, err := OpenUnverified(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.VerifyPages(context.Background()); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// VerifyPages checks every page of the store's file (the function
+// VerifyPages): for a store opened with OpenUnverified.
+func (s *Store) VerifyPages(ctx context.Context) error { return VerifyPages(ctx, s.db) }
+
+// OpenUnverified is Open without the page walk (OpenBoltUnverified): the
+// caller runs VerifyPages later and reads the store under Protect until
+// then.
+func OpenUnverified(path string) (*Store, error) {
+	db, err := OpenBoltUnverified(path, 0o644, &bolt.Options{
 		Timeout:      2 * time.Second,
 		FreelistType: bolt.FreelistMapType,
 		// The freelist is written with every commit (bbolt's default): without
@@ -124,10 +144,12 @@ func Open(path string) (*Store, error) {
 	}
 	s := &Store{db: db}
 	var dicts []storedDict
-	err = db.View(func(tx *bolt.Tx) error {
-		var err error
-		dicts, err = loadDicts(tx)
-		return err
+	err = Protect(path, func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			var err error
+			dicts, err = loadDicts(tx)
+			return err
+		})
 	})
 	var c *codec
 	if err == nil {
@@ -305,6 +327,17 @@ func (r *ReadTx) ForEachLive(fn func(id string, seq uint64) error) error {
 			return fmt.Errorf("%w: id %q", ErrCorrupt, k)
 		}
 		return fn(string(k), binary.BigEndian.Uint64(v))
+	})
+}
+
+// ForEachLiveSeq calls fn with the document number of every live id, in
+// id order (ForEachLive without making a string of each id).
+func (r *ReadTx) ForEachLiveSeq(fn func(seq uint64) error) error {
+	return r.tx.Bucket(bktIDs).ForEach(func(k, v []byte) error {
+		if len(v) != 8 {
+			return fmt.Errorf("%w: id %q", ErrCorrupt, k)
+		}
+		return fn(binary.BigEndian.Uint64(v))
 	})
 }
 

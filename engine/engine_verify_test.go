@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rcpgo/rcpgo/rcp"
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestOpenLeavesPageWalkToVerify damages a leaf page that Open does not
+// read — one of the document records in index/store.db, one of the
+// catalog's in engine.db — in a closed data directory. Open succeeds: it no
+// longer walks every page, whose cost grows with the corpus (before, it
+// refused to open). The walk after Open finds the page, names the file,
+// and from then on every request is refused and Health reports it.
+func TestOpenLeavesPageWalkToVerify(t *testing.T) {
+	pristine := t.TempDir()
+	cfg := Config{Dir: pristine, Dense: DenseNone}
+	cfg.IndexOpts.NoBackground = true
+	e, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []any
+	for i := range 400 {
+		docs = append(docs, map[string]any{"id": fmt.Sprintf("doc%04d", i),
+			"text": strings.Repeat(fmt.Sprintf("passage %d about subject%d and more words ", i, i), 4)})
+	}
+	if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": docs}); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file  string
+		match func(key []byte) bool // every key of the page to damage
+	}{
+		{"index/store.db", func(k []byte) bool { return len(k) == 8 && binary.BigEndian.Uint64(k) < 1000 }}, // records by seq
+		{"engine.db", func(k []byte) bool { return strings.HasPrefix(string(k), "doc") }},                  // catalog records by id
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(pristine)); err != nil {
+				t.Fatal(err)
+			}
+			damageLeafPage(t, filepath.Join(dir, tc.file), tc.match)
+			cfg := Config{Dir: dir, Dense: DenseNone}
+			cfg.IndexOpts.NoBackground = true
+			e, err := Open(context.Background(), cfg)
+			if err != nil {
+				t.Fatalf("Open read a page it should leave to the checks after it: %v", err)
+			}
+			defer e.Close()
+			err = e.Verified(context.Background())
+			if err == nil {
+				t.Fatal("the checks after Open missed a damaged page")
+			}
+			damagedRefused(t, e, err, filepath.Base(tc.file))
+		})
+	}
+}
+
+// damageLeafPage overwrites the self-identifying page id of the first
+// bbolt leaf page (4 KB pages) whose keys all satisfy match (the last one
+// holds the records after the last flush, which Open replays): bbolt
+// panics when it loads that page.
+func damageLeafPage(t *testing.T, path string, match func([]byte) bool) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ps = 4096
+	le := binary.LittleEndian
+	found := -1
+	for id := 2; found < 0 && (id+1)*ps <= len(b); id++ {
+		p := b[id*ps : (id+1)*ps]
+		if le.Uint64(p) != uint64(id) || le.Uint16(p[8:])&0x02 == 0 {
+			continue
+		}
+		n := int(le.Uint16(p[10:]))
+		ok := n > 1
+		for i := 0; ok && i < n; i++ {
+			el := 16 + 16*i
+			pos, ksize := int(le.Uint32(p[el+4:])), int(le.Uint32(p[el+8:]))
+			if el+pos+ksize > len(p) || !match(p[el+pos:el+pos+ksize]) {
+				ok = false
+			}
+		}
+		if ok {
+			found = id
+		}
+	}
+	if found < 0 {
+		t.Fatalf("no leaf page of the wanted keys in %s", path)
+	}
+	le.PutUint64(b[found*ps:], uint64(found)+1_000_000)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDocumentsIsCounted: Documents reads the count the catalog keeps
+// (the docs bucket's sequence) instead of walking every catalog page,
+// which made all of engine.db resident after every start (294 MiB at 1 M
+// passages). The count follows adds, upserts, chunked documents and
+// deletes, survives a restart, and a catalog written before the count
+// existed is counted once at Open.
+func TestDocumentsIsCounted(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *Engine {
+		cfg := Config{Dir: dir, Dense: DenseNone}
+		cfg.IndexOpts.NoBackground = true
+		e, err := Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	want := func(e *Engine, n int) {
+		t.Helper()
+		got, err := e.Documents()
+		if err != nil || got != n {
+			t.Fatalf("Documents() = %d, %v; want %d", got, err, n)
+		}
+	}
+	e := open()
+	add := func(docs ...map[string]any) {
+		t.Helper()
+		if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": docs}); rerr != nil {
+			t.Fatal(rerr)
+		}
+	}
+	add(map[string]any{"id": "a", "text": "alpha"}, map[string]any{"id": "b", "text": "beta"}, map[string]any{"id": "c", "text": "gamma"})
+	add(map[string]any{"id": "a", "text": "alpha again"})                                                          // upsert
+	add(map[string]any{"id": "long", "text": strings.Repeat("many words in a long document. ", 400), "chunk": true}) // chunked: one document
+	want(e, 4)
+	if _, rerr := call(t, e, rcp.MethodIndexDelete, map[string]any{"ids": []string{"b", "nothing"}}); rerr != nil {
+		t.Fatal(rerr)
+	}
+	want(e, 3)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = open()
+	want(e, 3)
+	// A catalog state from before the count: no "counted", sequence 0.
+	if err := e.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketDocs).SetSequence(0); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketCatalog).Put(keyState, []byte(`{"format":2,"clean":true,"fields":""}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.catalogOpen.Store(false) // keep that state through Close
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = open()
+	defer e.Close()
+	want(e, 3)
+}
