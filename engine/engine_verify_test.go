@@ -43,7 +43,7 @@ func TestOpenLeavesPageWalkToVerify(t *testing.T) {
 		match func(key []byte) bool // every key of the page to damage
 	}{
 		{"index/store.db", func(k []byte) bool { return len(k) == 8 && binary.BigEndian.Uint64(k) < 1000 }}, // records by seq
-		{"engine.db", func(k []byte) bool { return strings.HasPrefix(string(k), "doc") }},                  // catalog records by id
+		{"engine.db", func(k []byte) bool { return strings.HasPrefix(string(k), "doc") }},                   // catalog records by id
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			dir := t.TempDir()
@@ -139,7 +139,7 @@ func TestDocumentsIsCounted(t *testing.T) {
 		}
 	}
 	add(map[string]any{"id": "a", "text": "alpha"}, map[string]any{"id": "b", "text": "beta"}, map[string]any{"id": "c", "text": "gamma"})
-	add(map[string]any{"id": "a", "text": "alpha again"})                                                          // upsert
+	add(map[string]any{"id": "a", "text": "alpha again"})                                                            // upsert
 	add(map[string]any{"id": "long", "text": strings.Repeat("many words in a long document. ", 400), "chunk": true}) // chunked: one document
 	want(e, 4)
 	if _, rerr := call(t, e, rcp.MethodIndexDelete, map[string]any{"ids": []string{"b", "nothing"}}); rerr != nil {
