@@ -200,6 +200,10 @@ type Index struct {
 	// training a new one). Guarded by bgmu.
 	recompressed bool
 
+	// liveScanned: Open rebuilt the deletions from the live-id map (no
+	// deletions saved at a clean close could be used).
+	liveScanned bool
+
 	// The checks Options.VerifyAfterOpen defers: verified is closed when
 	// they have ended, verifyErr (set before) says how; verifiedOK is
 	// their success, read without a channel on the search path.
@@ -353,11 +357,17 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 	var man store.Manifest
 	var found bool
 	var live seqSet
+	var saved map[string]*Bitset // the deletions saved at a clean close: no live scan
 	err := ix.st.View(func(tx *store.ReadTx) error {
 		var err error
 		man, found, err = tx.Manifest()
 		if err != nil {
 			return err
+		}
+		if found && man.FlushedSeq+1 == man.NextSeq {
+			if saved = decodeDeletions(tx.Deletions(), man); saved != nil {
+				return nil // no live scan
+			}
 		}
 		limit := uint64(math.MaxUint32) // document numbers are below the manifest's next one
 		if found {
@@ -397,6 +407,7 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		}
 	}
 	isLive := live.has
+	ix.liveScanned = saved == nil
 
 	// Segments named in the manifest; anything else in the directory is
 	// debris from an interrupted flush or merge.
@@ -415,13 +426,22 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 			*unsummed = append(*unsummed, seg)
 		}
 		v := segView{seg: seg}
-		for i := 0; i < seg.n; i++ {
-			if !isLive(seg.seq(uint32(i))) {
-				if v.del == nil {
-					v.del = NewBitset(seg.n)
+		if saved != nil {
+			if seg.n != ref.Docs {
+				return fmt.Errorf("%w %s: %d documents, manifest says %d", ErrCorruptSegment, ref.Name, seg.n, ref.Docs)
+			}
+			if v.del = saved[ref.Name]; v.del != nil {
+				v.ndel = v.del.Count()
+			}
+		} else {
+			for i := 0; i < seg.n; i++ {
+				if !isLive(seg.seq(uint32(i))) {
+					if v.del == nil {
+						v.del = NewBitset(seg.n)
+					}
+					v.del.Set(uint32(i))
+					v.ndel++
 				}
-				v.del.Set(uint32(i))
-				v.ndel++
 			}
 		}
 		views = append(views, v)
@@ -495,13 +515,19 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		if _, err := tx.PurgeDead(man.Version); err != nil {
 			return err
 		}
+		// From now on writes change the deletions: the saved ones hold
+		// only until this commit (a crash before the next clean close
+		// rebuilds them from the live-id map).
+		if err := tx.PutDeletions(nil); err != nil {
+			return err
+		}
 		return tx.PutManifest(man)
 	}); err != nil {
 		return fmt.Errorf("index: open: %w", err)
 	}
 	ix.man, ix.epoch = man, man.Epoch
 	ix.publish(views, man.Version)
-	ix.log.Debug("index: opened", "dir", ix.dir, "version", man.Version, "segments", len(man.Segments), "replayed", replayed)
+	ix.log.Debug("index: opened", "dir", ix.dir, "version", man.Version, "segments", len(man.Segments), "replayed", replayed, "liveScan", ix.liveScanned)
 	return nil
 }
 
@@ -989,6 +1015,9 @@ func (ix *Index) Close() error {
 	ferr := ix.flush(ctx, true)
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
+	if ferr == nil {
+		ferr = ix.saveDeletions(ctx)
+	}
 	if err := ix.st.Close(); err != nil {
 		return fmt.Errorf("index: close: %w", err)
 	}

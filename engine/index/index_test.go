@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
+	"github.com/rcpgo/rcpgo/engine/store"
 )
 
 func openTest(t testing.TB, dir string, opts Options) *Index {
@@ -783,4 +784,104 @@ func TestVerifyAfterOpen(t *testing.T) {
 	if err := ix.ForceMerge(ctx); !errors.Is(err, ErrCorruptSegment) {
 		t.Fatalf("ForceMerge of the damaged segment: %v", err)
 	}
+}
+
+// TestDeletionsSavedAtClose: a clean Close saves the segments' deletion
+// sets and the next Open uses them instead of reading every live id; they
+// equal what the live-id map gives, after deletes, upserts and a merge.
+// Open removes the record in its first commit, so a copy taken while the
+// index is open (a crash) reads the live-id map again, as does a damaged
+// record.
+func TestDeletionsSavedAtClose(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	open := func(d string) *Index {
+		t.Helper()
+		ix, err := Open(ctx, d, Options{NoBackground: true, MergeFactor: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	check := func(ix *Index, wantScan bool) {
+		t.Helper()
+		if ix.liveScanned != wantScan {
+			t.Fatalf("live-id map read at open: %v, want %v", ix.liveScanned, wantScan)
+		}
+		live := map[uint64]bool{}
+		if err := ix.st.View(func(tx *store.ReadTx) error {
+			return tx.ForEachLiveSeq(func(seq uint64) error { live[seq] = true; return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range ix.cur.Load().segs {
+			n := 0
+			for i := 0; i < v.seg.n; i++ {
+				if v.deleted(uint32(i)) == live[v.seg.seq(uint32(i))] {
+					t.Fatalf("%s doc %d: deleted %v, live %v", v.seg.name, i, v.deleted(uint32(i)), live[v.seg.seq(uint32(i))])
+				}
+				if v.deleted(uint32(i)) {
+					n++
+				}
+			}
+			if n != v.ndel {
+				t.Fatalf("%s: %d deleted, ndel %d", v.seg.name, n, v.ndel)
+			}
+		}
+	}
+	ix := open(dir)
+	for round := range 3 {
+		for i := range 40 {
+			mustAdd(t, ix, Document{ID: fmt.Sprintf("d%d", i+20*round), Text: fmt.Sprintf("round %d text %d", round, i)})
+		}
+		if err := ix.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ix.Delete(ctx, []string{fmt.Sprintf("d%d", 3+round), fmt.Sprintf("d%d", 30+round)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Delete(ctx, []string{"d50"}); err != nil {
+		t.Fatal(err)
+	}
+	check(ix, true)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix = open(dir)
+	check(ix, false)
+	crashed := t.TempDir()
+	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(crashed, "LOCK"))
+	c := open(crashed)
+	check(c, true)
+	c.Close()
+
+	// A damaged record is not used.
+	st, err := store.Open(filepath.Join(dir, storeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(ctx, func(tx *store.Tx) error {
+		b := slices.Clone(tx.Deletions())
+		if b == nil {
+			return errors.New("no deletions saved at close")
+		}
+		b[len(b)-1] ^= 1
+		return tx.PutDeletions(b)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	ix = open(dir)
+	check(ix, true)
+	ix.Close()
 }

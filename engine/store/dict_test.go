@@ -291,3 +291,44 @@ func FuzzDecodeDictRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestRecompressOnce: once a Recompress pass has reached the end, later
+// calls return at once — they read no record (a record stored without a
+// dictionary afterwards stays as it is, and readable) — where before every
+// start of an index re-read the whole store.
+func TestRecompressOnce(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	docs := passages(DictMinDocs + 1)
+	putAll(t, s, docs[:DictMinDocs], 1)
+	if id, err := s.TrainDict(ctx, 0); id != 1 || err != nil {
+		t.Fatalf("TrainDict = %d, %v", id, err)
+	}
+	if n, err := s.Recompress(ctx); n != DictMinDocs || err != nil {
+		t.Fatalf("first Recompress = %d, %v", n, err)
+	}
+	plain, err := EncodeDoc(&docs[DictMinDocs], Facts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := uint64(DictMinDocs + 1)
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.PutDoc(seq, 1, &docs[DictMinDocs], plain) }); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Recompress(ctx); n != 0 || err != nil {
+		t.Fatalf("second Recompress = %d, %v; want 0 without a pass", n, err)
+	}
+	if err := s.View(func(r *ReadTx) error {
+		d, _, err := r.Record(seq, true)
+		if err == nil && d.Text != docs[DictMinDocs].Text {
+			err = fmt.Errorf("record %d reads %q", seq, d.Text)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

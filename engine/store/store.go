@@ -330,6 +330,21 @@ func (r *ReadTx) ForEachLive(fn func(id string, seq uint64) error) error {
 	})
 }
 
+// keyDeletions holds the index's deletions saved at its last clean close
+// (the index encodes and checks them; Index.Close, recover).
+var keyDeletions = []byte("deletions")
+
+// Deletions returns the deletions record saved by PutDeletions, or nil.
+func (r *ReadTx) Deletions() []byte { return r.tx.Bucket(bktMeta).Get(keyDeletions) }
+
+// PutDeletions saves the index's deletions record (nil removes it).
+func (t *Tx) PutDeletions(b []byte) error {
+	if b == nil {
+		return t.tx.Bucket(bktMeta).Delete(keyDeletions)
+	}
+	return t.tx.Bucket(bktMeta).Put(keyDeletions, b)
+}
+
 // ForEachLiveSeq calls fn with the document number of every live id, in
 // id order (ForEachLive without making a string of each id).
 func (r *ReadTx) ForEachLiveSeq(fn func(seq uint64) error) error {
