@@ -252,40 +252,25 @@ func byScore(a, b *Candidate) int {
 }
 
 // recall fetches CandidateK candidates from the sparse and/or dense backend.
-// A hybrid request runs the two recalls side by side: the dense one (query
-// embedding and graph walk) on its own goroutine while this one searches
-// the index, so its latency is the slower of the two rather than their sum.
+// A hybrid request runs the two one after the other: running the dense one
+// on a second goroutine beside the sparse search was measured slower at the
+// median on a loaded 2-core machine (docs/benchmarks.md, "Hybrid ÷ sparse").
 func recall(ctx context.Context, s *State) error {
 	r := s.Req
 	var sparse, dense []*Candidate
-	var denseErr error
-	var denseDone chan struct{}
+	var err error
+	if r.Mode != rcp.ModeDense {
+		if sparse, err = recallSparse(ctx, s); err != nil {
+			return err
+		}
+	}
 	if r.Mode != rcp.ModeSparse {
 		if s.Deps.Dense == nil {
 			return fmt.Errorf("pipeline: dense recall requested without a dense backend")
 		}
-		if r.Mode == rcp.ModeDense {
-			dense, denseErr = recallDense(ctx, s)
-		} else {
-			denseDone = make(chan struct{})
-			go func() {
-				defer close(denseDone)
-				dense, denseErr = recallDense(ctx, s)
-			}()
-		}
-	}
-	if r.Mode != rcp.ModeDense {
-		var err error
-		sparse, err = recallSparse(ctx, s)
-		if denseDone != nil {
-			<-denseDone // never leave the dense recall running past the request
-		}
-		if err != nil {
+		if dense, err = recallDense(ctx, s); err != nil {
 			return err
 		}
-	}
-	if denseErr != nil {
-		return denseErr
 	}
 	switch r.Mode {
 	case rcp.ModeSparse:
@@ -354,7 +339,6 @@ func recallSparse(ctx context.Context, s *State) ([]*Candidate, error) {
 }
 
 // recallDense asks the dense backend for the request's dense candidates.
-// It may run beside recallSparse: it touches nothing of s but reads.
 func recallDense(ctx context.Context, s *State) ([]*Candidate, error) {
 	r := s.Req
 	var keep func(*index.Document) bool // nil: no filter, every unit is admitted
