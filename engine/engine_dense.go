@@ -193,19 +193,25 @@ func (b denseBackend) recallStored(ctx context.Context, lk numLookup, qv []float
 // (one read transaction each); it remembers the numbers found.
 func (b denseBackend) resolveKeys(ctx context.Context, lk numLookup, res []ann.Result, nums []index.DocNum, ids []string) error {
 	var miss []int
+	for i, r := range res {
+		if ids[i] == "" && r.Score > 0 {
+			miss = append(miss, i)
+		}
+	}
+	if len(miss) == 0 {
+		return nil
+	}
 	var missIDs []string
 	var maxKey uint64
 	err := b.e.db.View(func(tx *bolt.Tx) error {
 		keys := tx.Bucket(bucketDenseKeys)
-		for i, r := range res {
-			if ids[i] != "" || r.Score <= 0 {
-				continue
-			}
-			if id := keys.Get(be64(r.ID)); id != nil {
-				miss, missIDs = append(miss, i), append(missIDs, string(id))
+		found := miss[:0]
+		for _, i := range miss {
+			if id := keys.Get(be64(res[i].ID)); id != nil {
+				found, missIDs = append(found, i), append(missIDs, string(id))
 			}
 		}
-		maxKey = keys.Sequence()
+		miss, maxKey = found, keys.Sequence()
 		return nil
 	})
 	if err != nil || len(miss) == 0 {
