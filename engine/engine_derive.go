@@ -297,6 +297,10 @@ type deriver struct {
 	refitSince time.Time
 	refitIn    time.Duration
 
+	// progress describes the build in progress (nil: none), for
+	// Engine.DenseBuild and the build's progress log.
+	progress atomic.Pointer[buildProgress]
+
 	mu       sync.Mutex
 	idleSeq  uint64        // every op up to it is applied and nothing is due
 	idle     bool          // nothing to do
@@ -724,7 +728,11 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 	var fail error
 	var model embed.Provider
 	var fitUnits int
+	p := &buildProgress{generation: dv.next, started: start, total: e.ix.Stats().Docs}
+	dv.progress.Store(p)
+	defer dv.progress.Store(nil)
 	if e.cfg.Dense == DenseLSA {
+		p.phase.Store(phaseFit)
 		fitUnits = e.ix.Stats().Docs
 		keep := fitSample(fitUnits, e.cfg.LSAFitSample)
 		texts := func(yield func(string) bool) {
@@ -754,8 +762,10 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 	}
 	g := newGeneration(dv.next, model, genDir(e.cfg.Dir, dv.next), ix)
 	g.fitUnits = fitUnits
+	p.embedding()
 	var keys []uint64
 	var texts []string
+	lastLog := time.Now()
 	flush := func() error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -764,7 +774,12 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 		if err == nil {
 			err = insertVectors(ix, keys, vecs)
 		}
+		p.done.Add(int64(len(texts)))
 		keys, texts = keys[:0], texts[:0]
+		if time.Since(lastLog) >= progressLogEvery {
+			lastLog = time.Now()
+			e.log.Info("engine: building dense generation", p.logAttrs()...)
+		}
 		return err
 	}
 	for k, t := range dv.units(ctx, maxKey, nil, &fail) {

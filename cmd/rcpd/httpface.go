@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -125,6 +126,7 @@ type engineState interface {
 	Health() error
 	Stats() index.Stats
 	Documents() (int, error)
+	DenseBuild() (engine.DenseBuild, bool)
 }
 
 // healthz answers probes: 200 {"status":"ok"} while the engine can serve

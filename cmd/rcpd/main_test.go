@@ -130,7 +130,7 @@ func TestMetrics(t *testing.T) {
 	m.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
 	for _, want := range []string{`rcpd_requests_total{code="0",method="retrieve"} 1`, `rcpd_requests_total{code="-32602",method="retrieve"} 1`,
-		"rcpd_index_documents 0", "rcpd_request_duration_seconds_bucket", `rcpd_requests_total{code="-32004",method="other"} 1`} {
+		"rcpd_index_documents 0", "rcpd_dense_build_units_total 0", "rcpd_request_duration_seconds_bucket", `rcpd_requests_total{code="-32004",method="other"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
 		}

@@ -21,6 +21,7 @@ import (
 //	rcpd_request_duration_seconds{method}      their latency
 //	rcpd_index_documents / _deleted / _segments / _segment_bytes
 //	rcpd_index_version_info{version}            (value 1)
+//	rcpd_dense_build_units_done / _total        the dense build in progress (both 0 when none)
 //
 // Lifecycle methods answered by the server itself (initialize, info, ping,
 // shutdown) and requests rejected by gating never reach the engine and are
@@ -45,6 +46,14 @@ func newMetrics(eng engineState) *metrics {
 		gauge("rcpd_index_deleted", "Deleted units still occupying segments.", func() float64 { return float64(eng.Stats().Deleted) }),
 		gauge("rcpd_index_segments", "Index segments.", func() float64 { return float64(eng.Stats().Segments) }),
 		gauge("rcpd_index_segment_bytes", "Bytes of segment images.", func() float64 { return float64(eng.Stats().SegmentBytes) }),
+		gauge("rcpd_dense_build_units_done", "Units embedded and inserted by the dense build in progress (0: none).", func() float64 {
+			b, _ := eng.DenseBuild()
+			return float64(b.Done)
+		}),
+		gauge("rcpd_dense_build_units_total", "Units the dense build in progress covers (0: none).", func() float64 {
+			b, _ := eng.DenseBuild()
+			return float64(b.Total)
+		}),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m

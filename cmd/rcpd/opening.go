@@ -143,6 +143,14 @@ func (o *openingEngine) Stats() index.Stats {
 	return index.Stats{}
 }
 
+// DenseBuild implements engineState (none until the engine is open).
+func (o *openingEngine) DenseBuild() (engine.DenseBuild, bool) {
+	if eng, ok := o.opened(); ok {
+		return eng.DenseBuild()
+	}
+	return engine.DenseBuild{}, false
+}
+
 // Documents implements engineState.
 func (o *openingEngine) Documents() (int, error) {
 	if eng, ok := o.opened(); ok {
