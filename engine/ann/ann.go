@@ -174,7 +174,8 @@ type Index struct {
 	// q is the int8 copy of the vectors the search walk scores (quant.go;
 	// built by Quantize); nil: the walk scores the float32 vectors.
 	q           *quantized
-	compactions int // Compact calls so far (Quantize notices one it raced)
+	quantize    bool // Quantize was called: q is built once searches walk the graph
+	compactions int  // Compact calls so far (Quantize notices one it raced)
 
 	entry    int32 // -1 when empty
 	topLevel int
@@ -372,6 +373,7 @@ func (ix *Index) AddBatch(ids []uint64, vs [][]float32) error {
 		slots = append(slots, s)
 	}
 	ix.insertSlots(slots)
+	ix.maybeQuantize()
 	return nil
 }
 
@@ -893,7 +895,9 @@ func (ix *Index) Compact() error {
 // kernel for it (amd64 with AVX2); elsewhere it does nothing. It first
 // checks every mapped block, like Verify, and fails changing nothing
 // when one is damaged. Searches run meanwhile; vectors added later are
-// encoded as they are added. It costs dim bytes per vector in memory.
+// encoded as they are added. An index searched exactly (at most
+// ExactThreshold vectors) gets its copy when it grows past that. It costs
+// dim bytes per vector in memory.
 func (ix *Index) Quantize() error {
 	if !fastDot8 {
 		return ix.Verify()
@@ -903,17 +907,33 @@ func (ix *Index) Quantize() error {
 		ix.mu.RUnlock()
 		return err
 	}
-	q := newQuantized(ix.cfg.Dim, len(ix.ids), ix.vec)
+	var q *quantized
+	if ix.live > ix.cfg.ExactThreshold {
+		q = newQuantized(ix.cfg.Dim, len(ix.ids), ix.vec)
+	}
 	compactions := ix.compactions
 	ix.mu.RUnlock()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.compactions != compactions { // every slot moved meanwhile
-		q = newQuantized(ix.cfg.Dim, len(ix.ids), ix.vec)
+	ix.quantize = true
+	if q == nil || ix.compactions != compactions { // too small yet, or every slot moved meanwhile
+		ix.maybeQuantize()
+		return nil
 	}
 	for s := len(q.codes) / q.dim; s < len(ix.ids); s++ { // added meanwhile
 		q.append(ix.vec(int32(s)))
 	}
 	ix.q = q
 	return nil
+}
+
+// maybeQuantize builds the int8 copy Quantize asked for once searches
+// walk the graph (more than ExactThreshold live vectors): below that they
+// scan exactly, and scales taken from a handful of vectors — or none, for
+// a generation published empty — would clip every later one. The caller
+// holds ix.mu for writing.
+func (ix *Index) maybeQuantize() {
+	if ix.quantize && ix.q == nil && ix.live > ix.cfg.ExactThreshold {
+		ix.q = newQuantized(ix.cfg.Dim, len(ix.ids), ix.vec)
+	}
 }

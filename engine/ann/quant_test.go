@@ -121,3 +121,39 @@ func TestToInt8(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeWaitsForVectors: Quantize on an index still searched exactly
+// (a generation published empty, or small) builds nothing yet — scales from
+// no or few vectors would clip the rest — and the copy appears, with scales
+// from the stored vectors, once the index grows past ExactThreshold.
+func TestQuantizeWaitsForVectors(t *testing.T) {
+	if !fastDot8 {
+		t.Skip("no int8 kernel on this machine: Quantize does nothing")
+	}
+	ix, err := New(Config{Dim: 64, ExactThreshold: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Quantize(); err != nil || ix.q != nil {
+		t.Fatalf("Quantize on an empty index: %v, copy built %v", err, ix.q != nil)
+	}
+	vecs := Clustered(1200, 64, 20, 0.6, 41)
+	ids := make([]uint64, len(vecs))
+	for i := range ids {
+		ids[i] = uint64(i)
+	}
+	if err := ix.AddBatch(ids[:400], vecs[:400]); err != nil || ix.q != nil {
+		t.Fatalf("400 vectors (exact search): %v, copy built %v", err, ix.q != nil)
+	}
+	if err := ix.AddBatch(ids[400:], vecs[400:]); err != nil || ix.q == nil {
+		t.Fatalf("1200 vectors: %v, copy built %v", err, ix.q != nil)
+	}
+	if len(ix.q.codes) != len(ix.ids)*64 || ix.q.scale[0] == 1 {
+		t.Fatalf("copy of %d codes for %d slots, scale[0] %v", len(ix.q.codes), len(ix.ids), ix.q.scale[0])
+	}
+	for i, v := range vecs[:50] {
+		if res, err := ix.Search(v, 1, SearchOptions{}); err != nil || len(res) == 0 || res[0].ID != ids[i] {
+			t.Fatalf("vector %d finds %v, %v", i, res, err)
+		}
+	}
+}
