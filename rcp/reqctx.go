@@ -11,8 +11,10 @@ import (
 // (Value), its deadline (§13.1) and its cancellation (§7.14), in one object.
 // It replaces a stack of context.WithCancelCause, WithTimeoutCause,
 // WithValue and AfterFunc, which allocates a dozen objects per request and
-// registers three contexts with their parents; this one allocates itself,
-// its timer and (when asked for) its Done channel.
+// registers three contexts with their parents; this one lives inside the
+// request's call (one allocation for both), allocates its timer and (when
+// asked for) its Done channel, and is ended by its session when the
+// session's context ends instead of registering with it.
 //
 // It behaves as that stack did: Err is context.DeadlineExceeded after the
 // deadline and context.Canceled after any other end; the deadline is the
@@ -30,14 +32,18 @@ type requestContext struct {
 	err    error
 	cause  error
 	timer  *time.Timer
-	detach func() bool  // stops following the parent
-	hook   func()       // the server's answer to an early end (onEnd)
+	hook   endHook      // the server's answer to an early end (onEnd)
 	funcs  []*afterFunc // run when the context ends
 	// causer, set when the context ends with a cause other than its
 	// error, is an ended context.WithCancelCause holding that cause: the
 	// context package reads a cause only from its own contexts (Value).
 	causer atomic.Value // context.Context
 }
+
+// endHook is what the server runs when a request's context ends before
+// its handler returned: an interface, so that the call holding the context
+// needs no closure for it.
+type endHook interface{ contextEnded() }
 
 // afterFunc is one function registered with requestContext.AfterFunc.
 type afterFunc struct{ f func() }
@@ -46,32 +52,23 @@ type afterFunc struct{ f func() }
 // asked for it.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// newRequestContext returns the context of a request under parent that
-// ends after timeout (none when timeout <= 0). It follows parent until end.
-func newRequestContext(parent context.Context, scope *requestScope, timeout time.Duration) *requestContext {
-	c := &requestContext{parent: parent, scope: scope}
+// start makes c the context of a request under parent that ends after
+// timeout (none when timeout <= 0), at once when parent has ended. It does
+// not register with parent: whoever holds the request ends it when parent
+// ends (a session does so for all its calls at once, see
+// session.endCalls), which saves the registration and its three objects
+// per request.
+func (c *requestContext) start(parent context.Context, scope *requestScope, timeout time.Duration) {
+	c.parent, c.scope = parent, scope
 	if timeout > 0 {
 		d := time.Now().Add(timeout)
 		if pd, ok := parent.Deadline(); !ok || d.Before(pd) {
 			c.deadline = d
 		}
 	}
-	if parent.Done() != nil {
-		if parent.Err() != nil { // ends at once, as a child of parent would
-			c.end(parent.Err(), context.Cause(parent))
-			return c
-		}
-		detach := context.AfterFunc(parent, c.followParent)
-		c.mu.Lock()
-		ended := c.err != nil
-		if !ended {
-			c.detach = detach
-		}
-		c.mu.Unlock()
-		if ended {
-			detach()
-			return c
-		}
+	if parent.Err() != nil { // ends at once, as a child of parent would
+		c.followParent()
+		return
 	}
 	if !c.deadline.IsZero() {
 		c.mu.Lock()
@@ -80,7 +77,6 @@ func newRequestContext(parent context.Context, scope *requestScope, timeout time
 		}
 		c.mu.Unlock()
 	}
-	return c
 }
 
 func (c *requestContext) followParent() { c.end(c.parent.Err(), context.Cause(c.parent)) }
@@ -97,7 +93,7 @@ func (c *requestContext) cancel(cause error) {
 }
 
 // end ends the context once: it records why, closes Done, releases the
-// timer and the parent, and starts every registered function in its own
+// timer, and starts every registered function in its own
 // goroutine (as context.AfterFunc does).
 func (c *requestContext) end(err, cause error) {
 	c.mu.Lock()
@@ -116,34 +112,31 @@ func (c *requestContext) end(err, cause error) {
 	} else {
 		close(c.done)
 	}
-	funcs, hook, timer, detach := c.funcs, c.hook, c.timer, c.detach
+	funcs, hook, timer := c.funcs, c.hook, c.timer
 	c.funcs, c.hook = nil, nil
 	c.mu.Unlock()
 	if timer != nil {
 		timer.Stop()
 	}
-	if detach != nil {
-		detach()
-	}
 	if hook != nil {
-		go hook()
+		go hook.contextEnded()
 	}
 	for _, a := range funcs {
 		go a.f()
 	}
 }
 
-// onEnd sets the function the server runs (in its own goroutine) if the
+// onEnd sets the hook the server runs (in its own goroutine) if the
 // context ends before unhook: at once when it has already ended.
-func (c *requestContext) onEnd(f func()) {
+func (c *requestContext) onEnd(h endHook) {
 	c.mu.Lock()
 	ended := c.err != nil
 	if !ended {
-		c.hook = f
+		c.hook = h
 	}
 	c.mu.Unlock()
 	if ended {
-		go f()
+		go h.contextEnded()
 	}
 }
 

@@ -8,6 +8,20 @@ import (
 	"time"
 )
 
+// newRequestContext is a request context under parent that follows parent
+// as a session makes its calls follow the session's context (endCalls).
+func newRequestContext(parent context.Context, scope *requestScope, timeout time.Duration) *requestContext {
+	c := &requestContext{}
+	c.start(parent, scope, timeout)
+	context.AfterFunc(parent, c.followParent)
+	return c
+}
+
+// hookFunc is an endHook running a function.
+type hookFunc func()
+
+func (f hookFunc) contextEnded() { f() }
+
 // waitDone fails t unless ctx ends within a generous bound (the bound only
 // catches a hang; no test here measures time).
 func waitDone(t *testing.T, ctx context.Context) {
@@ -150,17 +164,17 @@ func TestRequestContextValue(t *testing.T) {
 func TestRequestContextHook(t *testing.T) {
 	rc := newRequestContext(context.Background(), nil, time.Hour)
 	fired := make(chan struct{}, 2)
-	rc.onEnd(func() { fired <- struct{}{} })
+	rc.onEnd(hookFunc(func() { fired <- struct{}{} }))
 	rc.cancel(errCancelled)
 	rc.cancel(errCancelled)
 	waitDone(t, contextOf(chanOf(fired)))
 	quiet := newRequestContext(context.Background(), nil, time.Hour)
-	quiet.onEnd(func() { t.Error("hook ran after unhook") })
+	quiet.onEnd(hookFunc(func() { t.Error("hook ran after unhook") }))
 	quiet.unhook()
 	quiet.cancel(nil)
 	ended := newRequestContext(context.Background(), nil, time.Hour)
 	ended.cancel(errCancelled)
-	ended.onEnd(func() { fired <- struct{}{} }) // already ended: runs at once
+	ended.onEnd(hookFunc(func() { fired <- struct{}{} })) // already ended: runs at once
 	waitDone(t, contextOf(chanOf(fired)))
 }
 

@@ -208,7 +208,9 @@ type session struct {
 	clientCaps Capabilities
 	logLevel   string
 	inflight   map[string]*requestContext
-	running    int
+	running    int   // calls in flight, linked from calls
+	calls      *serverCall // calls in flight
+	stopFollow func() bool
 	lastUsed   time.Time
 
 	wg sync.WaitGroup
@@ -218,7 +220,7 @@ type session struct {
 
 func (s *Server) newSession(ctx context.Context, kind sessionKind) *session {
 	sess := &session{srv: s, kind: kind, ctx: ctx, inflight: map[string]*requestContext{}, lastUsed: time.Now()}
-	sess.workers = workerPool{tasks: make(chan func()), done: ctx.Done()}
+	sess.workers = workerPool{tasks: make(chan *serverCall), done: ctx.Done()}
 	if kind == sessionStateless {
 		sess.state = stateReady
 		sess.negotiated = ProtocolVersion
@@ -633,7 +635,9 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 		}
 		meta = pm.Meta
 	}
-	scope := &requestScope{sess: sess, id: m.ID, method: m.Method, meta: meta, notify: notify}
+	c := &serverCall{sess: sess, params: params, done: done, syncReply: fo.syncReply}
+	c.scope = requestScope{sess: sess, id: m.ID, method: m.Method, meta: meta, notify: notify}
+	scope := &c.scope
 	if desc.Capabilities.Streaming != nil {
 		if tok := bytes.TrimSpace(meta[MetaProgressToken]); isProgressToken(tok) {
 			scope.token = tok
@@ -670,74 +674,147 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 		}
 	}
 
-	ctx := newRequestContext(sess.ctx, scope, timeout)
+	c.ctx.start(sess.ctx, &c.scope, timeout)
 
-	key := jsonrpc.IDKey(m.ID)
+	c.key = jsonrpc.IDKey(m.ID)
 	sess.mu.Lock()
 	if sess.running >= srv.opts.MaxInFlight {
 		sess.mu.Unlock()
-		ctx.cancel(errShed)
+		c.ctx.cancel(errShed)
 		done(errorFrame(m.ID, &Error{Code: CodeRateLimited, Message: "too many requests in flight",
 			Data: &ErrorData{Retryable: ptr(true), RetryAfterMs: ptr(int64(100))}}))
 		return
 	}
-	if _, dup := sess.inflight[key]; dup && sess.kind == sessionStream {
+	if _, dup := sess.inflight[c.key]; dup && sess.kind == sessionStream {
 		sess.mu.Unlock()
-		ctx.cancel(nil)
+		c.ctx.cancel(nil)
 		done(errorFrame(m.ID, NewError(CodeInvalidRequest, "id %s is already in flight", m.ID)))
 		return
 	}
-	registered := false
-	if _, dup := sess.inflight[key]; !dup {
-		sess.inflight[key] = ctx
-		registered = true
+	if _, dup := sess.inflight[c.key]; !dup {
+		sess.inflight[c.key] = &c.ctx
+		c.registered = true
 	}
-	sess.running++
+	sess.follow(c)
 	sess.wg.Add(1)
 	sess.mu.Unlock()
-
-	var once sync.Once
-	respond := func(b []byte) {
-		once.Do(func() {
-			sess.mu.Lock()
-			if registered {
-				delete(sess.inflight, key)
-			}
-			sess.mu.Unlock()
-			done(b)
-		})
+	if err := sess.ctx.Err(); err != nil {
+		c.ctx.followParent() // the session ended before follow saw this call
 	}
+
 	// A cancel or the deadline answers at once; the handler's late result
 	// is then discarded (exactly one response, §7.14, §13.1).
-	ctx.onEnd(func() {
-		respond(contextErrorFrame(m.ID, ctx.Cause()))
-	})
-	unlink := func() bool { return true }
+	c.ctx.onEnd(c)
 	if fo.reqCtx != nil {
-		unlink = context.AfterFunc(fo.reqCtx, func() { ctx.cancel(errTransportClosed) })
+		c.unlink = context.AfterFunc(fo.reqCtx, func() { c.ctx.cancel(errTransportClosed) })
 	}
-	sess.workers.run(func() {
-		defer sess.wg.Done()
-		defer func() {
-			sess.mu.Lock()
-			sess.running--
-			sess.mu.Unlock()
-		}()
-		defer ctx.cancel(nil)
-		res, err := sess.call(ctx, m.Method, params)
-		ctx.unhook()
-		unlink()
-		if err != nil {
-			if cause := endedCause(ctx); cause != nil {
-				respond(contextErrorFrame(m.ID, cause))
-				return
-			}
-		}
-		if err == nil && fo.syncReply && respondBorrowed(m.ID, res, respond) {
+	sess.workers.run(c)
+}
+
+// serverCall is one request being served: its context, its scope and the state
+// of its answer in one object (as closures and a context per request they
+// cost a dozen allocations). A session links its calls in flight so that
+// the end of its context ends them all.
+type serverCall struct {
+	sess   *session
+	ctx    requestContext
+	scope  requestScope
+	params json.RawMessage
+	// done receives the answer frame; with syncReply it is written before
+	// done returns, so the answer may be in a reused buffer.
+	done       func([]byte)
+	syncReply  bool
+	key        string // the id's key in the session's inflight map
+	registered bool   // in inflight (a duplicate id on HTTP is not)
+	answered   sync.Once
+	unlink     func() bool // stops following an HTTP request's context
+	prev, next *serverCall       // the session's calls in flight (sess.mu)
+}
+
+// run serves the call on a worker.
+func (c *serverCall) run() {
+	sess := c.sess
+	defer sess.wg.Done()
+	defer sess.unfollow(c)
+	defer c.ctx.cancel(nil)
+	res, err := sess.call(&c.ctx, c.scope.method, c.params)
+	c.ctx.unhook()
+	if c.unlink != nil {
+		c.unlink()
+	}
+	if err != nil {
+		if cause := endedCause(&c.ctx); cause != nil {
+			c.respond(contextErrorFrame(c.scope.id, cause))
 			return
 		}
-		respond(srv.encodeOutcome(m.ID, m.Method, res, err))
+	}
+	if err == nil && c.syncReply && respondBorrowed(c.scope.id, res, c.respond) {
+		return
+	}
+	c.respond(sess.srv.encodeOutcome(c.scope.id, c.scope.method, res, err))
+}
+
+// respond answers the call once; later answers are dropped, and a second
+// caller waits until the first answer is written.
+func (c *serverCall) respond(b []byte) {
+	c.answered.Do(func() {
+		if c.registered {
+			c.sess.mu.Lock()
+			delete(c.sess.inflight, c.key)
+			c.sess.mu.Unlock()
+		}
+		c.done(b)
 	})
+}
+
+// contextEnded answers a call whose context ended (cancel, deadline,
+// transport) before its handler returned.
+func (c *serverCall) contextEnded() { c.respond(contextErrorFrame(c.scope.id, c.ctx.Cause())) }
+
+// follow links c to the session's calls in flight (under sess.mu); the
+// first of them registers the session with its context, so that the
+// context's end ends every call in flight (endCalls).
+func (sess *session) follow(c *serverCall) {
+	if sess.running == 0 {
+		sess.stopFollow = context.AfterFunc(sess.ctx, sess.endCalls)
+	}
+	sess.running++
+	c.next = sess.calls
+	if c.next != nil {
+		c.next.prev = c
+	}
+	sess.calls = c
+}
+
+// unfollow unlinks a finished call; the last one unregisters the session
+// from its context.
+func (sess *session) unfollow(c *serverCall) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else {
+		sess.calls = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	}
+	c.prev, c.next = nil, nil
+	sess.running--
+	if sess.running == 0 {
+		sess.stopFollow()
+		sess.stopFollow = nil
+	}
+}
+
+// endCalls ends the context of every call in flight as the session's
+// context has ended.
+func (sess *session) endCalls() {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	for c := sess.calls; c != nil; c = c.next {
+		c.ctx.followParent()
+	}
 }
 
 // respondBorrowed answers a result with a hand-written encoder from a
@@ -765,31 +842,44 @@ const workerIdle = time.Second
 // goroutine that has served one request keeps its grown stack for the
 // next: JSON decoding and encoding run deep, and a fresh goroutine per
 // request pays for growing (copying) its stack several times. Idle workers
-// exit after workerIdle, or when the session's context ends.
+// exit after one to two workerIdle periods, or when the session's context
+// ends. The idle clock is a function timer re-armed once per period, not
+// a timer channel reset after every request: a worker parking on a timer
+// channel adds that timer to the runtime's heap and removes it again at
+// every request.
 type workerPool struct {
-	tasks chan func()
+	tasks chan *serverCall
 	done  <-chan struct{}
 }
 
-// run starts task on an idle worker, or on a new one when none is waiting.
-func (p *workerPool) run(task func()) {
+// run starts c on an idle worker, or on a new one when none is waiting.
+func (p *workerPool) run(c *serverCall) {
 	select {
-	case p.tasks <- task:
+	case p.tasks <- c:
 	default:
-		go p.work(task)
+		go p.work(c)
 	}
 }
 
-func (p *workerPool) work(task func()) {
-	task()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
+func (p *workerPool) work(c *serverCall) {
+	var busy atomic.Bool // served a request since the last tick
+	quit := make(chan struct{})
+	var tick *time.Timer
+	tick = time.AfterFunc(workerIdle, func() {
+		if busy.Swap(false) {
+			tick.Reset(workerIdle)
+			return
+		}
+		close(quit)
+	})
+	defer tick.Stop()
+	c.run()
 	for {
+		busy.Store(true)
 		select {
-		case task = <-p.tasks:
-			task()
-			idle.Reset(workerIdle)
-		case <-idle.C:
+		case c = <-p.tasks:
+			c.run()
+		case <-quit:
 			return
 		case <-p.done:
 			return
