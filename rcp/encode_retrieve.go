@@ -69,9 +69,11 @@ func (h *Hit) appendJSON(dst []byte) ([]byte, error) {
 		return dst, err
 	}
 	dst = append(dst, `,"score":`...)
+	scoreAt := len(dst)
 	if dst, err = appendJSONFloat(dst, h.Score); err != nil {
 		return dst, err
 	}
+	score := formatted{f: h.Score, from: scoreAt, to: len(dst)}
 	if h.Confidence != nil {
 		dst = append(dst, `,"confidence":`...)
 		if dst, err = appendJSONFloat(dst, *h.Confidence); err != nil {
@@ -113,7 +115,7 @@ func (h *Hit) appendJSON(dst []byte) ([]byte, error) {
 	}
 	if len(h.Scores) > 0 {
 		dst = append(dst, `,"scores":`...)
-		if dst, err = appendFloatMap(dst, h.Scores); err != nil {
+		if dst, err = appendScores(dst, h.Scores, score); err != nil {
 			return dst, err
 		}
 	}
@@ -352,18 +354,39 @@ func sortedMapKeys[V any](m map[string]V, buf []string) []string {
 	return keys
 }
 
-// appendFloatMap writes a non-nil map[string]float64.
-func appendFloatMap(dst []byte, m map[string]float64) ([]byte, error) {
-	var buf [8]string
+// formatted is a float already written at dst[from:to].
+type formatted struct {
+	f        float64
+	from, to int
+}
+
+// appendScores writes a hit's non-nil scores map. A score equal to the
+// hit's score (the one retriever of a plain sparse or dense request) is
+// copied from where that was written instead of formatted again, and a
+// one-entry map needs no sorting.
+func appendScores(dst []byte, m map[string]float64, score formatted) ([]byte, error) {
 	var err error
 	dst = append(dst, '{')
+	put := func(k string, v float64) {
+		dst = append(appendJSONString(dst, k), ':')
+		if math.Float64bits(v) == math.Float64bits(score.f) {
+			dst = append(dst, dst[score.from:score.to]...)
+			return
+		}
+		dst, err = appendJSONFloat(dst, v)
+	}
+	if len(m) == 1 {
+		for k, v := range m {
+			put(k, v)
+		}
+		return append(dst, '}'), err
+	}
+	var buf [8]string
 	for i, k := range sortedMapKeys(m, buf[:]) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
-		dst = append(dst, ':')
-		if dst, err = appendJSONFloat(dst, m[k]); err != nil {
+		if put(k, m[k]); err != nil {
 			return dst, err
 		}
 	}
@@ -501,6 +524,22 @@ var htmlSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// plainWord reports whether the 8 bytes of w are all ones appendJSONString
+// copies as they are (htmlSafe), testing them at once: a byte below 0x20
+// borrows in w-0x20…, one at or above 0x80 has its top bit set, and a
+// byte equal to one of the five escaped characters is a zero byte of w
+// xor that character. (Each test may also flag bytes above a flagged one,
+// never a word without one.)
+func plainWord(w string) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+	zero := func(v uint64) uint64 { return (v - ones) &^ v }
+	bad := (x - 0x20*ones) | x |
+		zero(x^('"'*ones)) | zero(x^('\\'*ones)) | zero(x^('<'*ones)) | zero(x^('>'*ones)) | zero(x^('&'*ones))
+	return bad&tops == 0
+}
+
 // appendJSONString is encoding/json's appendString with escapeHTML set:
 // control characters, quote, backslash, <, > and & escaped, invalid UTF-8
 // replaced by \ufffd, U+2028 and U+2029 escaped.
@@ -508,6 +547,10 @@ func appendJSONString(dst []byte, src string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(src); {
+		if i+8 <= len(src) && plainWord(src[i:i+8]) {
+			i += 8
+			continue
+		}
 		if b := src[i]; b < utf8.RuneSelf {
 			if htmlSafe[b] {
 				i++

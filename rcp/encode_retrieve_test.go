@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/internal/jsonrpc"
@@ -90,6 +91,10 @@ func TestRetrieveResultEncodingTable(t *testing.T) {
 			Vector: json.RawMessage{}, Scores: map[string]float64{}, Citation: &Citation{}, Provenance: &Provenance{Edges: []Edge{}},
 			Trust: &Trust{}, Chunk: &ChunkRef{}}}},
 		"string vector": {Hits: []Hit{{Vector: json.RawMessage(`"AAAA<"`)}}},
+		// scores equal to the hit's score are copied from it, others formatted
+		"scores share score": {Hits: []Hit{{Score: 0.1, Scores: map[string]float64{"sparse": 0.1, "dense": 0.2, "z": 0.1}},
+			{Score: 0, Scores: map[string]float64{"a": math.Copysign(0, -1)}}, {Score: math.Copysign(0, -1), Scores: map[string]float64{"a": 0}},
+			{Score: 1e-7, Scores: map[string]float64{"<": 1e-7}}, {Score: 2, Scores: map[string]float64{"one": 3}}}},
 		// refused: each of these makes encoding/json fail
 		"nan score":          {Hits: []Hit{{Score: math.NaN()}}},
 		"inf confidence":     {Hits: []Hit{{Confidence: fptr(math.Inf(1))}}},
@@ -119,6 +124,32 @@ func TestRetrieveResultEncodingTable(t *testing.T) {
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) { checkRetrieveEncoding(t, r) })
+	}
+}
+
+// appendJSONString tests 8 bytes at a time (plainWord): every byte that
+// needs escaping or UTF-8 care, at every offset of a word and across word
+// boundaries, must be written as encoding/json writes it.
+func TestAppendJSONStringWords(t *testing.T) {
+	specials := []string{"\x00", "\x1f", " ", "!", "\"", "#", "&", "<", ">", "=", "\\", "\x7f", "\x80", "\xff", "é", "\u2028", "\u2029",
+		"日", "🙂", "\xe2\x80", "\xed\xa0\x80", "\n", "~"}
+	for _, sp := range specials {
+		for n := 0; n <= 24; n++ {
+			for at := 0; at <= n; at++ {
+				src := strings.Repeat("a", at) + sp + strings.Repeat("b", n-at)
+				want, _ := json.Marshal(src)
+				if got := appendJSONString(nil, src); !bytes.Equal(got, want) {
+					t.Fatalf("appendJSONString(%q) = %s, want %s", src, got, want)
+				}
+			}
+		}
+	}
+	for b := 0; b < 256; b++ { // one byte value filling whole words
+		src := strings.Repeat(string(rune(b)), 17) + strings.Repeat(string([]byte{byte(b)}), 17)
+		want, _ := json.Marshal(src)
+		if got := appendJSONString(nil, src); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString(%q) = %s, want %s", src, got, want)
+		}
 	}
 }
 

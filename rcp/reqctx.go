@@ -27,13 +27,13 @@ type requestContext struct {
 	scope    *requestScope
 	deadline time.Time // zero: none of its own
 
-	mu     sync.Mutex
-	done   chan struct{} // made on first Done, or closedChan once ended
-	err    error
-	cause  error
-	timer  *time.Timer
-	hook   endHook      // the server's answer to an early end (onEnd)
-	funcs  []*afterFunc // run when the context ends
+	mu    sync.Mutex
+	done  chan struct{} // made on first Done, or closedChan once ended
+	err   error
+	cause error
+	timer *time.Timer
+	hook  endHook      // the server's answer to an early end (onEnd)
+	funcs []*afterFunc // run when the context ends
 	// causer, set when the context ends with a cause other than its
 	// error, is an ended context.WithCancelCause holding that cause: the
 	// context package reads a cause only from its own contexts (Value).

@@ -208,7 +208,7 @@ type session struct {
 	clientCaps Capabilities
 	logLevel   string
 	inflight   map[string]*requestContext
-	running    int   // calls in flight, linked from calls
+	running    int         // calls in flight, linked from calls
 	calls      *serverCall // calls in flight
 	stopFollow func() bool
 	lastUsed   time.Time
@@ -728,7 +728,7 @@ type serverCall struct {
 	registered bool   // in inflight (a duplicate id on HTTP is not)
 	answered   sync.Once
 	unlink     func() bool // stops following an HTTP request's context
-	prev, next *serverCall       // the session's calls in flight (sess.mu)
+	prev, next *serverCall // the session's calls in flight (sess.mu)
 }
 
 // run serves the call on a worker.
