@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -35,4 +36,51 @@ func TestCursorJSONMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("decodeCursor(encodeCursor(%+v)) = %+v, %v", c, back, ok)
 		}
 	}
+}
+
+// A cursor is checked as a whole: any changed character of its body, the
+// rc1 format (SHA-256 checked) and truncations are malformed.
+func TestDecodeCursorRejectsDamage(t *testing.T) {
+	good := encodeCursor(cursor{Version: "5871a268.2", Offset: 3, Hash: "90I9468PNws"})
+	if _, ok := decodeCursor(good); !ok {
+		t.Fatalf("decodeCursor(%q) refused a cursor it issued", good)
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for i := len(cursorPrefix); i < len(good); i++ {
+		for _, r := range []byte{alphabet[(strings.IndexByte(alphabet, good[i])+1)%64], alphabet[(strings.IndexByte(alphabet, good[i])+37)%64]} {
+			bad := good[:i] + string(r) + good[i+1:]
+			if i == len(good)-1 {
+				continue // the last character carries padding bits base64 ignores
+			}
+			if c, ok := decodeCursor(bad); ok {
+				t.Errorf("decodeCursor(%q) accepted a damaged cursor: %+v", bad, c)
+			}
+		}
+	}
+	for _, bad := range []string{"", "rc2.", "rc1." + good[len(cursorPrefix):], good[:len(good)-3], "rc2.!!!!", "rc2.AAAAAAA"} {
+		if c, ok := decodeCursor(bad); ok {
+			t.Errorf("decodeCursor(%q) = %+v, accepted", bad, c)
+		}
+	}
+}
+
+// FuzzDecodeCursor: no input makes decodeCursor panic, and what it accepts
+// is a cursor it would issue (non-empty version, offset ≥ 0) that survives
+// a round trip.
+func FuzzDecodeCursor(f *testing.F) {
+	f.Add(encodeCursor(cursor{Version: "5871a268.2", Offset: 3, Hash: "90I9468PNws"}))
+	f.Add(encodeCursor(cursor{Version: "<b>&", Offset: 0, Hash: "\u2028"}))
+	f.Add("rc2.eyJ2IjoiIiwibyI6LTF9AAAAAA")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, ok := decodeCursor(s)
+		if !ok {
+			return
+		}
+		if c.Version == "" || c.Offset < 0 {
+			t.Fatalf("decodeCursor(%q) accepted %+v", s, c)
+		}
+		if back, ok := decodeCursor(encodeCursor(c)); utf8.ValidString(c.Version+c.Hash) && (!ok || back != c) {
+			t.Fatalf("round trip of %+v: %+v, %v", c, back, ok)
+		}
+	})
 }

@@ -524,20 +524,27 @@ var htmlSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// plainWord reports whether the 8 bytes of w are all ones appendJSONString
-// copies as they are (htmlSafe), testing them at once: a byte below 0x20
-// borrows in w-0x20…, one at or above 0x80 has its top bit set, and a
-// byte equal to one of the five escaped characters is a zero byte of w
-// xor that character. (Each test may also flag bytes above a flagged one,
-// never a word without one.)
-func plainWord(w string) bool {
+// plainRun returns the length of src's longest prefix of whole 8-byte
+// words that appendJSONString copies as they are (htmlSafe bytes only),
+// testing a word at once: a byte below 0x20 borrows in x-0x20…, one at or
+// above 0x80 has its top bit set, and a byte equal to one of the five
+// escaped characters is a zero byte of x xor that character. (A test may
+// also flag bytes above a flagged one, never a word without one.)
+func plainRun(src string) int {
 	const ones, tops = 0x0101010101010101, 0x8080808080808080
-	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-	zero := func(v uint64) uint64 { return (v - ones) &^ v }
-	bad := (x - 0x20*ones) | x |
-		zero(x^('"'*ones)) | zero(x^('\\'*ones)) | zero(x^('<'*ones)) | zero(x^('>'*ones)) | zero(x^('&'*ones))
-	return bad&tops == 0
+	const quote, backslash, lt, gt, amp = '"' * ones, '\\' * ones, '<' * ones, '>' * ones, '&' * ones
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		w := src[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		q, b, l, g, a := x^quote, x^backslash, x^lt, x^gt, x^amp
+		bad := (x - 0x20*ones) | x | (q-ones)&^q | (b-ones)&^b | (l-ones)&^l | (g-ones)&^g | (a-ones)&^a
+		if bad&tops != 0 {
+			break
+		}
+	}
+	return i
 }
 
 // appendJSONString is encoding/json's appendString with escapeHTML set:
@@ -547,9 +554,11 @@ func appendJSONString(dst []byte, src string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(src); {
-		if i+8 <= len(src) && plainWord(src[i:i+8]) {
-			i += 8
-			continue
+		if i+8 <= len(src) {
+			if n := plainRun(src[i:]); n > 0 {
+				i += n
+				continue
+			}
 		}
 		if b := src[i]; b < utf8.RuneSelf {
 			if htmlSafe[b] {
