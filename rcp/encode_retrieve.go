@@ -527,19 +527,22 @@ var htmlSafe = func() (t [utf8.RuneSelf]bool) {
 // plainRun returns the length of src's longest prefix of whole 8-byte
 // words that appendJSONString copies as they are (htmlSafe bytes only),
 // testing a word at once: a byte below 0x20 borrows in x-0x20…, one at or
-// above 0x80 has its top bit set, and a byte equal to one of the five
-// escaped characters is a zero byte of x xor that character. (A test may
-// also flag bytes above a flagged one, never a word without one.)
+// above 0x80 has its top bit set, and the five escaped characters make
+// zero bytes: '"' (0x22) and '&' (0x26) in x^0x22… once bit 2 is cleared,
+// '<' (0x3c) and '>' (0x3e) in x^0x3c… once bit 1 is cleared, '\\' in
+// x^0x5c…. (A test may also flag bytes above a flagged one, never a word
+// without one.)
 func plainRun(src string) int {
 	const ones, tops = 0x0101010101010101, 0x8080808080808080
-	const quote, backslash, lt, gt, amp = '"' * ones, '\\' * ones, '<' * ones, '>' * ones, '&' * ones
 	i := 0
 	for ; i+8 <= len(src); i += 8 {
 		w := src[i : i+8]
 		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
 			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		q, b, l, g, a := x^quote, x^backslash, x^lt, x^gt, x^amp
-		bad := (x - 0x20*ones) | x | (q-ones)&^q | (b-ones)&^b | (l-ones)&^l | (g-ones)&^g | (a-ones)&^a
+		qa := (x ^ 0x22*ones) &^ (0x04 * ones)
+		lg := (x ^ 0x3c*ones) &^ (0x02 * ones)
+		bs := x ^ 0x5c*ones
+		bad := (x - 0x20*ones) | x | (qa-ones)&^qa | (lg-ones)&^lg | (bs-ones)&^bs
 		if bad&tops != 0 {
 			break
 		}
