@@ -1,10 +1,15 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // TestCursorJSONMatchesEncodingJSON checks the hand-written cursor encoding
@@ -79,8 +84,45 @@ func FuzzDecodeCursor(f *testing.F) {
 		if c.Version == "" || c.Offset < 0 {
 			t.Fatalf("decodeCursor(%q) accepted %+v", s, c)
 		}
+		c.v1 = false // re-encoded as rc2
 		if back, ok := decodeCursor(encodeCursor(c)); utf8.ValidString(c.Version+c.Hash) && (!ok || back != c) {
 			t.Fatalf("round trip of %+v: %+v, %v", c, back, ok)
 		}
 	})
+}
+
+// encodeCursorV1 is a cursor as rc1 wrote it: SHA-256 checked.
+func encodeCursorV1(c cursor) string {
+	b := appendCursorJSON(nil, c)
+	sum := sha256.Sum256(b)
+	return cursorPrefixV1 + base64.RawURLEncoding.EncodeToString(append(b, sum[:4]...))
+}
+
+// Cursors survive a clean restart, so one issued before the rc2 format
+// (an rc1 cursor, SHA-256 checked, request hashed with SHA-256) still
+// pages after an upgrade, and a damaged or foreign one is still refused.
+func TestCursorV1StillPages(t *testing.T) {
+	e := newEngine(t, nil)
+	page1 := retrieve(t, e, map[string]any{"query": "retrieval", "k": 2})
+	c, ok := decodeCursor(page1.NextCursor)
+	if !ok || c.v1 {
+		t.Fatalf("decodeCursor(%q) = %+v, %v", page1.NextCursor, c, ok)
+	}
+	// The list-defining key of {"query":"retrieval","k":2} as rc1 hashed it.
+	key := sha256.Sum256([]byte("retrieval\x00sparse|" + rcp.UnitChunk + "|100|0|nullnullnull"))
+	v1 := encodeCursorV1(cursor{Version: c.Version, Offset: c.Offset, Hash: base64.RawURLEncoding.EncodeToString(key[:9])})
+	if back, ok := decodeCursor(v1); !ok || !back.v1 || back.Offset != c.Offset {
+		t.Fatalf("decodeCursor(rc1 %q) = %+v, %v", v1, back, ok)
+	}
+	viaV1 := retrieve(t, e, map[string]any{"query": "retrieval", "k": 2, "cursor": v1})
+	viaV2 := retrieve(t, e, map[string]any{"query": "retrieval", "k": 2, "cursor": page1.NextCursor})
+	if fmt.Sprint(ids(viaV1)) != fmt.Sprint(ids(viaV2)) || viaV1.IndexVersion != viaV2.IndexVersion || !strings.HasPrefix(viaV1.NextCursor, cursorPrefix) {
+		t.Fatalf("rc1 cursor page %v (%s, next %q), rc2 cursor page %v (%s)", ids(viaV1), viaV1.IndexVersion, viaV1.NextCursor, ids(viaV2), viaV2.IndexVersion)
+	}
+	if _, err := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "other", "k": 2, "cursor": v1}); err == nil || err.Code != rcp.CodeInvalidParams {
+		t.Fatalf("rc1 cursor of another query: %v", err)
+	}
+	if _, err := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "retrieval", "k": 2, "cursor": v1[:len(v1)-2] + "AA"}); err == nil || err.Code != rcp.CodeInvalidParams {
+		t.Fatalf("damaged rc1 cursor: %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -36,13 +37,19 @@ type cursor struct {
 	Version string `json:"v"`
 	Offset  int    `json:"o"`
 	Hash    string `json:"h"`
+	// v1: an rc1 cursor, whose checksum and Hash are SHA-256 (requestHashV1).
+	v1 bool
 }
 
-// cursorPrefix names the cursor format: "rc2." checks the body with
-// xxhash64 (rc1 used SHA-256, which cost ≈ 4 % of a demo retrieve's CPU
-// for two short hashes no secret protects; an rc1 cursor is now
-// malformed, as it would be expired after the restart an upgrade takes).
-const cursorPrefix = "rc2."
+// cursorPrefix names the cursor format: "rc2." checks the body and hashes
+// the request with xxhash64. rc1 used SHA-256 for both, ≈ 4 % of a demo
+// retrieve's instructions for two short hashes that protect no secret;
+// rc1 cursors are still accepted, since cursors survive a clean restart
+// (an upgrade), and the next page's cursor is rc2.
+const (
+	cursorPrefix   = "rc2."
+	cursorPrefixV1 = "rc1."
+)
 
 func encodeCursor(c cursor) string {
 	var buf [160]byte // a typical cursor is encoded on the stack
@@ -81,14 +88,21 @@ func decodeCursor(s string) (cursor, bool) {
 	var c cursor
 	rest, ok := strings.CutPrefix(s, cursorPrefix)
 	if !ok {
-		return c, false
+		if rest, c.v1 = strings.CutPrefix(s, cursorPrefixV1); !c.v1 {
+			return c, false
+		}
 	}
 	b, err := base64.RawURLEncoding.DecodeString(rest)
 	if err != nil || len(b) < 5 {
 		return c, false
 	}
 	body, sum := b[:len(b)-4], b[len(b)-4:]
-	if binary.BigEndian.Uint32(sum) != uint32(xxhash.Sum64(body)) {
+	want := uint32(xxhash.Sum64(body))
+	if c.v1 {
+		full := sha256.Sum256(body)
+		want = binary.BigEndian.Uint32(full[:4])
+	}
+	if binary.BigEndian.Uint32(sum) != want {
 		return c, false
 	}
 	if json.Unmarshal(body, &c) != nil || c.Offset < 0 || c.Version == "" {
@@ -399,7 +413,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		if !ok {
 			return nil, rcp.InvalidParams("cursor", "malformed cursor")
 		}
-		if c.Hash != hash {
+		if c.Hash != hash && (!c.v1 || c.Hash != requestHashV1(req, p)) {
 			return nil, rcp.InvalidParams("cursor", "the cursor belongs to a different query or options")
 		}
 		if p.IndexVersion != "" && p.IndexVersion != c.Version {
@@ -554,7 +568,20 @@ func backendGone(version, why string) *rcp.Error {
 // k, tokenBudget, cursor and output options).
 func requestHash(r *pipeline.Request, p *retrieveParams) string {
 	var buf [256]byte // most requests hash from the stack
-	b := append(buf[:0], r.Query...)
+	var sum [8]byte
+	binary.BigEndian.PutUint64(sum[:], xxhash.Sum64(appendRequestKey(buf[:0], r, p)))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// requestHashV1 is requestHash as rc1 cursors carry it.
+func requestHashV1(r *pipeline.Request, p *retrieveParams) string {
+	sum := sha256.Sum256(appendRequestKey(nil, r, p))
+	return base64.RawURLEncoding.EncodeToString(sum[:9])
+}
+
+// appendRequestKey appends what defines a request's ranked list.
+func appendRequestKey(b []byte, r *pipeline.Request, p *retrieveParams) []byte {
+	b = append(b, r.Query...)
 	b = append(b, 0)
 	b = append(append(b, r.Mode...), '|')
 	b = append(append(b, r.Unit...), '|')
@@ -570,9 +597,7 @@ func requestHash(r *pipeline.Request, p *retrieveParams) string {
 	if r.MinScore != nil {
 		b = strconv.AppendFloat(b, *r.MinScore, 'g', -1, 64)
 	}
-	var sum [8]byte
-	binary.BigEndian.PutUint64(sum[:], xxhash.Sum64(b))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
+	return b
 }
 
 // queryBytes is the size of the text blocks of a query (uri blocks are

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -865,7 +864,7 @@ func (s *segment) lookup(term string) (termInfo, bool) {
 func (s *segment) lookupOrd(term string) (int, bool) {
 	offs, blob := s.sec[secTermOff], s.sec[secTermBlob]
 	i := sort.Search(s.nTerms, func(i int) bool {
-		return bytes.Compare(strAt(offs, blob, i), []byte(term)) >= 0
+		return string(strAt(offs, blob, i)) >= term // compared in place, no copy of term per probe
 	})
 	return i, i < s.nTerms && string(strAt(offs, blob, i)) == term
 }
