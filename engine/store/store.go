@@ -267,55 +267,110 @@ func (r *ReadTx) Record(seq uint64, withText bool) (*Document, Facts, error) {
 // commits every batch of records in a transaction of its own, so a crash
 // leaves some records rewritten and the rest as they were: fn must accept
 // both forms (a migration is restartable).
+//
+// fn runs outside any transaction: each batch is copied out in a short
+// read transaction, rewritten, and then stored in a write transaction that
+// holds only the puts. bbolt has one writer at a time, and a recompression
+// spends milliseconds of CPU per hundred records, so computing inside the
+// write transaction held every concurrent commit (index/add) for the whole
+// batch. A record that changed or went away meanwhile (a purge) is left as
+// it now is: the rewrite never resurrects or overwrites newer bytes.
 func (s *Store) RewriteRecords(ctx context.Context, fn func(seq uint64, enc []byte) ([]byte, error)) (rewritten int, err error) {
-	const batch = 2000
-	type put struct {
-		seq uint64
-		v   []byte
-	}
 	for from, done := uint64(0), false; !done; {
-		err := s.Update(ctx, func(tx *Tx) error {
-			docs := tx.tx.Bucket(bktDocs)
-			c := docs.Cursor()
-			var puts []put
-			n := 0
-			k, v := c.Seek(seqKey(from))
-			for ; k != nil && n < batch; k, v = c.Next() {
-				if len(k) != 8 || len(v) < 8 {
-					return fmt.Errorf("%w: doc key %x", ErrCorrupt, k)
-				}
-				seq := binary.BigEndian.Uint64(k)
-				enc, err := fn(seq, v[8:])
-				if err != nil {
-					return fmt.Errorf("store: rewrite document %d: %w", seq, err)
-				}
-				if enc != nil {
-					nv := make([]byte, 8+len(enc))
-					copy(nv, v[:8])
-					copy(nv[8:], enc)
-					puts = append(puts, put{seq, nv})
-				}
-				from = seq + 1
-				n++
+		if err := ctx.Err(); err != nil {
+			return rewritten, err
+		}
+		var recs []rewriteRec
+		if recs, from, done, err = s.readBatch(from); err != nil {
+			return rewritten, err
+		}
+		var puts []rewriteRec
+		for _, r := range recs {
+			enc, err := fn(r.seq, r.old[8:])
+			if err != nil {
+				return rewritten, fmt.Errorf("store: rewrite document %d: %w", r.seq, err)
 			}
-			done = k == nil
-			if len(puts) == 0 {
-				return errNothingToWrite // roll back: no commit, no fsync
+			if enc != nil {
+				r.new = make([]byte, 8+len(enc))
+				copy(r.new, r.old[:8])
+				copy(r.new[8:], enc)
+				puts = append(puts, r)
 			}
-			docs.FillPercent = 1
-			for _, p := range puts {
-				if err := docs.Put(seqKey(p.seq), p.v); err != nil {
-					return err
-				}
-			}
-			rewritten += len(puts)
-			return nil
-		})
-		if err != nil && !errors.Is(err, errNothingToWrite) {
+		}
+		n, err := s.putUnchanged(ctx, puts)
+		rewritten += n
+		if err != nil {
 			return rewritten, err
 		}
 	}
 	return rewritten, nil
+}
+
+// rewriteBatch bounds the records RewriteRecords holds and writes at once.
+const rewriteBatch = 1000
+
+// rewriteRec is a stored record as read (old, key prefix included) and
+// what replaces it.
+type rewriteRec struct {
+	seq      uint64
+	old, new []byte
+}
+
+// readBatch copies out up to rewriteBatch records from document number
+// from on; it returns where the next batch starts and whether this one
+// reached the end.
+func (s *Store) readBatch(from uint64) (recs []rewriteRec, next uint64, done bool, err error) {
+	next = from
+	err = s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bktDocs).Cursor()
+		k, v := c.Seek(seqKey(from))
+		for ; k != nil && len(recs) < rewriteBatch; k, v = c.Next() {
+			if len(k) != 8 || len(v) < 8 {
+				return fmt.Errorf("%w: doc key %x", ErrCorrupt, k)
+			}
+			seq := binary.BigEndian.Uint64(k)
+			recs = append(recs, rewriteRec{seq: seq, old: bytes.Clone(v)})
+			next = seq + 1
+		}
+		done = k == nil
+		return nil
+	})
+	return recs, next, done, err
+}
+
+// putUnchanged stores each record's new bytes where the stored bytes are
+// still its old ones, in one transaction (none: no commit, no fsync), and
+// returns how many it replaced.
+func (s *Store) putUnchanged(ctx context.Context, puts []rewriteRec) (int, error) {
+	if len(puts) == 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.Update(ctx, func(tx *Tx) error {
+		n = 0
+		docs := tx.tx.Bucket(bktDocs)
+		docs.FillPercent = 1
+		for _, p := range puts {
+			if !bytes.Equal(docs.Get(seqKey(p.seq)), p.old) {
+				continue
+			}
+			if err := docs.Put(seqKey(p.seq), p.new); err != nil {
+				return err
+			}
+			n++
+		}
+		if n == 0 {
+			return errNothingToWrite // roll back: no commit, no fsync
+		}
+		return nil
+	})
+	if errors.Is(err, errNothingToWrite) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 var errNothingToWrite = errors.New("store: nothing to write")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func openTest(t *testing.T) *Store {
@@ -182,5 +183,67 @@ func FuzzDecodeDoc(f *testing.F) {
 		if string(enc) != string(enc2) {
 			t.Fatalf("not canonical: %s vs %s", enc, enc2)
 		}
+	})
+}
+
+// TestRewriteRecordsLetsWritersIn: RewriteRecords computes outside the
+// write transaction, so a commit made while fn runs goes through at once
+// (before, bbolt's single writer lock held it for the whole batch: under
+// load an add waited seconds behind a recompression), and a record that
+// commit changed or deleted keeps the commit's bytes.
+func TestRewriteRecordsLetsWritersIn(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	putAll(t, s, passages(3), 1)
+	inFn, release := make(chan struct{}), make(chan struct{})
+	type result struct {
+		n   int
+		err error
+	}
+	rewrote := make(chan result, 1)
+	go func() {
+		first := true
+		n, err := s.RewriteRecords(ctx, func(seq uint64, _ []byte) ([]byte, error) {
+			if first {
+				first = false
+				close(inFn)
+				<-release
+			}
+			return []byte("rewritten"), nil
+		})
+		rewrote <- result{n, err}
+	}()
+	<-inFn
+	committed := make(chan error, 1)
+	go func() {
+		committed <- s.Update(ctx, func(tx *Tx) error {
+			docs := tx.tx.Bucket(bktDocs)
+			if err := docs.Put(seqKey(2), append(make([]byte, 8), "concurrent"...)); err != nil {
+				return err
+			}
+			return docs.Delete(seqKey(3))
+		})
+	}()
+	select {
+	case err := <-committed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("a commit waited for the rewrite's fn: the rewrite held the write transaction")
+	}
+	close(release)
+	r := <-rewrote
+	if r.err != nil || r.n != 1 {
+		t.Fatalf("RewriteRecords = %d, %v; want 1 record rewritten (2 changed, 3 deleted meanwhile)", r.n, r.err)
+	}
+	s.View(func(tx *ReadTx) error {
+		for seq, want := range map[uint64]string{1: "rewritten", 2: "concurrent", 3: ""} {
+			if got, _ := tx.DocBytes(seq); string(got) != want {
+				t.Errorf("record %d: %q, want %q", seq, got, want)
+			}
+		}
+		return nil
 	})
 }
