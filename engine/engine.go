@@ -220,8 +220,11 @@ type Engine struct {
 	// serialises commits and deletes; rmu lets retrieves see the index and
 	// the catalog at one version.
 	writes *writeQueue
-	wmu    sync.Mutex
-	rmu    sync.RWMutex
+	// writesQueued counts the adds in the queue: writes that have arrived
+	// but not committed are not a pause (refitWait).
+	writesQueued atomic.Int64
+	wmu          sync.Mutex
+	rmu          sync.RWMutex
 	// readUnlock is rmu.RUnlock, bound once (readLock returns it).
 	readUnlock func()
 	// querySem admits Config.QueryConcurrency retrieves into their pipeline.

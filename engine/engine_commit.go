@@ -67,6 +67,8 @@ func newWriteQueue() *writeQueue { return &writeQueue{wake: make(chan struct{})}
 // commitWrite queues w and returns once it is committed (or failed). The
 // caller reads w.err, w.replay and w.version.
 func (e *Engine) commitWrite(w *writeReq) error {
+	e.writesQueued.Add(1)
+	defer e.writesQueued.Add(-1)
 	q := e.writes
 	q.mu.Lock()
 	q.pending = append(q.pending, w)

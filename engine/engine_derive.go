@@ -501,7 +501,10 @@ func (dv *deriver) buildDue(g *generation) bool {
 // refitWait returns how long the due build of a new generation still
 // waits: 0 for a first fit or any build of an external encoder's
 // generation; for a refit of the published LSA basis, until writes have
-// paused for refitQuiet, and at most refitMaxLag after it became due.
+// paused for refitQuiet, and at most refitMaxLag after it became due. A
+// write still queued counts as a write now: commits that stall (behind a
+// slow disk or a starved CPU) are not a pause, and a refit started then
+// would take the CPU from them for seconds.
 func (dv *deriver) refitWait(g *generation, now time.Time) time.Duration {
 	if g == nil || dv.e.cfg.Dense != DenseLSA {
 		return 0
@@ -509,7 +512,11 @@ func (dv *deriver) refitWait(g *generation, now time.Time) time.Duration {
 	if dv.refitSince.IsZero() {
 		dv.refitSince = now
 	}
-	quiet := time.Unix(0, dv.e.lastWrite.Load()).Add(dv.e.cfg.refitQuiet).Sub(now)
+	last := time.Unix(0, dv.e.lastWrite.Load())
+	if dv.e.writesQueued.Load() > 0 {
+		last = now
+	}
+	quiet := last.Add(dv.e.cfg.refitQuiet).Sub(now)
 	lag := dv.refitSince.Add(refitMaxLag).Sub(now)
 	return max(min(quiet, lag), 0)
 }

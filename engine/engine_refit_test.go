@@ -71,18 +71,22 @@ func TestRefitWait(t *testing.T) {
 		gen       *generation
 		lastWrite time.Time
 		dueSince  time.Time // zero: the refit becomes due now
+		queued    int64     // writes waiting in the commit queue
 		want      time.Duration
 	}{
-		{"first fit", DenseLSA, nil, now, time.Time{}, 0},
-		{"external encoder", DenseOpenAI, published, now, time.Time{}, 0},
-		{"writes just now", DenseLSA, published, now, time.Time{}, 2 * time.Second},
-		{"last write 1.5 s ago", DenseLSA, published, now.Add(-1500 * time.Millisecond), time.Time{}, 500 * time.Millisecond},
-		{"writes paused", DenseLSA, published, now.Add(-3 * time.Second), time.Time{}, 0},
-		{"steady writes, due for 4m59s", DenseLSA, published, now, now.Add(-refitMaxLag + time.Second), time.Second},
-		{"steady writes, due for the max lag", DenseLSA, published, now, now.Add(-refitMaxLag), 0},
+		{"first fit", DenseLSA, nil, now, time.Time{}, 0, 0},
+		{"external encoder", DenseOpenAI, published, now, time.Time{}, 0, 0},
+		{"writes just now", DenseLSA, published, now, time.Time{}, 0, 2 * time.Second},
+		{"last write 1.5 s ago", DenseLSA, published, now.Add(-1500 * time.Millisecond), time.Time{}, 0, 500 * time.Millisecond},
+		{"writes paused", DenseLSA, published, now.Add(-3 * time.Second), time.Time{}, 0, 0},
+		{"last commit 3 s ago, a write queued behind a stalled commit", DenseLSA, published, now.Add(-3 * time.Second), time.Time{}, 1, 2 * time.Second},
+		{"steady writes, due for 4m59s", DenseLSA, published, now, now.Add(-refitMaxLag + time.Second), 0, time.Second},
+		{"steady writes, due for the max lag", DenseLSA, published, now, now.Add(-refitMaxLag), 0, 0},
+		{"a write queued, due for the max lag", DenseLSA, published, now.Add(-3 * time.Second), now.Add(-refitMaxLag), 1, 0},
 	} {
 		e := &Engine{cfg: Config{Dense: tc.dense, refitQuiet: 2 * time.Second}}
 		e.lastWrite.Store(tc.lastWrite.UnixNano())
+		e.writesQueued.Store(tc.queued)
 		dv := &deriver{e: e, refitSince: tc.dueSince}
 		if got := dv.refitWait(tc.gen, now); got != tc.want {
 			t.Errorf("%s: wait %v, want %v", tc.name, got, tc.want)
