@@ -31,7 +31,7 @@ require (
 	github.com/blevesearch/zapx/v17 v17.2.5 // indirect
 	github.com/golang/snappy v1.0.0 // indirect
 	github.com/json-iterator/go v0.0.0-20171115153421-f7279a603ede // indirect
-	github.com/klauspost/compress v1.18.0 // indirect
+	github.com/klauspost/compress v1.18.7 // indirect
 	github.com/kljensen/snowball v0.10.0 // indirect
 	github.com/maypok86/otter/v2 v2.4.0 // indirect
 	github.com/mschoch/smat v0.2.0 // indirect
