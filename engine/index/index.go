@@ -120,6 +120,11 @@ type Options struct {
 	// trains its compression dictionary (default store.DictMinDocs; see
 	// CompactStore).
 	DictAfter int
+	// CompactQuiet: the background loop compacts the record store
+	// (CompactStore) once writes have been quiet this long, and under
+	// steady writes at most compactMaxLag after its last compaction
+	// (default 2s).
+	CompactQuiet time.Duration
 
 	// NoBackground disables the background flusher/merger; call Flush and
 	// Merge explicitly. For tests and bulk loads.
@@ -154,6 +159,9 @@ func (o *Options) fill() {
 	}
 	if o.IdleMerge == 0 {
 		o.IdleMerge = 30 * time.Second
+	}
+	if o.CompactQuiet <= 0 {
+		o.CompactQuiet = 2 * time.Second
 	}
 	if o.MergeFactor <= 1 {
 		o.MergeFactor = 8
@@ -195,6 +203,9 @@ type Index struct {
 	stop   chan struct{}
 	bgDone chan struct{}
 	closed atomic.Bool
+	// compactedAt is when the background loop last compacted the record
+	// store (compactDue; background goroutine only).
+	compactedAt time.Time
 	// recompressed: CompactStore has rewritten the records stored
 	// without a dictionary since Open (it then does so again only after
 	// training a new one). Guarded by bgmu.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/store"
@@ -236,5 +237,35 @@ func TestCompactStore(t *testing.T) {
 	ix = openTest(t, dir, opts)
 	if got := read(ix); got != before {
 		t.Fatalf("hits after reopen differ:\n%s\nwant\n%s", got, before)
+	}
+}
+
+// TestCompactDue: the background loop compacts the record store once
+// writes have been quiet for CompactQuiet, and under steady writes at
+// most compactMaxLag after its last compaction (before, it trained a
+// dictionary and rewrote records in the middle of a write load).
+func TestCompactDue(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	for _, tc := range []struct {
+		name        string
+		lastWrite   time.Time
+		compactedAt time.Time // zero: none since the start
+		want        bool
+	}{
+		{"writes paused", now.Add(-3 * time.Second), now.Add(-time.Minute), true},
+		{"writes just now", now, now.Add(-time.Minute), false},
+		{"last write 1.5 s ago", now.Add(-1500 * time.Millisecond), now.Add(-time.Minute), false},
+		{"steady writes, compacted 4m59s ago", now, now.Add(-compactMaxLag + time.Second), false},
+		{"steady writes, compacted the max lag ago", now, now.Add(-compactMaxLag), true},
+		{"steady writes since the start", now, time.Time{}, false},
+	} {
+		ix := &Index{opts: Options{CompactQuiet: 2 * time.Second}, compactedAt: tc.compactedAt}
+		ix.cur.Store(&snapshot{at: tc.lastWrite})
+		if got := ix.compactDue(now); got != tc.want {
+			t.Errorf("%s: compactDue = %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.want && !ix.compactedAt.Equal(now) {
+			t.Errorf("%s: a compaction that runs does not restart the lag", tc.name)
+		}
 	}
 }
