@@ -132,11 +132,11 @@ type Options struct {
 	// VerifyAfterOpen leaves the integrity checks whose cost grows with the
 	// corpus — each segment's CRC-32C and the walk over every page of
 	// store.db — to a goroutine that Open starts, so that Open returns in
-	// time independent of the index size. Until they pass, Search, merges
-	// and store compaction wait for them (a search never reads a segment
-	// whose checksum is unverified); if they fail, those calls return the
-	// failure from then on, and WaitVerified reports it. Without it Open
-	// runs the checks itself.
+	// time independent of the index size. Until they pass, merges and
+	// store compaction wait for them, and Search for the checksums (a
+	// search never reads a segment whose checksum is unverified); if they
+	// fail, those calls return the failure from then on, and WaitVerified
+	// reports it. Without it Open runs the checks itself.
 	VerifyAfterOpen bool
 	Logger          *slog.Logger
 }
@@ -222,6 +222,13 @@ type Index struct {
 	verifyErr    error
 	verifiedOK   atomic.Bool
 	verifyCancel context.CancelFunc
+	// The segments' checksums alone, which searches wait for (the walk
+	// over store.db does not change what a search reads: records are
+	// decoded with their own checks): summed is closed when they have
+	// been checked, sumErr set before, summedOK their success.
+	summed   chan struct{}
+	sumErr   error
+	summedOK atomic.Bool
 }
 
 const (
@@ -249,7 +256,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 		return nil, err
 	}
 	ix := &Index{dir: dir, opts: opts, an: opts.Analyzer, st: st, log: opts.Logger, docs: newDocCache(opts.DocCacheBytes),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), bgDone: make(chan struct{}), verified: make(chan struct{})}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), bgDone: make(chan struct{}), verified: make(chan struct{}),
+		summed: make(chan struct{})}
 	var unsummed []*segment
 	if err := store.Protect(filepath.Join(dir, storeFile), func() error { return ix.recover(ctx, &unsummed) }); err != nil {
 		st.Close()
@@ -263,7 +271,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 	} else {
 		ix.verifyCancel = func() {}
 		ix.verifiedOK.Store(true)
+		ix.summedOK.Store(true)
 		close(ix.verified)
+		close(ix.summed)
 	}
 	if opts.NoBackground {
 		close(ix.bgDone)
@@ -281,10 +291,14 @@ func (ix *Index) verifyDeferred(ctx context.Context, segs []*segment) {
 	err := func() error {
 		for _, s := range segs {
 			if err := s.verifySum(ctx); err != nil {
+				ix.sumErr = err
+				close(ix.summed)
 				return err
 			}
 			releaseMapped(s.data) // the checksum read every page
 		}
+		ix.summedOK.Store(true)
+		close(ix.summed)
 		if err := ix.st.VerifyPages(ctx); err != nil {
 			return fmt.Errorf("index: %w", err)
 		}
@@ -332,6 +346,21 @@ func (s *seqSet) add(seq uint64) {
 func (s seqSet) has(seq uint64) bool {
 	i := seq >> 6
 	return i < uint64(len(s)) && s[i]&(1<<(seq&63)) != 0
+}
+
+// awaitSummed waits for the segment checksums Options.VerifyAfterOpen
+// deferred (searches read segments, not store.db's pages: they do not wait
+// for the page walk).
+func (ix *Index) awaitSummed(ctx context.Context) error {
+	if ix.summedOK.Load() {
+		return nil
+	}
+	select {
+	case <-ix.summed:
+		return ix.sumErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // ErrOrphanSegments reports segment files without the manifest that

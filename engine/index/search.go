@@ -106,7 +106,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	if ix.closed.Load() {
 		return nil, ErrClosed
 	}
-	if err := ix.WaitVerified(ctx); err != nil {
+	if err := ix.awaitSummed(ctx); err != nil {
 		return nil, err
 	}
 	snap, err := ix.snapshotFor(q.Version)
