@@ -170,7 +170,7 @@ func TestDenseCrashSafety(t *testing.T) {
 	}
 }
 
-// applyAck applies an acknowledged write to the model. A delete announced
+// applyAck applies an acknowledged write to the model. A write announced
 // but not acknowledged (the child died in it) makes its units uncertain:
 // they are checked neither way.
 func applyAck(t *testing.T, line string, live map[string]string, gone map[string]bool) int {
@@ -183,8 +183,13 @@ func applyAck(t *testing.T, line string, live map[string]string, gone map[string
 		if err := json.Unmarshal([]byte(rest), &op); err != nil {
 			t.Fatalf("child: %q: %v", line, err)
 		}
+		// A write in flight may or may not land: its ids are neither
+		// required live nor required gone.
 		for _, id := range op.Del {
 			delete(live, id)
+		}
+		for _, u := range op.Add {
+			delete(gone, u.ID)
 		}
 		return 0
 	}

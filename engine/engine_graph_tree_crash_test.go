@@ -148,6 +148,14 @@ func TestGraphTreeMemoryCrashSafety(t *testing.T) {
 			}
 		}
 		cmd.Process.Signal(syscall.SIGKILL)
+		// The child wrote on until the kill: its last writes (acknowledged
+		// or in flight, ids recur) count too.
+		for sc.Scan() {
+			line := sc.Text()
+			if _, rest, _ := strings.Cut(line, " "); json.Valid([]byte(rest)) { // not a line cut by the kill
+				applyAck(t, line, live, gone)
+			}
+		}
 		cmd.Wait()
 		if trees < 2 {
 			t.Fatalf("round %d: the child saved %d trees before it stopped", round, trees)
@@ -189,7 +197,8 @@ func checkTreeAndMemory(t *testing.T, round int, dir string, live map[string]str
 			for _, h := range hits {
 				for _, l := range h.Provenance.Leaves {
 					if gone[l] || !inIndex(l) {
-						t.Fatalf("round %d %s: tree node %s (level %d) names unit %s, which is not live", round, stage, h.ID, level, l)
+						t.Fatalf("round %d %s: tree node %s (level %d) names unit %s, which is not live (deleted and acknowledged %v, in the index %v)",
+							round, stage, h.ID, level, l, gone[l], inIndex(l))
 					}
 				}
 			}
