@@ -293,13 +293,9 @@ func TestCorruptSegmentDetected(t *testing.T) {
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, segDir, "*"+segExt))
-	if len(files) != 1 {
-		t.Fatalf("segment files %q", files)
-	}
-	data, _ := os.ReadFile(files[0])
+	file, data := onlySegment(t, dir)
 	data[len(data)/2] ^= 0x40
-	os.WriteFile(files[0], data, 0o644)
+	os.WriteFile(file, data, 0o644)
 	if _, err := Open(ctx, dir, Options{}); !errors.Is(err, ErrCorruptSegment) {
 		t.Fatalf("corrupt segment: err = %v", err)
 	}
@@ -746,11 +742,7 @@ func TestVerifyAfterOpen(t *testing.T) {
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, segDir, "*"+segExt))
-	if len(files) != 1 {
-		t.Fatalf("segment files %q", files)
-	}
-	data, _ := os.ReadFile(files[0])
+	file, data := onlySegment(t, dir)
 	seg, err := openSegment("", data)
 	if err != nil {
 		t.Fatal(err)
@@ -761,10 +753,10 @@ func TestVerifyAfterOpen(t *testing.T) {
 	table := len(data) - 12 - 4 - 16*numSections // the footer's section table
 	at := binary.LittleEndian.Uint64(data[table+16*secPost:]) + uint64(len(seg.sec[secPost])/2)
 	data[at] ^= 0x40
-	if err := os.WriteFile(files[0], data, 0o644); err != nil {
+	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	name := filepath.Base(files[0])
+	name := filepath.Base(file)
 
 	if _, err := Open(ctx, dir, Options{NoBackground: true}); !errors.Is(err, ErrCorruptSegment) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("Open without VerifyAfterOpen: %v", err)
@@ -884,4 +876,18 @@ func TestDeletionsSavedAtClose(t *testing.T) {
 	ix = open(dir)
 	check(ix, true)
 	ix.Close()
+}
+
+// onlySegment returns the path and bytes of the one segment file in dir.
+func onlySegment(t *testing.T, dir string) (string, []byte) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, segDir, "*"+segExt))
+	if len(files) != 1 {
+		t.Fatalf("segment files %q", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files[0], data
 }
