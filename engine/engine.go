@@ -420,7 +420,16 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		e.ix = ix
 	}
-	if err := e.openGraph(); err != nil {
+	// engine.db's page walk runs after Open (e.verify): until then a read
+	// that meets a damaged page panics or faults in bbolt, so every step
+	// of Open that reads it runs under store.Protect and refuses to open.
+	protect := func(f func() error) error {
+		if err := store.Protect(dbPath, f); err != nil {
+			return fmt.Errorf("%w%s", err, repairHint(err))
+		}
+		return nil
+	}
+	if err := protect(e.openGraph); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -431,7 +440,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e.descSparse = e.describe(nil)
 	e.openRemoteDense()
 	before := e.opSeq.Load()
-	if err := e.preload(ctx); err != nil {
+	if err := protect(func() error { return e.preload(ctx) }); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -442,13 +451,13 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		// The preload is the operator's corpus given at startup (the demo):
 		// Open returns once it is embedded. Anything else (replaying writes
 		// after the last checkpoint, fits, rebuilds) runs in the background.
-		if err := e.openDense(ctx, e.opSeq.Load() != before); err != nil {
+		if err := protect(func() error { return e.openDense(ctx, e.opSeq.Load() != before) }); err != nil {
 			e.Close()
 			return nil, err
 		}
 	}
 	e.router = rcp.NewRouter(e.Describe)
-	if err := e.openAgentic(); err != nil {
+	if err := protect(e.openAgentic); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
