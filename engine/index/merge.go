@@ -408,9 +408,12 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 	invs := make([]*invertedForward, len(views))
 	for k, v := range views {
 		if v.seg.format == 2 {
-			if invs[k], err = invertForward(v.seg); err != nil {
+			if invs[k], err = invertForward(ctx, v.seg); err != nil {
 				return nil, 0, err
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
 		}
 		m := make([]uint32, v.seg.n)
 		for i := 0; i < v.seg.n; i++ {
@@ -499,7 +502,12 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 	for k := range views {
 		load(k)
 	}
-	for {
+	for step := 0; ; step++ {
+		if step%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
+			}
+		}
 		var minKey []byte
 		for _, kk := range keys {
 			if kk != nil && (minKey == nil || bytes.Compare(kk, minKey) < 0) {
@@ -647,13 +655,30 @@ type invertedForward struct {
 	has   *Bitset // documents with a forward entry
 }
 
+// invertCheckEvery is how many documents invertForward decodes between
+// two looks at its context: at 1 M documents the inversion is tens of
+// seconds of CPU, and a shutdown must not wait for it.
+const invertCheckEvery = 64
+
+// testHookInvert, when set (tests only), is called for every document
+// invertForward reads.
+var testHookInvert func()
+
 // invertForward inverts the forward entries of seg (format 2) in two
-// passes: count per term, then fill.
-func invertForward(seg *segment) (*invertedForward, error) {
+// passes: count per term, then fill. It stops with ctx's error.
+func invertForward(ctx context.Context, seg *segment) (*invertedForward, error) {
 	inv := &invertedForward{start: make([]int, seg.nTerms+1), has: NewBitset(seg.n)}
 	var toks []uint32
 	walk := func(fn func(ord, p uint32)) error {
 		for i := 0; i < seg.n; i++ {
+			if i%invertCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if testHookInvert != nil {
+				testHookInvert()
+			}
 			enc := strAt(seg.sec[secFwdOff], seg.sec[secFwd], i)
 			if len(enc) == 0 {
 				continue
