@@ -27,11 +27,15 @@ package engine
 // reads the document (or its chunks) from the index and takes only the
 // original text and title of chunked documents from the catalog.
 //
-// The catalog is trusted after a clean shutdown only: Open marks it dirty
-// and Close marks it clean. When it is missing (a data directory written
-// before the catalog existed), dirty (a crash), or was built for another
-// set of declared fields, Open rebuilds it from the index's record store
-// (engine/store, read before the index opens it). A rebuild keeps the
+// The catalog is trusted whole after a clean shutdown: Open marks it dirty
+// and Close marks it clean. After a crash only the documents of the last
+// write can disagree with the index, and each write names them before its
+// index commit: Open re-derives those (engine_catalog_recover.go). When
+// the catalog is missing (a data directory written before the catalog
+// existed), dirty without that journal (written by an earlier version),
+// or was built for another set of declared fields, Open rebuilds it from
+// every record of the index's record store (engine/store, read before the
+// index opens it). A rebuild or a reconciliation keeps the
 // catalog's original text of a chunked document when every live chunk
 // still matches it, and otherwise reassembles the text from the chunks at
 // their byte offsets (the white space the chunker trimmed between chunks
@@ -48,8 +52,6 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,6 +103,11 @@ type catalogState struct {
 	// walking every page of the catalog. A state written by an earlier
 	// version lacks it, and openCatalog counts once.
 	Counted bool `json:"counted,omitempty"`
+	// Journal: every write names the documents it changes before its
+	// index commit (engine_catalog_recover.go), so after a crash only
+	// those are re-derived. A dirty state without it (written by an
+	// earlier version) is rebuilt whole.
+	Journal bool `json:"journal,omitempty"`
 }
 
 func (e *Engine) fieldsSignature() string {
@@ -126,13 +133,21 @@ func (e *Engine) openCatalog(ctx context.Context) error {
 		return err
 	}
 	sig := e.fieldsSignature()
-	if !found || !st.Clean || st.Format != catalogFormat || st.Fields != sig {
+	if found && !st.Clean && st.Journal && st.Counted && st.Format == catalogFormat && st.Fields == sig {
+		start := time.Now()
+		n, err := e.reconcileCatalog(ctx)
+		if err != nil {
+			return fmt.Errorf("reconciling the document catalog: %w", err)
+		}
+		e.log.Info("engine: reconciled the document catalog with the index", "reason", "not closed cleanly", "documents", n,
+			"took", time.Since(start).Round(time.Millisecond))
+	} else if !found || !st.Clean || st.Format != catalogFormat || st.Fields != sig {
 		why := "missing"
 		switch {
 		case found && st.Format != catalogFormat:
 			why = "format changed"
 		case found && !st.Clean:
-			why = "not closed cleanly"
+			why = "not closed cleanly, by a version without the write journal"
 		case found:
 			why = "declared fields changed"
 		}
@@ -159,7 +174,7 @@ func (e *Engine) openCatalog(ctx context.Context) error {
 // setCatalogState records the catalog's state; openCatalog has made the
 // docs bucket's sequence its count (Counted) before the first call.
 func (e *Engine) setCatalogState(clean bool) error {
-	b, _ := json.Marshal(catalogState{Format: catalogFormat, Clean: clean, Fields: e.fieldsSignature(), Counted: true})
+	b, _ := json.Marshal(catalogState{Format: catalogFormat, Clean: clean, Fields: e.fieldsSignature(), Counted: true, Journal: true})
 	return e.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCatalog).Put(keyState, b) })
 }
 
@@ -169,107 +184,54 @@ type chunkPiece struct {
 	context           bool
 }
 
-// rebuildCatalog recomputes the catalog from the index's record store.
+// rebuildCatalog recomputes the catalog from every record of the index's
+// record store (a catalog missing, from an earlier version or built for
+// other fields; after a crash reconcileCatalog re-derives only the last
+// write's documents).
 func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
-	recs := map[string]*docRecord{}
-	plain := map[string]bool{}
-	live := map[string]bool{} // every unit the index holds
-	pieces := map[string][]chunkPiece{}
-	path := filepath.Join(e.cfg.Dir, "index", "store.db")
-	if _, err := os.Stat(path); err == nil {
-		st, err := store.Open(path)
-		if err != nil {
-			return 0, err
-		}
-		err = st.View(func(tx *store.ReadTx) error {
-			return tx.ForEachLive(func(id string, seq uint64) error {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				d, err := tx.Doc(seq)
-				if err != nil || d == nil {
-					return err
-				}
-				live[id] = true
-				if d.Chunk == nil || d.Chunk.DocID == "" {
-					recs[id] = &docRecord{Title: d.Title, Size: int64(len(d.Text)), Values: e.fieldValues(d.Meta), Kinds: metaKinds(d.Meta)}
-					plain[id] = true
-					return nil
-				}
-				parent := d.Chunk.DocID
-				ci, _ := pipeline.ReadChunkInfo(d.Meta)
-				pc := chunkPiece{index: d.Chunk.Index, start: d.Chunk.Start, end: d.Chunk.End, text: d.Text, title: d.Title, context: ci.Context != ""}
-				if _, ok := recs[parent]; !ok {
-					// Chunks share their document's metadata (plus MetaKey).
-					recs[parent] = &docRecord{Values: e.fieldValues(d.Meta), Kinds: metaKinds(d.Meta)}
-				}
-				pieces[parent] = append(pieces[parent], pc)
-				return nil
-			})
-		})
-		if cerr := st.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return 0, err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return 0, err
-	}
-	err := e.db.Update(func(tx *bolt.Tx) error {
-		old := tx.Bucket(bucketDocs)
-		for parent, ps := range pieces {
-			if plain[parent] {
-				continue // a whole document by that id wins (the engine keeps one of the two)
-			}
-			rec := recs[parent]
-			sort.Slice(ps, func(a, b int) bool { return ps[a].index < ps[b].index })
-			var prev docRecord
-			hasPrev := false
-			if v := old.Get([]byte(parent)); v != nil {
-				if p, err := decodeCatalogRecord(tx, v); err == nil && p.Chunks > 0 {
-					prev, hasPrev = *p, true
-				}
-			}
-			if hasPrev && piecesMatch(prev.Text, ps) {
-				rec.Title, rec.Text, rec.Context = prev.Title, prev.Text, prev.Context
-			} else {
-				rec.Text = reassemble(ps)
-				rec.Context = ps[0].context
-				switch {
-				case hasPrev:
-					rec.Title = prev.Title
-				case !ps[0].context:
-					rec.Title = ps[0].title
-				}
-			}
-			rec.Size = int64(len(rec.Text))
-			rec.Chunks = ps[len(ps)-1].index + 1
-		}
-		for _, b := range [][]byte{bucketDocs, bucketValues, bucketKinds, bucketKindSets} {
-			if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+	b := newCatalogBuilder(e)
+	err := e.viewIndexStore(true, func(tx *store.ReadTx) error {
+		return tx.ForEachLive(func(id string, seq uint64) error {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if _, err := tx.CreateBucket(b); err != nil {
+			d, err := tx.Doc(seq)
+			if err != nil || d == nil {
+				return err
+			}
+			b.add(id, d)
+			return nil
+		})
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	err = e.db.Update(func(tx *bolt.Tx) error {
+		b.finish(tx, tx.Bucket(bucketDocs))
+		for _, bk := range [][]byte{bucketDocs, bucketValues, bucketKinds, bucketKindSets} {
+			if err := tx.DeleteBucket(bk); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				return err
+			}
+			if _, err := tx.CreateBucket(bk); err != nil {
 				return err
 			}
 		}
 		docs, vals := tx.Bucket(bucketDocs), tx.Bucket(bucketValues)
-		for _, id := range sortedKeys(recs) { // in key order: full pages
-			if err := putRecord(docs, vals, id, recs[id]); err != nil {
+		for _, id := range sortedKeys(b.recs) { // in key order: full pages
+			if err := putRecord(docs, vals, id, b.recs[id]); err != nil {
 				return err
 			}
 		}
 		if e.cfg.Dense == DenseNone {
 			return nil
 		}
-		pruned, err := pruneDenseLog(openDenseTx(tx), live)
+		pruned, err := pruneDenseLog(openDenseTx(tx), b.live)
 		if pruned > 0 {
 			e.log.Info("engine: dropped dense records of units the index does not hold", "units", pruned)
 		}
 		return err
 	})
-	return len(recs), err
+	return len(b.recs), err
 }
 
 // pruneDenseLog deletes the dense records of units not in live. A crash

@@ -293,13 +293,14 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 	transitions, chunkSets, plain := sh.transitions, sh.chunkSets, sh.plain
 	catalog, idocs := p.catalog, p.idocs
 	// The dense log is written first: after a crash it may name documents
-	// the index lacks (the next Open's catalog rebuild drops them, and
-	// until then dense hits are resolved against the index), never the
-	// reverse. Its ops are embedded in the background
-	// (engine_derive.go): the response never waits for them. The document catalog is written in
-	// the same transaction; both are written under rmu so that x-rcpgo/get
-	// sees the catalog and the index at one version. A crash between the
-	// two commits leaves the catalog marked dirty: Open rebuilds it.
+	// the index lacks (the next Open drops them, and until then dense hits
+	// are resolved against the index), never the reverse. Its ops are
+	// embedded in the background (engine_derive.go): the response never
+	// waits for them. The document catalog is written in the same
+	// transaction, with the names of the documents this write changes
+	// (putPending); both are written under rmu so that x-rcpgo/get sees
+	// the catalog and the index at one version. After a crash between the
+	// two commits Open re-derives those documents' records and dense log.
 	e.rmu.Lock()
 	defer e.rmu.Unlock()
 	prev := make(map[string]*docRecord, len(catalog))
@@ -314,6 +315,9 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 			if err := e.graphEnqueue(tx, id); err != nil {
 				return err
 			}
+		}
+		if err := e.putPending(tx, sortedKeys(catalog)); err != nil {
+			return err
 		}
 		if e.cfg.Dense == DenseNone {
 			return nil
@@ -352,7 +356,8 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 	}
 	if err := e.addToBackend(ctx, p); err != nil {
 		// The index refused the batch (nothing of it was committed): put
-		// the catalog back, or leave it to be rebuilt at the next Open.
+		// the catalog back, or leave it to the next Open (the write's
+		// documents stay named until a clean Close).
 		if len(transitions) > 0 || e.db.Update(func(tx *bolt.Tx) error {
 			docs, vals := catalogTx(tx)
 			for id, rec := range prev {
@@ -594,9 +599,18 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 	e.rmu.Lock()
 	defer e.rmu.Unlock()
 	var opSeq uint64
+	// The index deletes first: the catalog names the documents it is
+	// about to lose before (engine_catalog_recover.go), so that a crash
+	// in between is repaired at Open without a rebuild.
+	if err := e.db.Update(func(tx *bolt.Tx) error { return e.putPending(tx, *p.IDs) }); err != nil {
+		return nil, fmt.Errorf("engine: catalog: %w", err)
+	}
 	n, err := e.ix.Delete(ctx, *p.IDs)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if testHookDeleteCommitted != nil {
+		testHookDeleteCommitted()
 	}
 	if err := e.writable(); err != nil {
 		return nil, err
