@@ -607,7 +607,7 @@ func (e *Engine) Describe(ctx context.Context) rcp.Description {
 
 // Call implements rcp.Handler.
 func (e *Engine) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	if in := e.integrity; in != nil && !in.ok.Load() {
+	if in := e.integrity; in != nil && !in.checks.Passed() {
 		if err := e.damage(); err != nil {
 			return nil, damagedError(err)
 		}

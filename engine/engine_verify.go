@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/internal/outcome"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -32,16 +32,14 @@ import (
 
 // integrity is the state of the checks verify runs after Open.
 type integrity struct {
-	done   chan struct{} // closed when verify has ended
+	checks *outcome.Outcome // the damage found, or why verify stopped (nil: passed)
 	cancel context.CancelFunc
-	ok     atomic.Bool // the checks passed
-	err    error       // set before done is closed: the damage found, or why verify stopped
 }
 
 // startVerify starts verify; Close stops it.
 func (e *Engine) startVerify() {
 	ctx, cancel := context.WithCancel(context.Background())
-	e.integrity = &integrity{done: make(chan struct{}), cancel: cancel}
+	e.integrity = &integrity{checks: outcome.New(), cancel: cancel}
 	go e.verify(ctx)
 }
 
@@ -56,22 +54,20 @@ func (e *Engine) verify(ctx context.Context) {
 	}
 	switch {
 	case err == nil:
-		in.ok.Store(true)
 		e.log.Info("engine: data directory verified", "took", time.Since(start).Round(time.Millisecond))
 	case ctx.Err() != nil: // Close
 	default:
 		err = fmt.Errorf("engine: %w%s", err, repairHint(err))
 		e.log.Error("engine: the data directory is damaged; every request is refused", "err", err)
 	}
-	in.err = err
-	close(in.done)
+	in.checks.Finish(err)
 }
 
 // stopVerify ends verify (Close) and waits for it.
 func (e *Engine) stopVerify() {
 	if e.integrity != nil {
 		e.integrity.cancel()
-		<-e.integrity.done
+		<-e.integrity.checks.Done()
 	}
 }
 
@@ -79,31 +75,17 @@ func (e *Engine) stopVerify() {
 // background and returns the damage they found (nil: none), or ctx's error
 // if it ends first. rcpd stops with that damage, as with a failed Open.
 func (e *Engine) Verified(ctx context.Context) error {
-	in := e.integrity
-	if in.ok.Load() {
-		return nil
-	}
-	select {
-	case <-in.done:
-		return in.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return e.integrity.checks.Wait(ctx)
 }
 
 // damage is what the finished checks found: nil while they run, when they
 // passed, or when Close stopped them.
 func (e *Engine) damage() error {
-	in := e.integrity
-	if in == nil || in.ok.Load() {
+	if e.integrity == nil {
 		return nil
 	}
-	select {
-	case <-in.done:
-		if !errors.Is(in.err, context.Canceled) {
-			return in.err
-		}
-	default:
+	if err, finished := e.integrity.checks.Result(); finished && !errors.Is(err, context.Canceled) {
+		return err
 	}
 	return nil
 }

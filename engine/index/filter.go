@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,16 @@ type Bitset struct {
 
 // NewBitset returns an empty set over [0, n).
 func NewBitset(n int) *Bitset { return &Bitset{words: make([]uint64, (n+63)/64), n: n} }
+
+// grow extends the universe to at least n (recovery's live set, filled in
+// id order, grows as it reads when no manifest bounds it).
+func (b *Bitset) grow(n int) {
+	if n > b.n {
+		w := (n + 63) / 64
+		b.words = slices.Grow(b.words, w-len(b.words))[:w]
+		b.n = n
+	}
+}
 
 // Len is the size of the universe.
 func (b *Bitset) Len() int { return b.n }

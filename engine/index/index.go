@@ -66,6 +66,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/store"
 	"github.com/rcpgo/rcpgo/engine/trust"
+	"github.com/rcpgo/rcpgo/internal/outcome"
 )
 
 // Document is an indexable document or chunk (see package store).
@@ -215,20 +216,13 @@ type Index struct {
 	// deletions saved at a clean close could be used).
 	liveScanned bool
 
-	// The checks Options.VerifyAfterOpen defers: verified is closed when
-	// they have ended, verifyErr (set before) says how; verifiedOK is
-	// their success, read without a channel on the search path.
-	verified     chan struct{}
-	verifyErr    error
-	verifiedOK   atomic.Bool
+	// The checks Options.VerifyAfterOpen defers, and the segments'
+	// checksums alone among them, which searches wait for (the walk over
+	// store.db does not change what a search reads: records are decoded
+	// with their own checks).
+	verified     *outcome.Outcome
+	summed       *outcome.Outcome
 	verifyCancel context.CancelFunc
-	// The segments' checksums alone, which searches wait for (the walk
-	// over store.db does not change what a search reads: records are
-	// decoded with their own checks): summed is closed when they have
-	// been checked, sumErr set before, summedOK their success.
-	summed   chan struct{}
-	sumErr   error
-	summedOK atomic.Bool
 }
 
 const (
@@ -256,8 +250,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 		return nil, err
 	}
 	ix := &Index{dir: dir, opts: opts, an: opts.Analyzer, st: st, log: opts.Logger, docs: newDocCache(opts.DocCacheBytes),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), bgDone: make(chan struct{}), verified: make(chan struct{}),
-		summed: make(chan struct{})}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), bgDone: make(chan struct{})}
 	var unsummed []*segment
 	if err := store.Protect(filepath.Join(dir, storeFile), func() error { return ix.recover(ctx, &unsummed) }); err != nil {
 		st.Close()
@@ -267,13 +260,11 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 	if opts.VerifyAfterOpen {
 		vctx, cancel := context.WithCancel(context.Background())
 		ix.verifyCancel = cancel
+		ix.verified, ix.summed = outcome.New(), outcome.New()
 		go ix.verifyDeferred(vctx, unsummed)
 	} else {
 		ix.verifyCancel = func() {}
-		ix.verifiedOK.Store(true)
-		ix.summedOK.Store(true)
-		close(ix.verified)
-		close(ix.summed)
+		ix.verified, ix.summed = outcome.Finished(nil), outcome.Finished(nil)
 	}
 	if opts.NoBackground {
 		close(ix.bgDone)
@@ -291,27 +282,23 @@ func (ix *Index) verifyDeferred(ctx context.Context, segs []*segment) {
 	err := func() error {
 		for _, s := range segs {
 			if err := s.verifySum(ctx); err != nil {
-				ix.sumErr = err
-				close(ix.summed)
+				ix.summed.Finish(err)
 				return err
 			}
 			releaseMapped(s.data) // the checksum read every page
 		}
-		ix.summedOK.Store(true)
-		close(ix.summed)
+		ix.summed.Finish(nil)
 		if err := ix.st.VerifyPages(ctx); err != nil {
 			return fmt.Errorf("index: %w", err)
 		}
 		return nil
 	}()
 	if err == nil {
-		ix.verifiedOK.Store(true)
 		ix.log.Debug("index: verified", "dir", ix.dir, "segments", len(segs), "took", time.Since(start).Round(time.Millisecond))
 	} else if ctx.Err() == nil {
 		ix.log.Error("index: integrity check failed; searches are refused", "dir", ix.dir, "err", err)
 	}
-	ix.verifyErr = err
-	close(ix.verified)
+	ix.verified.Finish(err)
 }
 
 // WaitVerified waits for the integrity checks Options.VerifyAfterOpen
@@ -320,47 +307,14 @@ func (ix *Index) verifyDeferred(ctx context.Context, segs []*segment) {
 // match, a damaged page of store.db — searches and merges return the same
 // error.
 func (ix *Index) WaitVerified(ctx context.Context) error {
-	if ix.verifiedOK.Load() {
-		return nil
-	}
-	select {
-	case <-ix.verified:
-		return ix.verifyErr
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// seqSet is a set of document numbers, a bit each: recovery's live set
-// (125 KB at 1 M documents, filled in id order without sorting).
-type seqSet []uint64
-
-func (s *seqSet) add(seq uint64) {
-	i := int(seq >> 6)
-	if i >= len(*s) {
-		*s = slices.Grow(*s, i+1-len(*s))[:i+1]
-	}
-	(*s)[i] |= 1 << (seq & 63)
-}
-
-func (s seqSet) has(seq uint64) bool {
-	i := seq >> 6
-	return i < uint64(len(s)) && s[i]&(1<<(seq&63)) != 0
+	return ix.verified.Wait(ctx)
 }
 
 // awaitSummed waits for the segment checksums Options.VerifyAfterOpen
 // deferred (searches read segments, not store.db's pages: they do not wait
 // for the page walk).
 func (ix *Index) awaitSummed(ctx context.Context) error {
-	if ix.summedOK.Load() {
-		return nil
-	}
-	select {
-	case <-ix.summed:
-		return ix.sumErr
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ix.summed.Wait(ctx)
 }
 
 // ErrOrphanSegments reports segment files without the manifest that
@@ -396,7 +350,7 @@ func (ix *Index) noOrphanSegments() error {
 func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 	var man store.Manifest
 	var found bool
-	var live seqSet
+	live := &Bitset{}            // the live document numbers, a bit each (125 KB at 1 M), filled in id order
 	var saved map[string]*Bitset // the deletions saved at a clean close: no live scan
 	err := ix.st.View(func(tx *store.ReadTx) error {
 		var err error
@@ -412,13 +366,14 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		limit := uint64(math.MaxUint32) // document numbers are below the manifest's next one
 		if found {
 			limit = man.NextSeq
-			live = make(seqSet, 0, limit/64+1)
+			live = NewBitset(int(limit))
 		}
 		return tx.ForEachLiveSeq(func(seq uint64) error {
 			if seq >= limit {
 				return fmt.Errorf("%w: live document number %d, the manifest's next is %d", store.ErrCorrupt, seq, limit)
 			}
-			live.add(seq)
+			live.grow(int(seq) + 1)
+			live.Set(uint32(seq))
 			return nil
 		})
 	})
@@ -446,7 +401,7 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 			return err
 		}
 	}
-	isLive := live.has
+	isLive := func(seq uint64) bool { return seq < uint64(live.Len()) && live.Has(uint32(seq)) }
 	ix.liveScanned = saved == nil
 
 	// Segments named in the manifest; anything else in the directory is
@@ -1048,7 +1003,7 @@ func (ix *Index) Close() error {
 		close(ix.stop)
 	}
 	ix.verifyCancel()
-	<-ix.verified
+	<-ix.verified.Done()
 	<-ix.bgDone
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
