@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,12 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/chunk"
+	"github.com/rcpgo/rcpgo/internal/syncbuf"
 )
 
 // copyFiles copies dir's regular files (recursively) to a new temporary
@@ -44,24 +43,6 @@ func copyFiles(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// lockedBuffer collects log output written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestCatalogRecoversTheLastWriteOnly: after a crash between a write's
@@ -118,7 +99,7 @@ func TestCatalogRecoversTheLastWriteOnly(t *testing.T) {
 		{"crash during a delete", deleteCrash, 2, []string{"a", "c"}, []string{"fr", "it"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var log lockedBuffer
+			var log syncbuf.Buffer
 			c := cfg
 			c.Dir, c.Logger = tc.dir, slog.New(slog.NewTextHandler(&log, nil))
 			e, err := Open(ctx, c)

@@ -13,15 +13,14 @@ package engine
 // usage.latencyMs and the process CPU time per retrieve.
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"os"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/eval"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -70,18 +69,13 @@ func TestRetrieveDataDir(t *testing.T) {
 }
 
 func readQueryTexts(t *testing.T, path string) []string {
-	f, err := os.Open(path)
+	qs, err := eval.ReadQueriesFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []string
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var q struct{ Text string }
-		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, q.Text)
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.Text
 	}
 	return out
 }

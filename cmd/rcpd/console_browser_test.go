@@ -11,12 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/rcpgo/rcpgo/internal/syncbuf"
 )
 
 // The console's end-to-end test: rcpd serve --demo in-process, driven by
@@ -43,24 +44,6 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's log writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 var (
 	serveAddr   = regexp.MustCompile(`console=http://(\S+)/`)
 	gatewayAddr = regexp.MustCompile(`url=http://(\S+)/rcp`)
@@ -71,7 +54,7 @@ var (
 func startCommand(t *testing.T, name string, addr *regexp.Regexp, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	done := make(chan int, 1)
 	go func() { done <- commands[name].run(ctx, args, strings.NewReader(""), &bytes.Buffer{}, logs) }()
 	t.Cleanup(func() {

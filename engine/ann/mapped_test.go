@@ -128,18 +128,26 @@ func TestMappedChecksOnTouch(t *testing.T) {
 	sameSearches(t, ix, got, vecs[1:40])
 }
 
-// TestMappedDamage (issue 15): a byte flipped inside the mapped links or
-// vectors is found by the search that touches it or by Verify, and from
-// then on the index refuses searches, inserts and saves with ErrCorrupt:
-// a damaged file is never served.
-func TestMappedDamage(t *testing.T) {
-	vecs := Clustered(3000, 16, 12, 0.5, 6)
+// encodedIndex builds a graph index over 3000 vectors (16 dimensions,
+// several mapped blocks of vectors) and encodes it, for the tests that
+// damage its bytes.
+func encodedIndex(t *testing.T) (vecs [][]float32, enc []byte) {
+	t.Helper()
+	vecs = Clustered(3000, 16, 12, 0.5, 6)
 	ix := buildIndex(t, Config{Dim: 16, M: 8, ExactThreshold: -1}, vecs)
 	var buf bytes.Buffer
 	if _, err := ix.WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	good := buf.Bytes()
+	return vecs, buf.Bytes()
+}
+
+// TestMappedDamage (issue 15): a byte flipped inside the mapped links or
+// vectors is found by the search that touches it or by Verify, and from
+// then on the index refuses searches, inserts and saves with ErrCorrupt:
+// a damaged file is never served.
+func TestMappedDamage(t *testing.T) {
+	vecs, good := encodedIndex(t)
 	probe, err := Decode(good)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package ann
 
 import (
-	"bytes"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -91,13 +90,7 @@ func TestQuantizedSearch(t *testing.T) {
 // TestQuantizeRefusesDamage: Quantize reads every vector, so it checks
 // every mapped block first and builds nothing from a damaged file.
 func TestQuantizeRefusesDamage(t *testing.T) {
-	vecs := Clustered(3000, 16, 12, 0.5, 6)
-	ix := buildIndex(t, Config{Dim: 16, M: 8, ExactThreshold: -1}, vecs)
-	var buf bytes.Buffer
-	if _, err := ix.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	bad := bytes.Clone(buf.Bytes())
+	_, bad := encodedIndex(t)
 	bad[len(bad)-4*3000/defaultBlockSlots-100] ^= 0x01 // inside the vectors
 	got, err := Decode(bad)
 	if err != nil {

@@ -9,9 +9,7 @@ package ann_test
 // float32 walk and for the int8 walk (after Quantize).
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,6 +21,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
+	"github.com/rcpgo/rcpgo/eval"
 )
 
 func TestGenerationRecall(t *testing.T) {
@@ -93,18 +92,13 @@ func loadGeneration(t *testing.T, dir, queriesPath string) (*ann.Index, [][]floa
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(queriesPath)
+	qs, err := eval.ReadQueriesFile(queriesPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var texts []string
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var q struct{ Text string }
-		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			t.Fatal(err)
-		}
-		texts = append(texts, q.Text)
+	texts := make([]string, len(qs))
+	for i, q := range qs {
+		texts[i] = q.Text
 	}
 	vecs, err := m.Embed(context.Background(), texts, embed.KindQuery)
 	if err != nil {

@@ -17,20 +17,8 @@ import (
 // and changes nothing; the index reopens with the same answers and the
 // merge then completes.
 func TestMergeStopsWhenCancelled(t *testing.T) {
-	golden, err := os.ReadFile(filepath.Join("testdata", "format2.rseg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
+	dir, _ := goldenIndex(t, 2, nil)
 	ix := openTest(t, dir, Options{NoBackground: true})
-	mustAdd(t, ix, phraseDocs...)
-	mustAdd(t, ix, randomCorpus(7, 160)...)
-	if err := ix.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ix.Close()
-	installSegment(t, dir, golden)
-	ix = openTest(t, dir, Options{NoBackground: true})
 	mustAdd(t, ix, Document{ID: "late", Text: "Nothing here but a fence."})
 	if err := ix.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -46,7 +34,7 @@ func TestMergeStopsWhenCancelled(t *testing.T) {
 		cancel() // the shutdown arrives as the inversion starts
 	}
 	defer func() { testHookInvert = nil }()
-	err = ix.ForceMerge(ctx)
+	err := ix.ForceMerge(ctx)
 	testHookInvert = nil
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled merge: %v", err)

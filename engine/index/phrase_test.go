@@ -74,22 +74,8 @@ func TestOldSegmentFormats(t *testing.T) {
 	queries := []string{"w1 w2", "w3 w17 w250", `"w1 w2" w5`, `w2 "w1 w3"`, "great wall china", "d000009"}
 	for _, format := range []uint32{1, 2, 3} {
 		t.Run(fmt.Sprint("format", format), func(t *testing.T) {
-			golden, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("format%d.rseg", format)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
+			dir, want := goldenIndex(t, format, queries)
 			ix := openTest(t, dir, Options{NoBackground: true})
-			mustAdd(t, ix, phraseDocs...)
-			mustAdd(t, ix, randomCorpus(7, 160)...)
-			if err := ix.Flush(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			want := rankings(t, ix, queries)
-			ix.Close()
-			installSegment(t, dir, golden)
-
-			ix = openTest(t, dir, Options{NoBackground: true})
 			if s := ix.cur.Load().segs[0].seg; s.format != format {
 				t.Fatalf("segment format %d", s.format)
 			}
@@ -153,6 +139,29 @@ func mergeAll(t *testing.T, ix *Index) {
 	if st := ix.Stats(); st.Segments != 1 {
 		t.Fatalf("segments after merge: %d", st.Segments)
 	}
+}
+
+// goldenIndex writes the documents of the golden segment files
+// (phraseDocs and randomCorpus(7, 160)) to a new index, returns the
+// rankings of queries in the current format, and replaces its segment
+// with testdata/format<format>.rseg.
+func goldenIndex(t *testing.T, format uint32, queries []string) (dir string, want []string) {
+	t.Helper()
+	golden, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("format%d.rseg", format)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	ix := openTest(t, dir, Options{NoBackground: true})
+	mustAdd(t, ix, phraseDocs...)
+	mustAdd(t, ix, randomCorpus(7, 160)...)
+	if err := ix.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want = rankings(t, ix, queries)
+	ix.Close()
+	installSegment(t, dir, golden)
+	return dir, want
 }
 
 // installSegment replaces the only segment file of the closed index in dir

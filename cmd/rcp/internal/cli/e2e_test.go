@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -62,29 +62,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// lockedBuffer is a bytes.Buffer safe for the concurrent writes of rcp and
-// the stderr copier of the server it spawned.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // rcpRun runs the rcp command in-process and returns its exit code, stdout
 // and stderr.
 func rcpRun(args ...string) (int, string, string) {
-	var stdout, stderr lockedBuffer
+	var stdout, stderr syncbuf.Buffer
 	code := Main(args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }

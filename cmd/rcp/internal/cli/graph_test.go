@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/internal/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -32,7 +33,7 @@ func startRcpd(t *testing.T, args func(addr string) []string) string {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	cmd := exec.Command(rcpdBinary(t), args(addr)...)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

@@ -11,32 +11,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/internal/fedtest"
+	"github.com/rcpgo/rcpgo/internal/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
-
-// syncBuffer is a goroutine-safe bytes.Buffer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -75,10 +57,10 @@ func startMain(t *testing.T, args ...string) string {
 }
 
 // startMainLog is startMain that also returns Main's stderr.
-func startMainLog(t *testing.T, args ...string) (string, *syncBuffer) {
+func startMainLog(t *testing.T, args ...string) (string, *syncbuf.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() { done <- Main(ctx, args, strings.NewReader(""), &bytes.Buffer{}, &stderr) }()
 	t.Cleanup(func() {

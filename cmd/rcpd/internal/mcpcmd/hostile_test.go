@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rcpgo/rcpgo/internal/syncbuf"
 )
 
 // rawChild is `rcpd mcp` spoken to line by line, without an MCP client
@@ -20,7 +22,7 @@ type rawChild struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	lines  chan map[string]any
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	exited chan error
 }
 
@@ -30,7 +32,7 @@ func startRaw(t *testing.T, args ...string) *rawChild {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &rawChild{t: t, lines: make(chan map[string]any, 1024), stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	c := &rawChild{t: t, lines: make(chan map[string]any, 1024), stderr: &syncbuf.Buffer{}, exited: make(chan error, 1)}
 	c.cmd = exec.Command(exe, append([]string{"mcp-main", "--log-level", "warn"}, args...)...)
 	c.cmd.Stderr = c.stderr
 	if c.in, err = c.cmd.StdinPipe(); err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/syncbuf"
 	"github.com/rcpgo/rcpgo/mcpbridge"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -153,30 +154,16 @@ func eventually(t *testing.T, cond func() bool) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a child process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // spawn starts `rcpd mcp ARGS` (this test binary) and connects an MCP client
 // to it over the child's stdin and stdout.
-func spawn(t *testing.T, args ...string) (*mcp.ClientSession, *logs, *syncBuffer) {
+func spawn(t *testing.T, args ...string) (*mcp.ClientSession, *logs, *syncbuf.Buffer) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, append([]string{"mcp-main", "--log-level", "warn"}, args...)...)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	ev := &logs{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

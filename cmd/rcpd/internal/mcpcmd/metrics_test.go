@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/internal/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // startHTTPMain runs Main with args over HTTP against a test engine until
 // the test ends and returns its stderr once it logged the MCP URL.
-func startHTTPMain(t *testing.T, args ...string) *syncBuffer {
+func startHTTPMain(t *testing.T, args ...string) *syncbuf.Buffer {
 	t.Helper()
 	eng, err := openTestEngine(t.TempDir())
 	if err != nil {
@@ -27,7 +28,7 @@ func startHTTPMain(t *testing.T, args ...string) *syncBuffer {
 	h := rcp.NewServer(eng, &rcp.ServerOptions{Logger: discardLogger()}).HTTPHandler(nil)
 	srv := httptest.NewServer(h)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, append([]string{"--connect", srv.URL + "/rcp", "--http", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, &stderr)
@@ -72,7 +73,7 @@ func TestHTTPMetrics(t *testing.T) {
 	if err := os.WriteFile(tok, []byte("s3cret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	urlOf := func(log *syncBuffer, suffix string) string {
+	urlOf := func(log *syncbuf.Buffer, suffix string) string {
 		re := regexp.MustCompile(`url=(http://\S+)` + suffix)
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if m := re.FindStringSubmatch(log.String()); m != nil {
