@@ -506,7 +506,7 @@ func (ix *Index) insert(s int32, vis *visited) {
 	}
 	eps := []cand{{ep, epScore}}
 	for l := min(lvl, top); l >= 0; l-- {
-		w := ix.searchLayer(score, eps, ix.cfg.EfConstruction, l, nil, vis, &buf)
+		w := ix.searchLayer(score, nil, eps, ix.cfg.EfConstruction, l, nil, vis, &buf)
 		// While inserting concurrently, another node may already have
 		// linked to s (having reached it through an upper layer), so s can
 		// show up in its own candidate list.
@@ -668,7 +668,7 @@ func (ix *Index) greedy(score func(int32) float32, ep int32, epScore float32, l 
 // node is expanded, but only admitted nodes enter the result set, so the
 // walk continues until ef admitted nodes are found or the frontier is
 // exhausted. Results are returned best first.
-func (ix *Index) searchLayer(score func(int32) float32, eps []cand, ef, l int, admit func(int32) bool, vis *visited, buf *[]int32) []cand {
+func (ix *Index) searchLayer(score func(int32) float32, q *quantized, eps []cand, ef, l int, admit func(int32) bool, vis *visited, buf *[]int32) []cand {
 	vis.reset(len(ix.ids))
 	var frontier maxHeap
 	var results minHeap
@@ -690,6 +690,9 @@ func (ix *Index) searchLayer(score func(int32) float32, eps []cand, ef, l int, a
 			break
 		}
 		nb := ix.neighbours(c.slot, l, *buf)
+		if q != nil {
+			q.warm(nb, vis)
+		}
 		for _, n := range nb {
 			if !vis.visit(n) {
 				continue
@@ -756,9 +759,9 @@ func (ix *Index) search(qv []float32, k int, opts SearchOptions) []Result {
 	vis := ix.getVisited()
 	defer ix.visitedPool.Put(vis)
 	score := ix.scoreFloat(qv)
-	quantized := ix.q != nil && fastDot8
-	if quantized {
-		score = ix.scoreQuantized(qv)
+	var codes *quantized // the walk scores the int8 copy
+	if ix.q != nil && fastDot8 {
+		score, codes = ix.scoreQuantized(qv), ix.q
 	}
 	ep := ix.entry
 	epScore := score(ep)
@@ -766,13 +769,13 @@ func (ix *Index) search(qv []float32, k int, opts SearchOptions) []Result {
 	for l := ix.topLevel; l > 0; l-- {
 		ep, epScore = ix.greedy(score, ep, epScore, l, &buf)
 	}
-	w := ix.searchLayer(score, []cand{{ep, epScore}}, ef, 0, admit, vis, &buf)
+	w := ix.searchLayer(score, codes, []cand{{ep, epScore}}, ef, 0, admit, vis, &buf)
 	if len(w) < k && len(w) < ix.live {
 		// The walk ran dry (heavy deletions or a filter that cuts the graph):
 		// the exact scan still finds every admitted vector.
 		return ix.exact(qv, k, opts.Filter)
 	}
-	if quantized {
+	if codes != nil {
 		// The walk ranked by codes: re-score its ef candidates exactly.
 		for i := range w {
 			w[i].score = dot(qv, ix.vec(w[i].slot))

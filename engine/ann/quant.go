@@ -1,6 +1,9 @@
 package ann
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // quantized is an int8 copy of the stored vectors that the graph walk
 // scores instead of the float32 ones: a search is bound by fetching the
@@ -44,6 +47,18 @@ func newQuantized(dim, n int, vec func(int32) []float32) *quantized {
 func (q *quantized) append(v []float32) {
 	for d, x := range v {
 		q.codes = append(q.codes, toInt8(x*q.scale[d]))
+	}
+}
+
+// warm asks the cache for the codes of the slots not yet visited, so
+// that the walk's next scores find them there: fetched one after another,
+// each would wait for memory in turn.
+func (q *quantized) warm(slots []int32, vis *visited) {
+	lines := (q.dim + 63) / 64
+	for _, s := range slots {
+		if vis.marks[s] != vis.gen {
+			prefetch(unsafe.Pointer(&q.codes[int(s)*q.dim]), lines)
+		}
 	}
 }
 
