@@ -78,7 +78,7 @@ type remoteDense struct {
 	filter *filter.Node
 }
 
-func (r remoteDense) Recall(ctx context.Context, query string, k int, _ func(*index.Document) bool) ([]*pipeline.Candidate, error) {
+func (r remoteDense) Recall(ctx context.Context, query string, k, _ int, _ func(*index.Document) bool) ([]*pipeline.Candidate, error) {
 	return r.b.DenseRecall(ctx, query, k, r.filter)
 }
 

@@ -103,7 +103,7 @@ func (b denseBackend) damaged(err error) error {
 		Data: &rcp.ErrorData{Retryable: &no, Detail: "re-initialize the session once it is offered again (sparse retrieval is unaffected)"}}
 }
 
-func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func(*index.Document) bool) ([]*pipeline.Candidate, error) {
+func (b denseBackend) Recall(ctx context.Context, query string, k, ef int, keep func(*index.Document) bool) ([]*pipeline.Candidate, error) {
 	qv, err := b.g.model.Embed(ctx, []string{query}, embed.KindQuery)
 	if err != nil {
 		return nil, b.damaged(fmt.Errorf("engine: embedding query: %w", err))
@@ -112,7 +112,7 @@ func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func
 		return nil, nil
 	}
 	if lk, ok := b.e.ix.(numLookup); ok && keep == nil {
-		return b.recallStored(ctx, lk, qv[0], k)
+		return b.recallStored(ctx, lk, qv[0], k, ef)
 	}
 	var out []*pipeline.Candidate
 	err = b.e.db.View(func(tx *bolt.Tx) error {
@@ -130,7 +130,7 @@ func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func
 			}
 			return doc
 		}
-		var opts ann.SearchOptions
+		opts := ann.SearchOptions{Ef: ef}
 		if keep != nil {
 			// ann evaluates the filter inside its walk, on this goroutine.
 			opts.Filter = func(key uint64) bool {
@@ -163,8 +163,8 @@ func (b denseBackend) Recall(ctx context.Context, query string, k int, keep func
 // checked against the index's current snapshot in memory; only keys not
 // seen before, or whose document was replaced or deleted since, are looked
 // up in engine.db and the document store.
-func (b denseBackend) recallStored(ctx context.Context, lk numLookup, qv []float32, k int) ([]*pipeline.Candidate, error) {
-	res, err := b.g.ann.Search(qv, k, ann.SearchOptions{})
+func (b denseBackend) recallStored(ctx context.Context, lk numLookup, qv []float32, k, ef int) ([]*pipeline.Candidate, error) {
+	res, err := b.g.ann.Search(qv, k, ann.SearchOptions{Ef: ef})
 	if err != nil {
 		return nil, b.damaged(fmt.Errorf("engine: dense search: %w", err))
 	}

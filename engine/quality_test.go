@@ -67,9 +67,9 @@ var qualityMetrics = func() []eval.Metric {
 	return ms
 }()
 
-// measure runs every query of ds with opts (k = 100) and returns the mean
-// nDCG@10 and Recall@100.
-func measure(t testing.TB, e *Engine, ds *eval.Dataset, opts eval.Options) (ndcg, recall float64) {
+// measure runs every query of ds with opts and k hits and returns the
+// mean nDCG@10 and Recall@100.
+func measure(t testing.TB, e *Engine, ds *eval.Dataset, opts eval.Options, k int) (ndcg, recall float64) {
 	t.Helper()
 	ctx := context.Background()
 	opts = maps.Clone(opts)
@@ -85,7 +85,7 @@ func measure(t testing.TB, e *Engine, ds *eval.Dataset, opts eval.Options) (ndcg
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(ds.Queries); i += workers {
-				runs[i], errs[i] = r.Retrieve(ctx, ds.Queries[i].Text, 100, opts)
+				runs[i], errs[i] = r.Retrieve(ctx, ds.Queries[i].Text, k, opts)
 			}
 		})
 	}
@@ -110,16 +110,22 @@ func loadDataset(t testing.TB, name string) *eval.Dataset {
 	return ds
 }
 
-// qualityModes are the rows of the quality table in docs/rcpd.md.
+// qualityModes are the rows of the quality table in docs/rcpd.md, each
+// measured over 100 hits (k 0) or k.
 var qualityModes = []struct {
 	name string
 	opts eval.Options
+	k    int
 }{
-	{"sparse", eval.Options{"mode": "sparse"}},
-	{"dense", eval.Options{"mode": "dense"}},
-	{"hybrid rrf", eval.Options{"mode": "hybrid", "fusion": map[string]any{"method": "rrf"}}},
-	{"hybrid convex", eval.Options{"mode": "hybrid"}}, // the server default: convex, α = DefaultAlpha
-	{"hybrid + mmr", eval.Options{"mode": "hybrid", "mmr": map[string]any{}}},
+	{"sparse", eval.Options{"mode": "sparse"}, 0},
+	{"dense", eval.Options{"mode": "dense"}, 0},
+	{"hybrid rrf", eval.Options{"mode": "hybrid", "fusion": map[string]any{"method": "rrf"}}, 0},
+	{"hybrid convex", eval.Options{"mode": "hybrid"}, 0}, // the server default: convex, α = DefaultAlpha
+	{"hybrid + mmr", eval.Options{"mode": "hybrid", "mmr": map[string]any{}}, 0},
+	// The top 10 as a client asking for 10 gets them: fused from the
+	// server's window (pipeline.hybridDepth), not from candidateK 100.
+	// Recall@100 of 10 hits is not a figure; its floor is 0.
+	{"hybrid convex, k 10", eval.Options{"mode": "hybrid"}, 10},
 }
 
 // qualityFloors are the asserted minimums (nDCG@10, Recall@100), a little
@@ -131,6 +137,8 @@ var qualityFloors = map[string]map[string][2]float64{
 		"hybrid rrf":    {0.392, 0.776},
 		"hybrid convex": {0.380, 0.730},
 		"hybrid + mmr":  {0.230, 0.728},
+		// measured 0.3846 (candidateK 100's top 10: 0.3844)
+		"hybrid convex, k 10": {0.380, 0},
 	},
 	"scifact": { // measured 0.6861/0.9216, 0.5225/0.8783, 0.6017/0.9283, 0.6971/0.9216, 0.6425/0.9149
 		"sparse":        {0.682, 0.917},
@@ -138,6 +146,8 @@ var qualityFloors = map[string]map[string][2]float64{
 		"hybrid rrf":    {0.597, 0.923},
 		"hybrid convex": {0.692, 0.917},
 		"hybrid + mmr":  {0.637, 0.910},
+		// measured 0.6997 (candidateK 100's top 10: 0.6981)
+		"hybrid convex, k 10": {0.692, 0},
 	},
 }
 
@@ -157,7 +167,11 @@ func TestRetrievalQuality(t *testing.T) {
 			floors := qualityFloors[name]
 			got := map[string]float64{}
 			for _, m := range qualityModes {
-				ndcg, recall := measure(t, e, ds, m.opts)
+				k := m.k
+				if k == 0 {
+					k = 100
+				}
+				ndcg, recall := measure(t, e, ds, m.opts, k)
 				got[m.name] = ndcg
 				t.Logf("| %s | %s | %.4f | %.4f |", name, m.name, ndcg, recall)
 				f := floors[m.name]
@@ -167,6 +181,11 @@ func TestRetrievalQuality(t *testing.T) {
 			}
 			if sp, hy := got["sparse"], got["hybrid convex"]; hy <= sp {
 				t.Errorf("%s: default hybrid nDCG@10 %.4f does not beat sparse %.4f", name, hy, sp)
+			}
+			// The server's fusion window costs no relevance: the top 10 fused
+			// from it rank as well as candidateK 100's top 10.
+			if deep, window := got["hybrid convex"], got["hybrid convex, k 10"]; window < deep-0.002 {
+				t.Errorf("%s: hybrid nDCG@10 %.4f from the server's window, %.4f from candidateK 100", name, window, deep)
 			}
 		})
 	}

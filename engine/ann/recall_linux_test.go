@@ -4,9 +4,11 @@ package ann_test
 // docs/benchmarks.md, skipped unless RECALL_GEN is set: on a dense
 // generation of an rcpd data directory (RECALL_GEN=DATA/dense/gNNNNNN,
 // holding lsa.model and the checkpoint) and the BEIR queries of its corpus
-// (RECALL_QUERIES), it reports recall@10 and recall@100 of k = 100
-// searches against the exact top 100, and the CPU time per search, for the
-// float32 walk and for the int8 walk (after Quantize).
+// (RECALL_QUERIES), it reports recall@10 and recall@k of k = 100 searches
+// (ef 100) and of k = 40 searches at ef 40 (the hybrid fusion window of a
+// top 10, pipeline.hybridDepth) against the exact top 100, and the CPU
+// time per search, for the float32 walk and for the int8 walk (after
+// Quantize).
 
 import (
 	"context"
@@ -34,35 +36,37 @@ func TestGenerationRecall(t *testing.T) {
 	for i, q := range queries {
 		exact[i], _ = ix.Search(q, 100, ann.SearchOptions{Exact: true})
 	}
-	measure := func(walk string) {
+	measure := func(walk string, k, ef int) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		var hit10, hit100, n10, n100 int
+		var hit10, hitK, n10, nK int
 		var cpu int64
 		for i, q := range queries {
 			c0 := threadCPU()
-			res, err := ix.Search(q, 100, ann.SearchOptions{})
+			res, err := ix.Search(q, k, ann.SearchOptions{Ef: ef})
 			cpu += threadCPU() - c0
 			if err != nil {
 				t.Fatal(err)
 			}
 			hit10 += overlap(res, exact[i], 10)
-			hit100 += overlap(res, exact[i], 100)
-			n10, n100 = n10+min(10, len(exact[i])), n100+len(exact[i])
+			hitK += overlap(res, exact[i], k)
+			n10, nK = n10+min(10, len(exact[i])), nK+min(k, len(exact[i]))
 		}
-		t.Logf("%s walk: %d vectors, %d queries: recall@10 %.4f, recall@100 %.4f, %.1f cpu-µs per search",
-			walk, ix.Len(), len(queries), float64(hit10)/float64(n10), float64(hit100)/float64(n100),
+		t.Logf("%s walk, k %d, ef %d: %d vectors, %d queries: recall@10 %.4f, recall@%d %.4f, %.1f cpu-µs per search",
+			walk, k, ef, ix.Len(), len(queries), float64(hit10)/float64(n10), k, float64(hitK)/float64(nK),
 			float64(cpu)/1e3/float64(len(queries)))
 	}
-	for range 2 { // the first pass faults the mapped pages in
-		measure("float32")
+	passes := func(walk string) {
+		for range 2 { // the first pass faults the mapped pages in
+			measure(walk, 100, 100)
+			measure(walk, 40, 40)
+		}
 	}
+	passes("float32")
 	if err := ix.Quantize(); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 {
-		measure("int8")
-	}
+	passes("int8")
 }
 
 // overlap counts the ids of got[:k] among want[:k].

@@ -56,8 +56,9 @@ type Dense interface {
 	// Recall returns up to k documents of the current snapshot most similar
 	// to query, best first (ties by id), with strictly positive similarity,
 	// restricted to documents for which keep returns true (keep nil: no
-	// restriction).
-	Recall(ctx context.Context, query string, k int, keep func(*index.Document) bool) ([]*Candidate, error)
+	// restriction). ef > 0 sets the search's candidate list (an
+	// approximate index's effort); 0 leaves it to the backend.
+	Recall(ctx context.Context, query string, k, ef int, keep func(*index.Document) bool) ([]*Candidate, error)
 	// Vectors returns the stored embeddings of ids (nil for unknown ids).
 	Vectors(ctx context.Context, ids []string) ([][]float32, error)
 }
@@ -345,7 +346,11 @@ func recallDense(ctx context.Context, s *State) ([]*Candidate, error) {
 	if r.Filter != nil {
 		keep = func(d *index.Document) bool { return r.Filter.Match(d.Meta) }
 	}
-	dense, err := s.Deps.Dense.Recall(ctx, r.Query, r.CandidateK, keep)
+	depth, ef := s.recallDepth(), 0
+	if depth < r.CandidateK { // the server's fusion window: the walk's effort follows it
+		ef = depth
+	}
+	dense, err := s.Deps.Dense.Recall(ctx, r.Query, depth, ef, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -355,26 +360,53 @@ func recallDense(ctx context.Context, s *State) ([]*Candidate, error) {
 	return dense, nil
 }
 
-// recallDepth is how many sparse candidates recall fetches. The ranked list
-// a request defines is CandidateK long; when every stage after recall keeps
-// the recall order and drops at most a tail (sparse mode, no rerank, no
-// recency, no feedback, chunk units so nothing collapses, no MMR; minScore
-// cuts a tail), the list's first n entries are the backend's top n, so a
-// PageDepth request fetches Offset+K candidates and one more, which tells
-// whether a next page exists. Pages, cursors, scores and confidence are
-// then those of the full-depth list; usage.candidates reports the depth
-// fetched.
+// recallDepth is how many candidates recall fetches from each backend.
+// The ranked list a request defines is CandidateK long; when every stage
+// after recall keeps the recall order and drops at most a tail (no rerank,
+// no recency, no feedback, chunk units so nothing collapses, no MMR;
+// minScore cuts a tail) and the caller allows it (PageDepth), recall
+// fetches less:
+//
+//   - sparse: the list's first n entries are the backend's top n, so a
+//     request fetches Offset+K candidates and one more, which tells whether
+//     a next page exists. Pages, cursors, scores and confidence are then
+//     those of the full-depth list.
+//   - hybrid: the fusion window is hybridDepth(K) per list — the fused list
+//     of that window is the request's list, so every page of one query
+//     (same K) fuses the same two lists and pages stay consistent; it ends
+//     where the two windows' union ends. A client wanting a deeper list
+//     sets candidateK.
+//
+// usage.candidates reports the candidates fetched.
 func (s *State) recallDepth() int {
 	r := s.Req
-	if !r.PageDepth || r.Mode != rcp.ModeSparse || s.Deps.Reranker != nil && r.RerankTopN > 0 ||
+	if !r.PageDepth || s.Deps.Reranker != nil && r.RerankTopN > 0 ||
 		r.Recency != nil || s.Deps.Feedback != nil || r.Unit != rcp.UnitChunk || r.MMRLambda != nil {
 		return r.CandidateK
 	}
-	if r.Offset >= r.CandidateK-r.K { // the page reaches the end of the list (no overflow)
-		return r.CandidateK
+	switch r.Mode {
+	case rcp.ModeSparse:
+		if r.Offset >= r.CandidateK-r.K { // the page reaches the end of the list (no overflow)
+			return r.CandidateK
+		}
+		return r.Offset + r.K + 1
+	case rcp.ModeHybrid:
+		return min(r.CandidateK, hybridDepth(r.K))
 	}
-	return r.Offset + r.K + 1
+	return r.CandidateK
 }
+
+// The hybrid fusion window when the server chooses it: hybridDepthPerK
+// candidates per hit asked for, at least hybridDepthMin, from each list,
+// and the dense walk's ef is the window. Chosen on SciFact and Cranfield
+// (docs/benchmarks.md, "Hybrid fusion window"): the narrowest window whose
+// top-10 nDCG@10 is not below candidateK 100's on either set.
+const (
+	hybridDepthPerK = 4
+	hybridDepthMin  = 40
+)
+
+func hybridDepth(k int) int { return max(hybridDepthPerK*k, hybridDepthMin) }
 
 // termMax sums, over the distinct query words, the best score any document
 // reaches for that word alone (the confidence normaliser; at most 16 words).

@@ -224,7 +224,7 @@ func (d *depthSparse) Search(ctx context.Context, q index.Query) (*index.Result,
 // vectorDense serves MMR's vectors only: one per id, from its bytes.
 type vectorDense struct{}
 
-func (vectorDense) Recall(context.Context, string, int, func(*index.Document) bool) ([]*Candidate, error) {
+func (vectorDense) Recall(context.Context, string, int, int, func(*index.Document) bool) ([]*Candidate, error) {
 	return nil, fmt.Errorf("no dense recall")
 }
 
@@ -313,6 +313,89 @@ func TestPageDepth(t *testing.T) {
 				if d != 20 {
 					t.Fatalf("full-depth run searched %v", deepDepths)
 				}
+			}
+		})
+	}
+}
+
+// windowDense ranks the fakeSparse documents in reverse (the last first)
+// and records each call's k and ef.
+type windowDense struct {
+	units int // fakeSparse's 2n
+	calls [][2]int
+}
+
+func (d *windowDense) Recall(_ context.Context, _ string, k, ef int, _ func(*index.Document) bool) ([]*Candidate, error) {
+	d.calls = append(d.calls, [2]int{k, ef})
+	var out []*Candidate
+	for num := d.units; num > 0 && len(out) < k; num-- {
+		out = append(out, StoredDense(fakeDoc(index.DocNum(num)).ID, index.DocNum(num), float64(num)/float64(d.units)))
+	}
+	return out, nil
+}
+
+func (*windowDense) Vectors(context.Context, []string) ([][]float32, error) { return nil, nil }
+
+// TestHybridWindow: a hybrid request whose candidateK the server chose
+// fuses hybridDepth(k) candidates of each list, with the dense walk's ef
+// at the window, and its pages are those of the same request with that
+// window given as candidateK — every page fuses the same two lists, so
+// no hit repeats or goes missing across pages. Stages that look past the
+// page keep candidateK.
+func TestHybridWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		k         int
+		pageDepth bool
+		rerank    bool
+		want      [2]int // sparse depth and dense k; the dense ef is the window, or 0 (the backend's) at CandidateK
+	}{
+		{name: "k 3", k: 3, pageDepth: true, want: [2]int{40, 40}},
+		{name: "k 20", k: 20, pageDepth: true, want: [2]int{80, 80}},
+		{name: "k 30: the window reaches candidateK", k: 30, pageDepth: true, want: [2]int{100, 100}},
+		{name: "not allowed", k: 3, want: [2]int{100, 100}},
+		{name: "rerank", k: 3, pageDepth: true, rerank: true, want: [2]int{100, 100}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pages := func(candK int, pageDepth bool) (hits []string, sp *depthSparse, dn *windowDense) {
+				sp, dn = &depthSparse{fakeSparse: fakeSparse{n: 150}}, &windowDense{units: 300}
+				deps := &Deps{Sparse: sp, Dense: dn}
+				if tc.rerank {
+					deps.Reranker = lengthScorer{}
+				}
+				for off := 0; off >= 0; {
+					req := Request{Query: "q", K: tc.k, Offset: off, CandidateK: candK, Mode: rcp.ModeHybrid, Unit: rcp.UnitChunk, PageDepth: pageDepth}
+					if tc.rerank {
+						req.RerankTopN = tc.k
+					}
+					p, err := Run(context.Background(), deps, &req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, h := range p.Hits {
+						hits = append(hits, fmt.Sprintf("%s %g", h.ID, h.Score))
+					}
+					off = p.Next
+				}
+				return hits, sp, dn
+			}
+			got, sp, dn := pages(100, tc.pageDepth)
+			wantEf := 0
+			if tc.want[1] < 100 {
+				wantEf = tc.want[1]
+			}
+			if sp.depths[0] != tc.want[0] || dn.calls[0] != [2]int{tc.want[1], wantEf} {
+				t.Fatalf("sparse depth %d, dense (k, ef) %v; want %d, (%d, %d)", sp.depths[0], dn.calls[0], tc.want[0], tc.want[1], wantEf)
+			}
+			seen := map[string]bool{}
+			for _, h := range got {
+				if seen[h] {
+					t.Fatalf("hit %s on two pages", h)
+				}
+				seen[h] = true
+			}
+			if want, _, _ := pages(tc.want[0], false); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("pages differ from candidateK %d:\ngot  %q\nwant %q", tc.want[0], got, want)
 			}
 		})
 	}
