@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,23 +9,56 @@ import (
 	"strings"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
-// Repair makes a data directory that Open refuses openable again, deleting
-// nothing: each file that stops Open is moved into
-// dir/quarantine-<UTC time>/ and reported.
+// RepairReport is what Repair did to a data directory.
+type RepairReport struct {
+	// Moved lists the files moved into the quarantine directory, relative
+	// to the data directory.
+	Moved []string
+	// Salvaged is set when index/store.db had damaged pages: its readable
+	// records were copied into a new store.db (the damaged file is among
+	// Moved) and the index rebuilds its segments from them at the next Open.
+	Salvaged *Salvage
+}
+
+// Salvage describes a bbolt file rebuilt from its readable records.
+type Salvage struct {
+	File   string   // relative to the data directory
+	Copied int      // records (bbolt values) copied
+	Lost   []string // the stretches of keys that could not be read
+	// LostDocuments are the ids of the retrieval units (documents or
+	// chunks) whose records were lost, sorted.
+	LostDocuments []string
+}
+
+// Repair makes a data directory that Open refuses, or whose checks after
+// Open fail, openable again, deleting nothing: each damaged file is moved
+// into dir/quarantine-<UTC time>/ and reported.
 //
-//   - engine.db failing store.CheckFile: Open recreates it and rebuilds the
-//     document catalog from the index (idempotency keys are lost);
+//   - engine.db failing store.CheckFile or holding a damaged page: Open
+//     recreates it and rebuilds the document catalog from the index
+//     (idempotency keys and the dense log are lost; the dense index is
+//     rebuilt from the index's documents as for a new corpus);
 //   - index/store.db failing store.CheckFile, or missing while segment
 //     files exist: the store and every segment file go (segments number
 //     documents of the store they were written with); the index starts
-//     empty, and the moved store.db is kept for a restore.
+//     empty, and the moved store.db is kept for a restore;
+//   - index/store.db holding damaged pages (store.CheckFile passes, the page
+//     walk fails): every record that can still be read is copied into a new
+//     store.db (store.Salvage); the damaged file and the segment files are
+//     moved aside; the documents whose records were lost are deleted and
+//     reported; the next Open rebuilds the segments from the records
+//     (replaying every document, minutes at 1 M) and the document catalog
+//     from the index.
 //
 // The caller must not run rcpd on dir meanwhile.
-func Repair(dir string) (moved []string, err error) {
+func Repair(dir string) (*RepairReport, error) {
+	rep := &RepairReport{}
 	stamp := time.Now().UTC().Format("20060102T150405Z")
 	q := filepath.Join(dir, "quarantine-"+stamp)
 	move := func(rel string) error {
@@ -34,40 +68,104 @@ func Repair(dir string) (moved []string, err error) {
 		if err := os.Rename(filepath.Join(dir, rel), filepath.Join(q, rel)); err != nil {
 			return err
 		}
-		moved = append(moved, rel)
+		rep.Moved = append(rep.Moved, rel)
 		return nil
 	}
-	if err := store.CheckFile(filepath.Join(dir, "engine.db")); err != nil {
+	engineDB := filepath.Join(dir, "engine.db")
+	if _, err := os.Stat(engineDB); err == nil && damaged(engineDB) != nil {
 		if err := move("engine.db"); err != nil {
-			return moved, fmt.Errorf("engine: repair: %w", err)
+			return rep, fmt.Errorf("engine: repair: %w", err)
 		}
 	}
 	storeDB := filepath.Join("index", "store.db")
 	_, statErr := os.Stat(filepath.Join(dir, storeDB))
-	storeBad := store.CheckFile(filepath.Join(dir, storeDB)) != nil
-	if storeBad {
+	storeBad := statErr == nil && store.CheckFile(filepath.Join(dir, storeDB)) != nil
+	pagesBad := statErr == nil && !storeBad && damaged(filepath.Join(dir, storeDB)) != nil
+	switch {
+	case storeBad:
 		if err := move(storeDB); err != nil {
-			return moved, fmt.Errorf("engine: repair: %w", err)
+			return rep, fmt.Errorf("engine: repair: %w", err)
 		}
+	case pagesBad:
+		salvage := filepath.Join(dir, storeDB+".salvage")
+		os.Remove(salvage) // debris of an interrupted repair
+		sr, err := store.Salvage(filepath.Join(dir, storeDB), salvage)
+		if err != nil {
+			return rep, fmt.Errorf("engine: repair: %w", err)
+		}
+		if err := move(storeDB); err != nil {
+			return rep, fmt.Errorf("engine: repair: %w", err)
+		}
+		if err := os.Rename(salvage, filepath.Join(dir, storeDB)); err != nil {
+			return rep, fmt.Errorf("engine: repair: %w", err)
+		}
+		rep.Salvaged = &Salvage{File: storeDB, Copied: sr.Copied, Lost: sr.Lost}
 	}
-	if storeBad || errors.Is(statErr, os.ErrNotExist) {
+	if storeBad || pagesBad || errors.Is(statErr, os.ErrNotExist) {
 		segs := filepath.Join("index", "segments")
 		ents, _ := os.ReadDir(filepath.Join(dir, segs))
 		for _, e := range ents {
 			if strings.HasSuffix(e.Name(), ".rseg") {
 				if err := move(filepath.Join(segs, e.Name())); err != nil {
-					return moved, fmt.Errorf("engine: repair: %w", err)
+					return rep, fmt.Errorf("engine: repair: %w", err)
 				}
 			}
 		}
 	}
-	return moved, nil
+	if pagesBad {
+		lost, err := index.ResetForRebuild(context.Background(), filepath.Join(dir, "index"))
+		if err != nil {
+			return rep, fmt.Errorf("engine: repair: %w", err)
+		}
+		rep.Salvaged.LostDocuments = lost
+		if err := forgetCatalog(engineDB); err != nil {
+			return rep, fmt.Errorf("engine: repair: %w", err)
+		}
+	}
+	return rep, nil
 }
 
-// repairHint tells the operator the way out of a refused Open.
+// damaged reports a bbolt file that store.CheckFile refuses or whose page
+// walk (the check rcpd runs after Open) fails.
+func damaged(path string) error {
+	if err := store.CheckFile(path); err != nil {
+		return err
+	}
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return store.VerifyPages(context.Background(), db)
+}
+
+// forgetCatalog drops the catalog's state from engine.db (when it is
+// there), so that Open rebuilds the catalog from the repaired index.
+func forgetCatalog(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketCatalog); b != nil {
+			return b.Delete(keyState)
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// repairHint tells the operator the way out of a refused Open or of
+// damage found after it.
 func repairHint(err error) string {
 	if errors.Is(err, store.ErrCorruptFile) || errors.Is(err, index.ErrOrphanSegments) {
-		return "; the data directory was left untouched: restore the file from a backup, or run `rcpd repair --data DIR` to move the damaged files aside (nothing is deleted)"
+		return "; the data directory was left untouched: restore the file from a backup, or stop rcpd and run `rcpd repair --data DIR`, which moves the damaged files aside (nothing is deleted) and, for damaged pages of index/store.db, salvages every readable record and reports the documents lost"
 	}
 	return ""
 }

@@ -209,8 +209,8 @@ func TestRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	if moved, err := Repair(dir); err != nil || len(moved) != 0 {
-		t.Fatalf("a sound directory: moved %v, %v", moved, err)
+	if rep, err := Repair(dir); err != nil || len(rep.Moved) != 0 || rep.Salvaged != nil {
+		t.Fatalf("a sound directory: %+v, %v", rep, err)
 	}
 	if err := os.Remove(filepath.Join(dir, "index", "store.db")); err != nil {
 		t.Fatal(err)
@@ -222,10 +222,11 @@ func TestRepair(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "rcpd repair") {
 		t.Fatalf("Open = %v, want a refusal pointing at rcpd repair", err)
 	}
-	moved, err := Repair(dir)
+	rep, err := Repair(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	moved := rep.Moved
 	if len(moved) < 2 || moved[0] != "engine.db" {
 		t.Fatalf("moved %v", moved)
 	}

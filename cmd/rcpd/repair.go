@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	commands["repair"] = command{summary: "move aside the damaged files that stop a data directory from opening", run: runRepair}
+	commands["repair"] = command{summary: "move aside the damaged files of a data directory, salvaging the readable records of a damaged index store", run: runRepair}
 }
 
 // runRepair implements `rcpd repair --data DIR`: engine.Repair, then an
@@ -32,16 +32,13 @@ func runRepair(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		fmt.Fprintln(stderr, "usage: rcpd repair --data DIR")
 		return 2
 	}
-	moved, err := engine.Repair(*data)
-	for _, m := range moved {
-		fmt.Fprintf(stdout, "moved aside: %s\n", m)
+	rep, err := engine.Repair(*data)
+	if rep != nil {
+		printRepair(stdout, rep)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "rcpd repair:", err)
 		return 1
-	}
-	if len(moved) == 0 {
-		fmt.Fprintln(stdout, "nothing to move: no damaged database file and no orphaned segments")
 	}
 	eng, err := engine.Open(ctx, engine.Config{Dir: *data, Dense: engine.DenseNone, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
 	if err != nil {
@@ -52,4 +49,24 @@ func runRepair(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	_ = eng.Close()
 	fmt.Fprintf(stdout, "%s opens: %d documents, index version %s\n", *data, st.Docs, st.Version)
 	return 0
+}
+
+// printRepair reports what engine.Repair moved and salvaged.
+func printRepair(w io.Writer, rep *engine.RepairReport) {
+	for _, m := range rep.Moved {
+		fmt.Fprintf(w, "moved aside: %s\n", m)
+	}
+	if s := rep.Salvaged; s != nil {
+		fmt.Fprintf(w, "salvaged %s: %d records copied into a new file; the index rebuilds its segments from them at the next open\n", s.File, s.Copied)
+		for _, l := range s.Lost {
+			fmt.Fprintf(w, "unreadable: %s\n", l)
+		}
+		fmt.Fprintf(w, "documents lost: %d\n", len(s.LostDocuments))
+		for _, id := range s.LostDocuments {
+			fmt.Fprintf(w, "lost: %s\n", id)
+		}
+	}
+	if len(rep.Moved) == 0 {
+		fmt.Fprintln(w, "nothing to move: no damaged database file and no orphaned segments")
+	}
 }
