@@ -4,9 +4,12 @@
 // is answered, then connects (initialize) and pings, then sends one
 // retrieve (hybrid by default; retried while the dense side is still
 // loading, as a client would) and reports the three times from the exec.
-// rcpd is stopped with SIGTERM afterwards.
+// rcpd is stopped with SIGTERM afterwards. With -crash it first starts
+// rcpd once, waits until a session's ping is answered (the engine is open)
+// and -crash-after more, and SIGKILLs it: the times are then those of a
+// recovery from an unclean stop.
 //
-//	restart -rcpd ./rcpd -data DIR [-mode hybrid] [-query "…"] [-- extra rcpd flags]
+//	restart -rcpd ./rcpd -data DIR [-mode hybrid] [-query "…"] [-crash] [-- extra rcpd flags]
 //
 // It prints the times as JSON (milliseconds).
 package main
@@ -38,10 +41,18 @@ func main() {
 	mode := flag.String("mode", rcp.ModeHybrid, "mode of the first retrieve")
 	query := flag.String("query", "retrieval of passages", "query of the first retrieve")
 	limit := flag.Duration("timeout", 10*time.Minute, "give up after this long")
+	crashFirst := flag.Bool("crash", false, "SIGKILL a first rcpd once its engine is open, then measure the restart")
+	crashAfter := flag.Duration("crash-after", 2*time.Second, "with -crash: how long the first rcpd runs after its engine is open")
 	flag.Parse()
 	if *data == "" {
 		fmt.Fprintln(os.Stderr, "restart: -data is required")
 		os.Exit(2)
+	}
+	if *crashFirst {
+		if err := crash(*bin, *data, *crashAfter, *limit, flag.Args()); err != nil {
+			fmt.Fprintln(os.Stderr, "restart:", err)
+			os.Exit(1)
+		}
 	}
 	res, err := run(*bin, *data, *mode, *query, *limit, flag.Args())
 	if err != nil {
@@ -63,26 +74,54 @@ type result struct {
 	Retries    int     `json:"retrieveRetries"`
 }
 
-func run(bin, data, mode, query string, limit time.Duration, extra []string) (*result, error) {
+// launch execs `rcpd serve --http` on a free loopback port and returns it
+// with the URL of its RCP endpoint, relaying its log to stderr.
+func launch(bin, data string, extra []string) (*exec.Cmd, string, error) {
 	port, err := freePort()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
 	args := append([]string{"serve", "--http", "127.0.0.1:" + strconv.Itoa(port), "--data", data, "--log-level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	go relay(stderr)
+	return cmd, "http://127.0.0.1:" + strconv.Itoa(port) + "/rcp", nil
+}
+
+// crash starts rcpd, waits until a session's ping is answered and then
+// for after, and SIGKILLs it.
+func crash(bin, data string, after, limit time.Duration, extra []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd, url, err := launch(bin, data, extra)
+	if err != nil {
+		return err
+	}
+	c, err := firstPing(ctx, url)
+	if err == nil {
+		c.Close()
+		time.Sleep(after)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return err
+}
+
+func run(bin, data, mode, query string, limit time.Duration, extra []string) (*result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	start := time.Now()
+	cmd, url, err := launch(bin, data, extra)
+	if err != nil {
+		return nil, err
+	}
 	defer childproc.Stop(cmd, syscall.SIGTERM, 30*time.Second)
-	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/rcp"
 	if err := barePing(ctx, url); err != nil {
 		return nil, err
 	}

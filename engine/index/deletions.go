@@ -4,18 +4,22 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/crc32"
+	"sort"
 
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
-// The deletions saved at a clean close. Which documents of the segment
+// The deletions saved at a clean close, and the killed journal for the
+// other starts. Which documents of the segment
 // files are deleted follows from the store's live-id map; recovering it
 // reads every id (≈ 0.35–0.85 s of CPU at 1 M documents). Close saves the
 // segments' deletion sets instead, the way Lucene writes its live-docs
 // files, and the next Open reads them when nothing was written after the
 // close (the manifest's next document number and segments match, nothing
 // to replay) — in one small record, CRC-checked. Open removes the record
-// in its first commit, so after a crash the live-id map is read as before.
+// in its first commit; after a crash the deletions come from the killed
+// journal (store.ForEachKilled), whose size is the number of deleted
+// documents the segments still hold, not the corpus.
 //
 //	crc32c(rest) u32 | nextSeq uvarint | segments uvarint |
 //	per segment: name length uvarint, name, docs uvarint, deleted uvarint,
@@ -82,6 +86,45 @@ func decodeDeletions(b []byte, man store.Manifest) map[string]*Bitset {
 	}
 	if r.err || r.off != len(r.b) {
 		return nil
+	}
+	return out
+}
+
+// killedIn returns the deletion set of seg from the killed journal killed
+// (ascending document numbers; nil set: none deleted). Numbers no segment
+// holds any more (replayed documents' kills, merges not yet pruned) are
+// skipped.
+func killedIn(seg *segment, killed []uint64) (*Bitset, int) {
+	var del *Bitset
+	n := 0
+	lo := sort.Search(len(killed), func(i int) bool { return killed[i] >= seg.minSeq })
+	for _, seq := range killed[lo:] {
+		if seq > seg.maxSeq {
+			break
+		}
+		if l, ok := seg.findSeq(seq); ok && (del == nil || !del.Has(l)) {
+			if del == nil {
+				del = NewBitset(seg.n)
+			}
+			del.Set(l)
+			n++
+		}
+	}
+	return del, n
+}
+
+// deletedSeqs returns the numbers of the deleted documents of views,
+// ascending (views are in ascending ranges): the killed journal of a
+// store written before it existed.
+func deletedSeqs(views []segView) []uint64 {
+	var out []uint64
+	for _, v := range views {
+		if v.del == nil {
+			continue
+		}
+		for _, i := range v.del.Members() {
+			out = append(out, v.seg.seq(i))
+		}
 	}
 	return out
 }

@@ -12,9 +12,12 @@
 // (read-your-writes). Each commit first goes to an in-memory segment; a
 // background flusher later writes buffered segments to a segment file and
 // records it in the manifest, and a merger folds small files together.
-// After a crash, Open reloads the manifest's segment files, rebuilds
-// deletions from the store's live-id map, and replays documents committed
-// after the last flush.
+// After a crash, Open reloads the manifest's segment files, derives their
+// deletions from the store's killed journal (every killed document a
+// segment may hold, written in the killing transaction) and replays the
+// live documents committed after the last flush: nothing it reads grows
+// with the corpus, only with the deleted documents and the writes since
+// the last flush.
 //
 // # On disk
 //
@@ -24,7 +27,8 @@
 //	                                rules version, text length — see store.EncodeDoc),
 //	                                ids (id → seq), children (parent NUL chunk id),
 //	                                dead (deleted-at version ‖ seq, for retained
-//	                                snapshots), meta/manifest (JSON)
+//	                                snapshots), killed (seq of every killed document
+//	                                a segment may hold), meta/manifest (JSON)
 //	dir/segments/seg-NNNNNNNNNN.rseg segment files (format in segment.go)
 //
 // A segment file is published by writing a temporary file, fsyncing it,
@@ -343,15 +347,17 @@ func (ix *Index) noOrphanSegments() error {
 		ErrOrphanSegments, filepath.Join(ix.dir, segDir), n, filepath.Join(ix.dir, storeFile), storeFile)
 }
 
-// recover loads the manifest and segments, rebuilds tombstones from the
-// live-id map, replays documents not yet in segments and publishes a new
-// version. With Options.VerifyAfterOpen it adds the segment files whose
+// recover loads the manifest and segments, takes their deletions from the
+// set saved at a clean close, else from the killed journal (else, once
+// for a store written before the journal, from the live-id map), replays
+// documents not yet in segments and publishes a new version. With Options.VerifyAfterOpen it adds the segment files whose
 // checksums it left unverified to unsummed.
 func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 	var man store.Manifest
 	var found bool
 	live := &Bitset{}            // the live document numbers, a bit each (125 KB at 1 M), filled in id order
 	var saved map[string]*Bitset // the deletions saved at a clean close: no live scan
+	var killed []uint64          // the killed journal, ascending: no live scan either
 	err := ix.st.View(func(tx *store.ReadTx) error {
 		var err error
 		man, found, err = tx.Manifest()
@@ -362,6 +368,9 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 			if saved = decodeDeletions(tx.Deletions(), man); saved != nil {
 				return nil // no live scan
 			}
+		}
+		if found && man.Killed {
+			return tx.ForEachKilled(func(seq uint64) error { killed = append(killed, seq); return nil })
 		}
 		limit := uint64(math.MaxUint32) // document numbers are below the manifest's next one
 		if found {
@@ -402,7 +411,8 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		}
 	}
 	isLive := func(seq uint64) bool { return seq < uint64(live.Len()) && live.Has(uint32(seq)) }
-	ix.liveScanned = saved == nil
+	journaled := saved == nil && found && man.Killed
+	ix.liveScanned = saved == nil && !journaled
 
 	// Segments named in the manifest; anything else in the directory is
 	// debris from an interrupted flush or merge.
@@ -428,6 +438,8 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 			if v.del = saved[ref.Name]; v.del != nil {
 				v.ndel = v.del.Count()
 			}
+		} else if journaled {
+			v.del, v.ndel = killedIn(seg, killed)
 		} else {
 			for i := 0; i < seg.n; i++ {
 				if !isLive(seg.seq(uint32(i))) {
@@ -468,8 +480,8 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 	}
 	err = ix.st.View(func(tx *store.ReadTx) error {
 		return tx.ForEachDocFrom(man.FlushedSeq+1, func(seq uint64, d *Document) error {
-			if !isLive(seq) {
-				return nil
+			if s, ok := tx.LookupID(d.ID); !ok || s != seq {
+				return nil // killed (replaced or deleted)
 			}
 			if replayed%1024 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -511,10 +523,16 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 			return err
 		}
 		// From now on writes change the deletions: the saved ones hold
-		// only until this commit (a crash before the next clean close
-		// rebuilds them from the live-id map).
+		// only until this commit (after a crash before the next clean
+		// close they come from the killed journal).
 		if err := tx.PutDeletions(nil); err != nil {
 			return err
+		}
+		if !man.Killed { // a store written before the journal existed
+			if err := tx.ResetKilled(deletedSeqs(views)); err != nil {
+				return err
+			}
+			man.Killed = true
 		}
 		return tx.PutManifest(man)
 	}); err != nil {

@@ -781,9 +781,11 @@ func TestVerifyAfterOpen(t *testing.T) {
 // TestDeletionsSavedAtClose: a clean Close saves the segments' deletion
 // sets and the next Open uses them instead of reading every live id; they
 // equal what the live-id map gives, after deletes, upserts and a merge.
-// Open removes the record in its first commit, so a copy taken while the
-// index is open (a crash) reads the live-id map again, as does a damaged
-// record.
+// Open removes the record in its first commit; a copy taken while the
+// index is open (a crash), or a damaged record, derives them from the
+// killed journal — not from the live-id map, which is read only once, for
+// a store whose manifest does not say its journal is complete (written by
+// an older version).
 func TestDeletionsSavedAtClose(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -854,7 +856,19 @@ func TestDeletionsSavedAtClose(t *testing.T) {
 	}
 	os.Remove(filepath.Join(crashed, "LOCK"))
 	c := open(crashed)
-	check(c, true)
+	check(c, false)
+	mustAdd(t, c, Document{ID: "d7", Text: "replaced after the crash"}) // killed in the journal
+	if _, err := c.Delete(ctx, []string{"d8"}); err != nil {
+		t.Fatal(err)
+	}
+	again := t.TempDir()
+	if err := os.CopyFS(again, os.DirFS(crashed)); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	os.Remove(filepath.Join(again, "LOCK"))
+	c = open(again)
+	check(c, false)
 	c.Close()
 
 	// A damaged record is not used.
@@ -874,8 +888,44 @@ func TestDeletionsSavedAtClose(t *testing.T) {
 	}
 	st.Close()
 	ix = open(dir)
-	check(ix, true)
+	check(ix, false)
 	ix.Close()
+
+	// A manifest without the journal's mark (an older version wrote it,
+	// then crashed): the live-id map is read once, and the journal serves
+	// from then on.
+	st, err = store.Open(filepath.Join(dir, storeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(ctx, func(tx *store.Tx) error {
+		m, _, err := tx.Manifest()
+		m.Killed = false
+		if err == nil {
+			err = tx.ResetKilled(nil)
+		}
+		if err == nil {
+			err = tx.PutDeletions(nil) // as after a crash
+		}
+		if err != nil {
+			return err
+		}
+		return tx.PutManifest(m)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	ix = open(dir)
+	check(ix, true)
+	crashed = t.TempDir()
+	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	os.Remove(filepath.Join(crashed, "LOCK"))
+	c = open(crashed)
+	check(c, false)
+	c.Close()
 }
 
 // onlySegment returns the path and bytes of the one segment file in dir.

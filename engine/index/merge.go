@@ -356,11 +356,18 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 	if isFlush {
 		m.FlushedSeq = max(m.FlushedSeq, maxSeq)
 	}
+	var gone []uint64 // killed documents no segment holds from now on
+	if !isFlush {
+		gone = deletedSeqs(src)
+	}
 	oldest := ix.oldestRetained()
 	var purged []uint64
 	err = ix.st.Update(ctx, func(tx *store.Tx) error {
 		var err error
 		if purged, err = tx.PurgeDead(oldest); err != nil {
+			return err
+		}
+		if err := tx.Unkill(gone); err != nil {
 			return err
 		}
 		return tx.PutManifest(m)

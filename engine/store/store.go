@@ -69,6 +69,11 @@ type Manifest struct {
 	// record's verdict (Facts.ScreenRules).
 	ScreenRules string    `json:"screenRules,omitempty"`
 	Segments    []Segment `json:"segments"`
+	// Killed: the killed journal (ForEachKilled) holds every killed
+	// document a segment file may hold. An older version drops the field
+	// when it rewrites the manifest (its kills are not journaled), and the
+	// index then rebuilds the journal from the live-id map.
+	Killed bool `json:"killed,omitempty"`
 }
 
 // idsFill is the fill of pages split by id-keyed inserts: nearly full, with
@@ -131,7 +136,7 @@ func OpenUnverified(path string) (*Store, error) {
 		NoFreelistSync: false,
 	}, func(db *bolt.DB) error {
 		return db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bktDocs, bktIDs, bktChildren, bktDead, bktMeta} {
+			for _, b := range [][]byte{bktDocs, bktIDs, bktChildren, bktDead, bktMeta, bktKilled} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}
@@ -507,6 +512,9 @@ func (t *Tx) Kill(id string, seq, version uint64, replaced bool) error {
 		if err := t.tx.Bucket(bktIDs).Delete([]byte(id)); err != nil {
 			return fmt.Errorf("store: delete id: %w", err)
 		}
+	}
+	if err := t.tx.Bucket(bktKilled).Put(seqKey(seq), nil); err != nil {
+		return fmt.Errorf("store: journal kill: %w", err)
 	}
 	k := make([]byte, 16)
 	binary.BigEndian.PutUint64(k, version)
