@@ -67,6 +67,9 @@ func newWriteQueue() *writeQueue { return &writeQueue{wake: make(chan struct{})}
 // commitWrite queues w and returns once it is committed (or failed). The
 // caller reads w.err, w.replay and w.version.
 func (e *Engine) commitWrite(w *writeReq) error {
+	if e.unchangedWrite(w) {
+		return nil
+	}
 	e.writesQueued.Add(1)
 	defer e.writesQueued.Add(-1)
 	q := e.writes
@@ -103,6 +106,48 @@ func (e *Engine) commitWrite(w *writeReq) error {
 	q.wake = make(chan struct{})
 	q.mu.Unlock()
 	return w.err
+}
+
+// unchanger is the embedded index's test for a batch that would change
+// nothing (index.Index.Unchanged).
+type unchanger interface {
+	Unchanged(b *index.Batch) (bool, error)
+}
+
+// unchangedWrite answers w without a commit when it changes nothing: an
+// identical re-add, every document stored exactly as given, none chunked
+// and no idempotency key to record. Such a commit would write no document,
+// yet cost two fsynced transactions in the write queue, a dense re-embed
+// and a graph re-extraction of every document. The answer is decided
+// where no write to w's ids is queued or committing and the index has not
+// published a version since the documents were compared, so it is the one
+// a commit in arrival order would give (w.version is set).
+func (e *Engine) unchangedWrite(w *writeReq) bool {
+	un, ok := e.ix.(unchanger)
+	if !ok || w.plan.batch == nil || w.key != "" || w.plan.nchunks > 0 || len(w.plan.idocs) == 0 || e.writable() != nil {
+		return false
+	}
+	v := e.ix.Version()
+	if same, err := un.Unchanged(w.plan.batch); err != nil || !same {
+		return false
+	}
+	ids := make(map[string]bool, len(w.plan.docs))
+	for _, d := range w.plan.docs {
+		ids[d.id] = true
+	}
+	q := e.writes
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e.ix.Version() != v {
+		return false // something was committed meanwhile: take the queue
+	}
+	for _, p := range q.pending {
+		if sharesID(p.plan, ids) {
+			return false // an earlier write to one of its ids goes first
+		}
+	}
+	w.version = v
+	return true
 }
 
 // takeGroup returns the writes at the head of pending that commit

@@ -188,3 +188,81 @@ func TestGroupCommitSettlesEachWrite(t *testing.T) {
 		t.Errorf("Q#c1 = %+v, %v", d, err)
 	}
 }
+
+// An identical re-add changes nothing, so it is answered without a commit:
+// it returns while another write holds the write lock, at the current
+// index version, and logs no dense op.
+func TestIdenticalReAddSkipsTheQueue(t *testing.T) {
+	e := newEngine(t, nil)
+	add := func(params string) (rcp.IndexAddResult, error) {
+		var out rcp.IndexAddResult
+		res, err := e.Call(context.Background(), rcp.MethodIndexAdd, []byte(params))
+		if err == nil {
+			b, _ := json.Marshal(res)
+			err = json.Unmarshal(b, &out)
+		}
+		return out, err
+	}
+	if _, err := add(doc("same", "an identical re-add writes nothing")); err != nil {
+		t.Fatal(err)
+	}
+	version, ops := e.ix.Version(), e.opSeq.Load()
+
+	e.wmu.Lock() // a commit in progress
+	done := make(chan error, 1)
+	var res rcp.IndexAddResult
+	go func() {
+		var err error
+		res, err = add(doc("same", "an identical re-add writes nothing"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		e.wmu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a hang guard: it waits for the lock
+		e.wmu.Unlock()
+		<-done
+		t.Fatal("an identical re-add waited for the commit in progress")
+	}
+	if len(res.IDs) != 1 || res.IDs[0] != "same" || res.IndexVersion != version {
+		t.Errorf("identical re-add = %+v, want id same at version %s", res, version)
+	}
+	if got := e.opSeq.Load(); got != ops {
+		t.Errorf("dense op sequence %d after the identical re-add, want %d", got, ops)
+	}
+	// A changed document, or a new one, is a write.
+	for _, params := range []string{doc("same", "changed text"), doc("other", "a new document")} {
+		res, err := add(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IndexVersion == version {
+			t.Errorf("%s answered at the old version %s", params, version)
+		}
+		version = res.IndexVersion
+	}
+}
+
+// An identical re-add behind a queued write to the same id is not answered
+// early: it waits its turn, so the last write to arrive wins.
+func TestIdenticalReAddKeepsOrderPerID(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone })
+	if _, err := e.Call(context.Background(), rcp.MethodIndexAdd, []byte(doc("a", "first text"))); err != nil {
+		t.Fatal(err)
+	}
+	e.wmu.Lock()
+	changed := enqueueAdd(t, e, context.Background(), doc("a", "second text"), 1)
+	again := enqueueAdd(t, e, context.Background(), doc("a", "first text"), 2)
+	e.wmu.Unlock()
+	for _, q := range []*queuedAdd{changed, again} {
+		if _, err := q.wait(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := e.ix.Get(context.Background(), "a"); err != nil || d == nil || d.Text != "first text" {
+		t.Fatalf("a = %+v, %v; want the first text, written last", d, err)
+	}
+}

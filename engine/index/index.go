@@ -744,6 +744,42 @@ func JoinBatches(bs ...*Batch) *Batch {
 	return out
 }
 
+// Unchanged reports whether committing b would change nothing: every
+// document of b names an id whose live record holds it exactly (Commit's
+// test for an identical re-add), and none is a chunk (a chunk batch also
+// replaces its parent's other chunks). It reads the current snapshot of
+// the store and takes no lock: a caller that answers a write from it must
+// itself exclude concurrent writes to those ids.
+func (ix *Index) Unchanged(b *Batch) (bool, error) {
+	if ix.closed.Load() {
+		return false, ErrClosed
+	}
+	same := true
+	err := ix.st.View(func(tx *store.ReadTx) error {
+		for i := range b.docs {
+			d := &b.docs[i]
+			if d.ID == "" || d.Chunk != nil || b.inputs[i].enc == nil {
+				same = false
+				return nil
+			}
+			seq, ok := tx.LookupID(d.ID)
+			if !ok {
+				same = false
+				return nil
+			}
+			if old, _ := tx.DocBytes(seq); !ix.st.SameRecord(old, b.inputs[i].enc) {
+				same = false
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("index: %w", err)
+	}
+	return same, nil
+}
+
 // Commit writes a prepared batch: Add after Prepare.
 func (ix *Index) Commit(ctx context.Context, b *Batch) ([]string, error) {
 	docs, inputs := b.docs, b.inputs

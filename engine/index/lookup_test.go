@@ -46,3 +46,47 @@ func TestLiveIDs(t *testing.T) {
 		t.Fatalf("after Close: %v, want ErrClosed", err)
 	}
 }
+
+// Unchanged is true exactly when Commit would write nothing: every
+// document stored as given under its id, none a chunk.
+func TestUnchanged(t *testing.T) {
+	ctx := context.Background()
+	ix := openTest(t, "", Options{NoBackground: true})
+	mustAdd(t, ix, Document{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}, Document{ID: "b", Text: "beta"})
+	if _, err := ix.Delete(ctx, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		docs []Document
+		want bool
+	}{
+		{"identical", []Document{{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}}, true},
+		{"other text", []Document{{ID: "a", Text: "alpha!", Meta: map[string]any{"k": "v"}}}, false},
+		{"other meta", []Document{{ID: "a", Text: "alpha"}}, false},
+		{"other title", []Document{{ID: "a", Title: "A", Text: "alpha", Meta: map[string]any{"k": "v"}}}, false},
+		{"new id", []Document{{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}, {ID: "c", Text: "gamma"}}, false},
+		{"deleted id", []Document{{ID: "b", Text: "beta"}}, false},
+		{"no id", []Document{{Text: "alpha"}}, false},
+		{"chunk", []Document{{ID: "a#c0", Text: "alpha", Chunk: &ChunkRef{DocID: "a"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := ix.Prepare(ctx, tc.docs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := ix.Unchanged(b); err != nil || got != tc.want {
+				t.Errorf("Unchanged = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	// It agrees with Commit: the identical batch publishes no version.
+	v := ix.Version()
+	b, err := ix.Prepare(ctx, []Document{{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Commit(ctx, b); err != nil || ix.Version() != v {
+		t.Errorf("Commit of an unchanged batch: %v, version %s → %s", err, v, ix.Version())
+	}
+}
