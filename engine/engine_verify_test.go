@@ -30,11 +30,7 @@ func TestOpenLeavesPageWalkToVerify(t *testing.T) {
 		{"engine.db", func(k []byte) bool { return strings.HasPrefix(string(k), "doc") }},                   // catalog records by id
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.CopyFS(dir, os.DirFS(pristine)); err != nil {
-				t.Fatal(err)
-			}
-			damageLeafPage(t, filepath.Join(dir, tc.file), tc.match)
+			dir := damagedCopy(t, pristine, tc.file, tc.match)
 			cfg := Config{Dir: dir, Dense: DenseNone}
 			cfg.IndexOpts.NoBackground = true
 			e, err := Open(context.Background(), cfg)
@@ -74,6 +70,18 @@ func pageWalkDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return pristine
+}
+
+// damagedCopy copies the data directory pristine and damages a leaf page
+// of its file (see damageLeafPage).
+func damagedCopy(t *testing.T, pristine, file string, match func([]byte) bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(pristine)); err != nil {
+		t.Fatal(err)
+	}
+	damageLeafPage(t, filepath.Join(dir, file), match)
+	return dir
 }
 
 // damageLeafPage overwrites the self-identifying page id of the first
@@ -197,11 +205,7 @@ func TestRepairDamagedPages(t *testing.T) {
 		{"engine.db", func(k []byte) bool { return strings.HasPrefix(string(k), "doc") }, false},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.CopyFS(dir, os.DirFS(pristine)); err != nil {
-				t.Fatal(err)
-			}
-			damageLeafPage(t, filepath.Join(dir, tc.file), tc.match)
+			dir := damagedCopy(t, pristine, tc.file, tc.match)
 			rep, err := Repair(dir)
 			if err != nil {
 				t.Fatal(err)

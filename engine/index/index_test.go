@@ -847,26 +847,18 @@ func TestDeletionsSavedAtClose(t *testing.T) {
 	}
 	ix = open(dir)
 	check(ix, false)
-	crashed := t.TempDir()
-	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
-		t.Fatal(err)
-	}
+	crashed := crashCopy(t, dir)
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(crashed, "LOCK"))
 	c := open(crashed)
 	check(c, false)
 	mustAdd(t, c, Document{ID: "d7", Text: "replaced after the crash"}) // killed in the journal
 	if _, err := c.Delete(ctx, []string{"d8"}); err != nil {
 		t.Fatal(err)
 	}
-	again := t.TempDir()
-	if err := os.CopyFS(again, os.DirFS(crashed)); err != nil {
-		t.Fatal(err)
-	}
+	again := crashCopy(t, crashed)
 	c.Close()
-	os.Remove(filepath.Join(again, "LOCK"))
 	c = open(again)
 	check(c, false)
 	c.Close()
@@ -917,15 +909,23 @@ func TestDeletionsSavedAtClose(t *testing.T) {
 	st.Close()
 	ix = open(dir)
 	check(ix, true)
-	crashed = t.TempDir()
-	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
-		t.Fatal(err)
-	}
+	crashed = crashCopy(t, dir)
 	ix.Close()
-	os.Remove(filepath.Join(crashed, "LOCK"))
 	c = open(crashed)
 	check(c, false)
 	c.Close()
+}
+
+// crashCopy copies the directory of an open index: the state a crash
+// leaves (every commit is in the files).
+func crashCopy(t *testing.T, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(out, "LOCK"))
+	return out
 }
 
 // onlySegment returns the path and bytes of the one segment file in dir.

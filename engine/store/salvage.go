@@ -67,7 +67,6 @@ type kv struct{ k, v []byte }
 // bucket copies the bucket at path (nil: the top level, whose values are
 // all buckets) and, recursively, its nested buckets.
 func (s *salvager) bucket(path [][]byte) error {
-	var seq uint64
 	var nested [][]byte
 	var batch []kv
 	flush := func() error {
@@ -101,44 +100,17 @@ func (s *salvager) bucket(path [][]byte) error {
 		}
 		return nil
 	}
-	// Forward, up to the first unreadable page.
-	var last []byte
-	var werr error // a failure writing dst: not damage of src
-	fwd := Protect(s.src, func() error {
-		return s.in.View(func(tx *bolt.Tx) error {
-			c, sq := cursorAt(tx, path)
-			seq = sq
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if werr = visit(k, v); werr != nil {
-					return werr
-				}
-				last = bytes.Clone(k)
-			}
-			return nil
-		})
-	})
-	if werr != nil {
-		return werr
+	// Forward, up to the first unreadable page; then backward from the
+	// end, down to the last key read forward (or to the damage).
+	last, seq, fwd, err := s.pass(path, true, nil, visit)
+	if err != nil {
+		return err
 	}
 	if fwd != nil {
-		// Backward from the end, down to the last key read forward.
-		var first []byte
-		_ = Protect(s.src, func() error {
-			return s.in.View(func(tx *bolt.Tx) error {
-				c, _ := cursorAt(tx, path)
-				for k, v := c.Last(); k != nil && (last == nil || bytes.Compare(k, last) > 0); k, v = c.Prev() {
-					if werr = visit(k, v); werr != nil {
-						return werr
-					}
-					first = bytes.Clone(k)
-				}
-				return nil
-			})
-		})
-		if werr != nil {
-			return werr
+		first, _, _, err := s.pass(path, false, last, visit)
+		if err != nil {
+			return err
 		}
-		// The backward pass stops at the damage too (bwd), or at last.
 		what := fmt.Sprintf("bucket %s: the keys after %s", pathName(path), keyName(last))
 		if first != nil {
 			what += " and before " + keyName(first)
@@ -167,6 +139,35 @@ func (s *salvager) bucket(path [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// pass reads the bucket at path under Protect, forward from its first key,
+// or backward from its last down to the key after stop, handing each value
+// to visit; it returns the last key read, the bucket's sequence, the
+// damage that ended the pass early (nil: it reached its end) and visit's
+// error (writing dst, not damage of src).
+func (s *salvager) pass(path [][]byte, forward bool, stop []byte, visit func(k, v []byte) error) (reached []byte, seq uint64, damage, err error) {
+	damage = Protect(s.src, func() error {
+		return s.in.View(func(tx *bolt.Tx) error {
+			c, sq := cursorAt(tx, path)
+			seq = sq
+			first, next := c.First, c.Next
+			if !forward {
+				first, next = c.Last, c.Prev
+			}
+			for k, v := first(); k != nil && (forward || stop == nil || bytes.Compare(k, stop) > 0); k, v = next() {
+				if err = visit(k, v); err != nil {
+					return err
+				}
+				reached = bytes.Clone(k)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		damage = nil
+	}
+	return reached, seq, damage, err
 }
 
 // cursorAt returns a cursor over the bucket at path (nil: the top level)
