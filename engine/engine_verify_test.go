@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/rcp"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/rcpgo/rcpgo/internal/bolttest"
+	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // TestOpenLeavesPageWalkToVerify damages a leaf page that Open does not
@@ -73,55 +75,15 @@ func pageWalkDir(t *testing.T) string {
 }
 
 // damagedCopy copies the data directory pristine and damages a leaf page
-// of its file (see damageLeafPage).
+// of its file (see bolttest.DamageLeafPage).
 func damagedCopy(t *testing.T, pristine, file string, match func([]byte) bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(pristine)); err != nil {
 		t.Fatal(err)
 	}
-	damageLeafPage(t, filepath.Join(dir, file), match)
+	bolttest.DamageLeafPage(t, filepath.Join(dir, file), match)
 	return dir
-}
-
-// damageLeafPage overwrites the self-identifying page id of the first
-// bbolt leaf page (4 KB pages) whose keys all satisfy match (the last one
-// holds the records after the last flush, which Open replays): bbolt
-// panics when it loads that page.
-func damageLeafPage(t *testing.T, path string, match func([]byte) bool) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const ps = 4096
-	le := binary.LittleEndian
-	found := -1
-	for id := 2; found < 0 && (id+1)*ps <= len(b); id++ {
-		p := b[id*ps : (id+1)*ps]
-		if le.Uint64(p) != uint64(id) || le.Uint16(p[8:])&0x02 == 0 {
-			continue
-		}
-		n := int(le.Uint16(p[10:]))
-		ok := n > 1
-		for i := 0; ok && i < n; i++ {
-			el := 16 + 16*i
-			pos, ksize := int(le.Uint32(p[el+4:])), int(le.Uint32(p[el+8:]))
-			if el+pos+ksize > len(p) || !match(p[el+pos:el+pos+ksize]) {
-				ok = false
-			}
-		}
-		if ok {
-			found = id
-		}
-	}
-	if found < 0 {
-		t.Fatalf("no leaf page of the wanted keys in %s", path)
-	}
-	le.PutUint64(b[found*ps:], uint64(found)+1_000_000)
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestDocumentsIsCounted: Documents reads the count the catalog keeps
