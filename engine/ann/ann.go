@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/viterin/vek/vek32"
 )
@@ -670,8 +671,8 @@ func (ix *Index) greedy(score func(int32) float32, ep int32, epScore float32, l 
 // exhausted. Results are returned best first.
 func (ix *Index) searchLayer(score func(int32) float32, q *quantized, eps []cand, ef, l int, admit func(int32) bool, vis *visited, buf *[]int32) []cand {
 	vis.reset(len(ix.ids))
-	var frontier maxHeap
-	var results minHeap
+	frontier := vis.frontier[:0]
+	results := make(minHeap, 0, ef+1)
 	for _, e := range eps {
 		if !vis.visit(e.slot) {
 			continue
@@ -712,6 +713,7 @@ func (ix *Index) searchLayer(score func(int32) float32, q *quantized, eps []cand
 			*buf = nb
 		}
 	}
+	vis.frontier = frontier[:0]
 	out := []cand(results)
 	sortCands(out)
 	return out
@@ -776,12 +778,33 @@ func (ix *Index) search(qv []float32, k int, opts SearchOptions) []Result {
 		return ix.exact(qv, k, opts.Filter)
 	}
 	if codes != nil {
-		// The walk ranked by codes: re-score its ef candidates exactly.
-		for i := range w {
-			w[i].score = dot(qv, ix.vec(w[i].slot))
-		}
+		ix.rescore(qv, w)
 	}
 	return ix.results(w, k)
+}
+
+// rescoreAhead is how many candidates ahead rescore fetches vectors.
+const rescoreAhead = 2
+
+// rescore re-scores the walk's candidates exactly with their float32
+// vectors (the walk ranked them by codes). The vectors lie scattered, one
+// cache miss per line: the vector rescoreAhead places ahead is fetched
+// while one is scored, so the misses overlap instead of following one
+// another.
+func (ix *Index) rescore(qv []float32, w []cand) {
+	lines := (4*ix.cfg.Dim + 63) / 64
+	fetch := func(i int) {
+		if i < len(w) {
+			prefetch(unsafe.Pointer(unsafe.SliceData(ix.vec(w[i].slot))), lines)
+		}
+	}
+	for i := range rescoreAhead {
+		fetch(i)
+	}
+	for i := range w {
+		fetch(i + rescoreAhead)
+		w[i].score = dot(qv, ix.vec(w[i].slot))
+	}
 }
 
 func (ix *Index) results(w []cand, k int) []Result {

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"encoding/binary"
 	"slices"
 	"testing"
 )
@@ -88,5 +89,26 @@ func TestUnchanged(t *testing.T) {
 	}
 	if _, err := ix.Commit(ctx, b); err != nil || ix.Version() != v {
 		t.Errorf("Commit of an unchanged batch: %v, version %s → %s", err, v, ix.Version())
+	}
+}
+
+// TestFindSeq: findSeq confines its search to the positions a number can
+// hold; every stored number is found at its position and every other one
+// is absent, in segments without gaps, with gaps, and with one document.
+func TestFindSeq(t *testing.T) {
+	for _, seqs := range [][]uint64{
+		{7}, {1, 2, 3, 4, 5}, {10, 11, 12, 20, 21, 40}, {3, 100, 101, 102}, {1, 3, 5, 7, 9, 11, 13},
+	} {
+		s := &segment{n: len(seqs), minSeq: seqs[0], maxSeq: seqs[len(seqs)-1]}
+		for _, q := range seqs {
+			s.sec[secSeqs] = binary.LittleEndian.AppendUint64(s.sec[secSeqs], q)
+		}
+		for q := uint64(0); q <= seqs[len(seqs)-1]+2; q++ {
+			at := slices.Index(seqs, q)
+			i, ok := s.findSeq(q)
+			if ok != (at >= 0) || ok && int(i) != at {
+				t.Fatalf("%v: findSeq(%d) = %d, %v; want %d", seqs, q, i, ok, at)
+			}
+		}
 	}
 }

@@ -891,13 +891,25 @@ func decodeDocList(b []byte, cnt, n int, fn func(uint32)) bool {
 	return true
 }
 
-// findSeq returns the local doc number holding seq.
+// findSeq returns the local doc number holding seq. Numbers ascend
+// strictly (checked at open), so seq can only sit at a position within
+// seq−minSeq of the first and maxSeq−seq of the last: the search is
+// confined to that range, which is the one position itself in a segment
+// without gaps (most of them; the dense recall resolves every hit here).
 func (s *segment) findSeq(seq uint64) (uint32, bool) {
 	if s.n == 0 || seq < s.minSeq || seq > s.maxSeq {
 		return 0, false
 	}
-	i := sort.Search(s.n, func(i int) bool { return s.seq(uint32(i)) >= seq })
-	if i < s.n && s.seq(uint32(i)) == seq {
+	last := uint64(s.n - 1)
+	lo, hi := uint64(0), min(last, seq-s.minSeq)
+	if d := s.maxSeq - seq; d < last {
+		lo = last - d
+	}
+	if lo > hi {
+		return 0, false
+	}
+	i := lo + uint64(sort.Search(int(hi-lo+1), func(j int) bool { return s.seq(uint32(lo)+uint32(j)) >= seq }))
+	if i <= hi && s.seq(uint32(i)) == seq {
 		return uint32(i), true
 	}
 	return 0, false

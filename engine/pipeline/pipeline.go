@@ -126,8 +126,8 @@ type Request struct {
 	K           int // page size
 	Offset      int // first rank of the page
 	CandidateK  int
-	Mode        string // rcp.ModeSparse, ModeDense or ModeHybrid
-	Fusion      fusion.Options
+	Mode        string             // rcp.ModeSparse, ModeDense or ModeHybrid
+	Fusion      fusion.Options     // Method, RRFK and Alpha (documents are keyed by id; K and Key are not read)
 	Weights     map[string]float64 // fusion weights by list ("dense", "sparse")
 	MMRLambda   *float64
 	Filter      *filter.Node
@@ -279,21 +279,7 @@ func recall(ctx context.Context, s *State) error {
 	case rcp.ModeDense:
 		s.Cands = dense
 	default:
-		byID := map[string]*Candidate{}
-		for _, c := range sparse {
-			byID[c.ID] = c
-			s.Cands = append(s.Cands, c)
-		}
-		for _, c := range dense {
-			if o, ok := byID[c.ID]; ok {
-				o.Dense, o.HasDense = c.Dense, true
-				if o.Doc == nil {
-					o.Doc, o.hasText = c.Doc, c.hasText
-				}
-				continue
-			}
-			s.Cands = append(s.Cands, c)
-		}
+		s.Cands = merge(sparse, dense)
 	}
 	s.Page.Candidates = len(s.Cands)
 	if s.observing() {
@@ -304,6 +290,35 @@ func recall(ctx context.Context, s *State) error {
 		s.observe("recall", 0.4, fmt.Sprintf("recall: %d sparse, %d dense candidates", len(sparse), len(dense)), partial)
 	}
 	return nil
+}
+
+// merge is the hybrid candidate list: the sparse candidates, then the
+// dense ones the sparse list lacks; a dense hit on a sparse candidate
+// gives it its dense score. Each id appears once (the backends return
+// each document once; a repeat would be kept at its first, best rank).
+func merge(sparse, dense []*Candidate) []*Candidate {
+	out := make([]*Candidate, 0, len(sparse)+len(dense))
+	byID := make(map[string]*Candidate, len(sparse)+len(dense))
+	for _, c := range sparse {
+		if _, ok := byID[c.ID]; !ok {
+			byID[c.ID] = c
+			out = append(out, c)
+		}
+	}
+	for _, c := range dense {
+		o, ok := byID[c.ID]
+		switch {
+		case !ok:
+			byID[c.ID] = c
+			out = append(out, c)
+		case !o.HasDense:
+			o.Dense, o.HasDense = c.Dense, true
+			if o.Doc == nil {
+				o.Doc, o.hasText = c.Doc, c.hasText
+			}
+		}
+	}
+	return out
 }
 
 // recallSparse searches the index for the request's sparse candidates and
@@ -461,47 +476,63 @@ func fuse(ctx context.Context, s *State) error {
 	if w, ok := r.Weights["dense"]; ok {
 		lists[1].Weight = &w
 	}
-	sp := slices.Clone(s.Cands)
-	sp = slices.DeleteFunc(sp, func(c *Candidate) bool { return !c.HasSparse })
-	slices.SortFunc(sp, func(a, b *Candidate) int { return byKey(a.Sparse, b.Sparse, a.ID, b.ID) })
-	dn := slices.Clone(s.Cands)
-	dn = slices.DeleteFunc(dn, func(c *Candidate) bool { return !c.HasDense })
-	slices.SortFunc(dn, func(a, b *Candidate) int { return byKey(a.Dense, b.Dense, a.ID, b.ID) })
-	lists[0].Hits = make([]rcp.Hit, len(sp))
+	sp, dn := ranked(s.Cands, sparseScore), ranked(s.Cands, denseScore)
+	scores := make([]float64, len(sp)+len(dn))
 	for i, c := range sp {
-		lists[0].Hits[i] = rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Sparse}
+		scores[i] = c.Sparse
 	}
-	lists[1].Hits = make([]rcp.Hit, len(dn))
 	for i, c := range dn {
-		lists[1].Hits[i] = rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Dense}
+		scores[len(sp)+i] = c.Dense
 	}
-	opts := r.Fusion
-	opts.Bare = true // only the fused scores are used
-	res, err := fusion.FuseContext(ctx, lists, opts)
+	scales, err := fusion.Scales(lists, [][]float64{scores[:len(sp)], scores[len(sp):]}, r.Fusion)
 	if err != nil {
 		return fmt.Errorf("pipeline: fuse: %w", err)
 	}
-	byID := make(map[string]*Candidate, len(s.Cands))
+	// Each id is one candidate (merge), so adding its contributions in
+	// list order from 0 gives rcp/fusion's scores bit for bit
+	// (TestFuseMatchesFusion), without building hits, keys or maps.
 	for _, c := range s.Cands {
-		byID[c.ID] = c
+		c.Fused = 0
 	}
-	out := make([]*Candidate, 0, len(res))
-	for _, fr := range res {
-		c := byID[fr.ID]
-		c.Fused, c.HasFused, c.Score = fr.Score, true, fr.Score
-		out = append(out, c)
+	for i, c := range sp {
+		c.Fused += scales[0].Contribution(i+1, c.Sparse)
 	}
-	s.Cands = out
-	slices.SortStableFunc(s.Cands, byScore)
+	for i, c := range dn {
+		c.Fused += scales[1].Contribution(i+1, c.Dense)
+	}
+	for _, c := range s.Cands {
+		c.HasFused, c.Score = true, c.Fused
+	}
+	slices.SortFunc(s.Cands, byScore)
 	method := fusion.EffectiveMethod(lists, r.Fusion.Method)
 	if method == "" {
 		method = rcp.FusionRRF
 	}
 	if s.observing() {
-		s.observe("fuse", 0.6, fmt.Sprintf("fused %d sparse + %d dense by %s into %d", len(sp), len(dn), method, len(out)), nil)
+		s.observe("fuse", 0.6, fmt.Sprintf("fused %d sparse + %d dense by %s into %d", len(sp), len(dn), method, len(s.Cands)), nil)
 	}
 	return nil
 }
+
+// ranked returns the candidates that have a score by(c) (ok), best first,
+// ties by id: one list of the fusion.
+func ranked(cs []*Candidate, by func(*Candidate) (float64, bool)) []*Candidate {
+	out := make([]*Candidate, 0, len(cs))
+	for _, c := range cs {
+		if _, ok := by(c); ok {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Candidate) int {
+		x, _ := by(a)
+		y, _ := by(b)
+		return byKey(x, y, a.ID, b.ID)
+	})
+	return out
+}
+
+func sparseScore(c *Candidate) (float64, bool) { return c.Sparse, c.HasSparse }
+func denseScore(c *Candidate) (float64, bool)  { return c.Dense, c.HasDense }
 
 func byKey(a, b float64, ida, idb string) int {
 	if c := cmp.Compare(b, a); c != 0 {

@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"math"
 	"reflect"
 	"testing"
 
@@ -41,5 +42,52 @@ func TestBare(t *testing.T) {
 				t.Fatalf("%s: bare hit %s has meta %v, want %v", method, b.ID, b.Hit.Meta, want[b.ID])
 			}
 		}
+	}
+}
+
+// TestScales: Scales' contributions, added per document in list order,
+// are Fuse's scores and weights bit for bit; its checks are Fuse's.
+func TestScales(t *testing.T) {
+	floor, alpha, w := 0.0, 0.3, 0.7
+	lists := []List{
+		{Engine: "s", Role: RoleLexical, ScoreFloor: &floor, Hits: []rcp.Hit{
+			{ID: rcp.StringID("a"), Score: 9.5}, {ID: rcp.StringID("b"), Score: 3.25}, {ID: rcp.StringID("c"), Score: math.NaN()}}},
+		{Engine: "d", Role: RoleDense, ScoreFloor: &floor, Weight: &w, Hits: []rcp.Hit{
+			{ID: rcp.StringID("c"), Score: 0.61}, {ID: rcp.StringID("a"), Score: 0.13}}},
+	}
+	scores := make([][]float64, len(lists))
+	for i, l := range lists {
+		for _, h := range l.Hits {
+			scores[i] = append(scores[i], h.Score)
+		}
+	}
+	for _, opts := range []Options{{}, {Method: rcp.FusionWeighted}, {Method: rcp.FusionConvex, Alpha: &alpha}} {
+		res, err := Fuse(lists, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scales, err := Scales(lists, scores, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, weight := map[string]float64{}, map[string]float64{}
+		for i, l := range lists {
+			for j, h := range l.Hits {
+				sum[h.ID.String()] += scales[i].Contribution(j+1, h.Score)
+				weight[h.ID.String()] += scales[i].Weight
+			}
+		}
+		for _, r := range res {
+			if sum[r.ID] != r.Score || weight[r.ID] != r.Weight {
+				t.Errorf("%q %s: Scales gives %v/%v, Fuse %v/%v", opts.Method, r.ID, sum[r.ID], weight[r.ID], r.Score, r.Weight)
+			}
+		}
+	}
+	bad := -1.0
+	if _, err := Scales(lists, scores, Options{Alpha: &bad, Method: rcp.FusionConvex}); err == nil {
+		t.Error("alpha -1 accepted")
+	}
+	if _, err := Scales(lists, scores[:1], Options{}); err == nil {
+		t.Error("one score list for two lists accepted")
 	}
 }

@@ -236,23 +236,9 @@ const checkEvery = 1024
 
 // FuseContext is Fuse that stops with ctx's error once ctx ends.
 func FuseContext(ctx context.Context, lists []List, opts Options) ([]Result, error) {
-	method := EffectiveMethod(lists, opts.Method)
-	if method != rcp.FusionRRF && method != rcp.FusionWeighted && method != rcp.FusionConvex {
-		return nil, fmt.Errorf("fusion: unknown method %q", opts.Method)
-	}
-	rrfK := float64(DefaultRRFK)
-	if opts.RRFK != nil {
-		rrfK = *opts.RRFK
-		if !finite(rrfK) || rrfK < 0 {
-			return nil, fmt.Errorf("fusion: rrfK %v must be a finite number ≥ 0", rrfK)
-		}
-	}
-	alpha := 0.5
-	if opts.Alpha != nil {
-		alpha = *opts.Alpha
-		if !(alpha >= 0 && alpha <= 1) {
-			return nil, fmt.Errorf("fusion: alpha %v outside [0,1]", alpha)
-		}
+	p, err := resolve(lists, opts)
+	if err != nil {
+		return nil, err
 	}
 	keyOf := opts.Key
 	if keyOf == nil {
@@ -269,27 +255,9 @@ func FuseContext(ctx context.Context, lists []List, opts Options) ([]Result, err
 
 	for li := range lists {
 		l := &lists[li]
-		w := 1.0
-		if l.Weight != nil {
-			w = *l.Weight
-		}
-		if method == rcp.FusionConvex {
-			switch l.Role {
-			case RoleDense:
-				w = alpha
-			case RoleLexical:
-				w = 1 - alpha
-			}
-		}
-		if !finite(w) {
-			return nil, fmt.Errorf("fusion: engine %q weight %v is not finite", l.Engine, w)
-		}
-		var lo, span float64
-		if method != rcp.FusionRRF {
-			var err error
-			if lo, span, err = bounds(l, method); err != nil {
-				return nil, err
-			}
+		sc, err := p.scale(l, len(l.Hits), func(i int) float64 { return l.Hits[i].Score })
+		if err != nil {
+			return nil, err
 		}
 		for hi := range l.Hits {
 			if seen++; seen%checkEvery == 0 {
@@ -302,20 +270,7 @@ func FuseContext(ctx context.Context, lists []List, opts Options) ([]Result, err
 				return nil, fmt.Errorf("%w: engine %q rank %d", ErrMissingID, l.Engine, hi+1)
 			}
 			rank := hi + 1
-			var c float64
-			if method == rcp.FusionRRF {
-				c = w / (rrfK + float64(rank))
-			} else {
-				norm := 1.0
-				if span != 0 {
-					s := h.Score
-					if math.IsNaN(s) {
-						s = 0
-					}
-					norm = (s - lo) / span
-				}
-				c = w * norm
-			}
+			c := sc.Contribution(rank, h.Score)
 			key := keyOf(h)
 			i, seen := index[key]
 			if !seen {
@@ -339,7 +294,7 @@ func FuseContext(ctx context.Context, lists []List, opts Options) ([]Result, err
 			}
 			a := &accs[i]
 			a.score += c
-			a.weight += w
+			a.weight += sc.Weight
 		}
 	}
 
@@ -385,13 +340,120 @@ func FuseContext(ctx context.Context, lists []List, opts Options) ([]Result, err
 	return out, nil
 }
 
+// params are Options resolved and checked against the lists.
+type params struct {
+	method      string
+	rrfK, alpha float64
+}
+
+// resolve applies Options' defaults and checks them (EffectiveMethod
+// decides the method).
+func resolve(lists []List, opts Options) (params, error) {
+	p := params{method: EffectiveMethod(lists, opts.Method), rrfK: DefaultRRFK, alpha: 0.5}
+	if p.method != rcp.FusionRRF && p.method != rcp.FusionWeighted && p.method != rcp.FusionConvex {
+		return p, fmt.Errorf("fusion: unknown method %q", opts.Method)
+	}
+	if opts.RRFK != nil {
+		p.rrfK = *opts.RRFK
+		if !finite(p.rrfK) || p.rrfK < 0 {
+			return p, fmt.Errorf("fusion: rrfK %v must be a finite number ≥ 0", p.rrfK)
+		}
+	}
+	if opts.Alpha != nil {
+		p.alpha = *opts.Alpha
+		if !(p.alpha >= 0 && p.alpha <= 1) {
+			return p, fmt.Errorf("fusion: alpha %v outside [0,1]", p.alpha)
+		}
+	}
+	return p, nil
+}
+
+// scale is list l's arithmetic under p; its n hits' scores are score(0),
+// …, score(n-1), best first.
+func (p params) scale(l *List, n int, score func(int) float64) (Scale, error) {
+	sc := Scale{rrf: p.method == rcp.FusionRRF, rrfK: p.rrfK, Weight: 1}
+	if l.Weight != nil {
+		sc.Weight = *l.Weight
+	}
+	if p.method == rcp.FusionConvex {
+		switch l.Role {
+		case RoleDense:
+			sc.Weight = p.alpha
+		case RoleLexical:
+			sc.Weight = 1 - p.alpha
+		}
+	}
+	if !finite(sc.Weight) {
+		return sc, fmt.Errorf("fusion: engine %q weight %v is not finite", l.Engine, sc.Weight)
+	}
+	if !sc.rrf {
+		var err error
+		if sc.lo, sc.span, err = bounds(l, n, score, p.method); err != nil {
+			return sc, err
+		}
+	}
+	return sc, nil
+}
+
+// Scale is one list's share of the fused arithmetic: what each of its
+// hits adds to its document's fused score and summed weight. Fuse applies
+// it to every hit; Scales gives it to callers that keep their own
+// candidates and only need the numbers (the engine's pipeline fuses two
+// lists of a few dozen candidates per hybrid retrieve, for which building
+// hits, keys and maps cost more than the arithmetic).
+type Scale struct {
+	Weight   float64 // added to the document's summed weight per hit
+	rrf      bool
+	rrfK     float64
+	lo, span float64
+}
+
+// Contribution is what the hit at 1-based rank with score adds to its
+// document's fused score (a NaN score is "no score", as in Fuse).
+func (sc Scale) Contribution(rank int, score float64) float64 {
+	if sc.rrf {
+		return sc.Weight / (sc.rrfK + float64(rank))
+	}
+	norm := 1.0
+	if sc.span != 0 {
+		if math.IsNaN(score) {
+			score = 0
+		}
+		norm = (score - sc.lo) / sc.span
+	}
+	return sc.Weight * norm
+}
+
+// Scales checks opts as Fuse does and returns each list's Scale. lists
+// give each list's Engine, Weight, ScoreFloor and Role (their Hits are not
+// read); scores[i] are list i's hit scores, best first. A caller that adds,
+// for every document, the contributions of its hits in list order starting
+// from 0 (and likewise the weights) gets Fuse's scores bit for bit.
+func Scales(lists []List, scores [][]float64, opts Options) ([]Scale, error) {
+	if len(scores) != len(lists) {
+		return nil, fmt.Errorf("fusion: %d score lists for %d lists", len(scores), len(lists))
+	}
+	p, err := resolve(lists, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Scale, len(lists))
+	for i := range lists {
+		ss := scores[i]
+		if out[i], err = p.scale(&lists[i], len(ss), func(j int) float64 { return ss[j] }); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // bounds returns the normalisation origin and span of a list: (min, max-min)
 // for weighted, (floor, max-floor) for convex, over the hits that have a
 // score. A span of 0 (all equal, one hit, or no scored hit) means norm 1.0.
-func bounds(l *List, method string) (lo, span float64, err error) {
+func bounds(l *List, n int, score func(int) float64, method string) (lo, span float64, err error) {
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for i := range l.Hits {
-		s := l.Hits[i].Score
+	for i := range n {
+		s := score(i)
 		if math.IsNaN(s) {
 			continue
 		}
