@@ -177,11 +177,13 @@ func (b denseBackend) recallStored(ctx context.Context, lk numLookup, qv []float
 	if err := b.resolveKeys(ctx, lk, res, nums, ids); err != nil {
 		return nil, err
 	}
+	cands := make([]pipeline.Candidate, len(res)) // one allocation for all
 	out := make([]*pipeline.Candidate, 0, len(res))
 	for i, r := range res {
 		// A unit the index lacks (deleted, or lost to a crash) is dropped.
 		if ids[i] != "" && r.Score > 0 {
-			out = append(out, pipeline.StoredDense(ids[i], nums[i], float64(r.Score)))
+			cands[i] = pipeline.StoredDense(ids[i], nums[i], float64(r.Score))
+			out = append(out, &cands[i])
 		}
 	}
 	sortDense(out)

@@ -96,8 +96,8 @@ type Candidate struct {
 // stores as num: like a sparse candidate, it is loaded only if a stage
 // needs its metadata or text (the page, the reranked top N, unit
 // grouping, recency, feedback).
-func StoredDense(id string, num index.DocNum, score float64) *Candidate {
-	return &Candidate{ID: id, Num: num, hasNum: true, Dense: score, HasDense: true, Score: score}
+func StoredDense(id string, num index.DocNum, score float64) Candidate {
+	return Candidate{ID: id, Num: num, hasNum: true, Dense: score, HasDense: true, Score: score}
 }
 
 // Verdict is what client feedback (engine/feedback) says about a unit.

@@ -329,7 +329,8 @@ func (d *windowDense) Recall(_ context.Context, _ string, k, ef int, _ func(*ind
 	d.calls = append(d.calls, [2]int{k, ef})
 	var out []*Candidate
 	for num := d.units; num > 0 && len(out) < k; num-- {
-		out = append(out, StoredDense(fakeDoc(index.DocNum(num)).ID, index.DocNum(num), float64(num)/float64(d.units)))
+		c := StoredDense(fakeDoc(index.DocNum(num)).ID, index.DocNum(num), float64(num)/float64(d.units))
+		out = append(out, &c)
 	}
 	return out, nil
 }
