@@ -671,8 +671,8 @@ func (ix *Index) greedy(score func(int32) float32, ep int32, epScore float32, l 
 // exhausted. Results are returned best first.
 func (ix *Index) searchLayer(score func(int32) float32, q *quantized, eps []cand, ef, l int, admit func(int32) bool, vis *visited, buf *[]int32) []cand {
 	vis.reset(len(ix.ids))
-	frontier := vis.frontier[:0]
-	results := make(minHeap, 0, ef+1)
+	var frontier maxHeap
+	var results minHeap
 	for _, e := range eps {
 		if !vis.visit(e.slot) {
 			continue
@@ -713,7 +713,6 @@ func (ix *Index) searchLayer(score func(int32) float32, q *quantized, eps []cand
 			*buf = nb
 		}
 	}
-	vis.frontier = frontier[:0]
 	out := []cand(results)
 	sortCands(out)
 	return out

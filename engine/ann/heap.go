@@ -94,9 +94,6 @@ func (h *minHeap) pop() cand {
 type visited struct {
 	marks []uint32
 	gen   uint32
-	// frontier is searchLayer's candidate heap, kept between searches so
-	// a search does not grow a new one.
-	frontier maxHeap
 }
 
 func (v *visited) reset(n int) {
