@@ -225,7 +225,13 @@ type Engine struct {
 	writesQueued atomic.Int64
 	wmu          sync.Mutex
 	rmu          sync.RWMutex
-	// readUnlock is rmu.RUnlock, bound once (readLock returns it).
+	// Retrieves and commits (readLock, engine_retrieve.go): a commit shuts
+	// queryGate (non-nil: closed when the gate opens again) as it begins,
+	// and takes qmu, which retrieves hold while they run, only before it
+	// changes the index.
+	queryGate atomic.Pointer[chan struct{}]
+	qmu       sync.RWMutex
+	// readUnlock is qmu.RUnlock, bound once (readLock returns it).
 	readUnlock func()
 	// querySem admits Config.QueryConcurrency retrieves into their pipeline.
 	querySem chan struct{}
@@ -369,7 +375,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
-	e.readUnlock = e.rmu.RUnlock
+	e.readUnlock = e.qmu.RUnlock
 	e.writes = newWriteQueue()
 	if n := cfg.QueryConcurrency; n > 0 {
 		e.querySem = make(chan struct{}, n)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -264,5 +266,83 @@ func TestIdenticalReAddKeepsOrderPerID(t *testing.T) {
 	}
 	if d, err := e.ix.Get(context.Background(), "a"); err != nil || d == nil || d.Text != "first text" {
 		t.Fatalf("a = %+v, %v; want the first text, written last", d, err)
+	}
+}
+
+// pausingScorer is a reranker that holds each retrieve in its pipeline
+// until released.
+type pausingScorer struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s pausingScorer) Score(ctx context.Context, _ string, ps []string) ([]float32, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default: // a later call: the test saw the first
+	}
+	<-s.release
+	return make([]float32, len(ps)), nil
+}
+func (pausingScorer) Identity() string { return "test-blocking-scorer" }
+
+// A commit does not wait for the retrieves already running before it writes
+// engine.db, only before it changes the index; retrieves that arrive during
+// the commit wait for it; the running one answers at the version it began.
+func TestCommitDoesNotWaitForRunningRetrieves(t *testing.T) {
+	sc := pausingScorer{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	e := newEngine(t, func(c *Config) { c.Reranker = sc; c.RerankMaxCandidates = 50 })
+	version := e.ix.Version()
+	running := make(chan error, 1)
+	var res rcp.RetrieveResult
+	go func() {
+		b, rerr := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "index", "k": 3, "mode": "sparse", "rerank": map[string]any{"method": "cross-encoder"}})
+		if rerr != nil {
+			running <- rerr
+			return
+		}
+		running <- json.Unmarshal(b, &res)
+	}()
+	<-sc.entered // the retrieve is in its pipeline
+
+	add := enqueueAdd(t, e, context.Background(), doc("during", "written while a retrieve runs"), 0)
+	catalogued := func() bool {
+		var rec *docRecord
+		_ = e.db.View(func(tx *bolt.Tx) error { rec = getRecord(tx.Bucket(bucketDocs), "during"); return nil })
+		return rec != nil
+	}
+	deadline := time.Now().Add(time.Minute) // a hang guard, not a timing bound
+	for !catalogued() {
+		if time.Now().After(deadline) {
+			close(sc.release)
+			t.Fatal("the commit did not write engine.db while a retrieve was running")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-add.done:
+		t.Fatal("the add changed the index while a retrieve was running")
+	default:
+	}
+	arrived := make(chan error, 1)
+	go func() {
+		if _, rerr := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "written while", "k": 3, "mode": "sparse"}); rerr != nil {
+			arrived <- rerr
+			return
+		}
+		arrived <- nil
+	}()
+	close(sc.release)
+	if err := <-running; err != nil {
+		t.Fatal(err)
+	}
+	if res.IndexVersion != version {
+		t.Errorf("the running retrieve answered at %s, want %s (where it began)", res.IndexVersion, version)
+	}
+	if r, err := add.wait(t); err != nil || r.IndexVersion == version {
+		t.Fatalf("add: %+v, %v", r, err)
+	}
+	if err := <-arrived; err != nil {
+		t.Fatal(err)
 	}
 }

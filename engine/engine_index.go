@@ -303,6 +303,8 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 	// two commits Open re-derives those documents' records and dense log.
 	e.rmu.Lock()
 	defer e.rmu.Unlock()
+	e.shutQueries()
+	defer e.openQueries()
 	prev := make(map[string]*docRecord, len(catalog))
 	var opSeq uint64
 	if err := e.db.Update(func(tx *bolt.Tx) error {
@@ -348,6 +350,10 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 	}); err != nil {
 		return fmt.Errorf("engine: dense log and catalog: %w", err)
 	}
+	// The retrieves that were running when the commit began have had the
+	// engine.db transaction to finish; the index changes once they have.
+	e.qmu.Lock()
+	defer e.qmu.Unlock()
 	if len(transitions) > 0 {
 		if _, err := e.ix.Delete(ctx, transitions); err != nil {
 			e.catalogOpen.Store(false) // the catalog is ahead of the index
@@ -598,6 +604,10 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 	}
 	e.rmu.Lock()
 	defer e.rmu.Unlock()
+	e.shutQueries()
+	defer e.openQueries()
+	e.qmu.Lock()
+	defer e.qmu.Unlock()
 	var opSeq uint64
 	// The index deletes first: the catalog names the documents it is
 	// about to lose before (engine_catalog_recover.go), so that a crash
