@@ -140,7 +140,12 @@ func agenticChecks() []Check {
 					return *o
 				}
 				top := before.hits[0]
-				sid := s.uniq("reporter")
+				// One reporter session for every run of the suite: a server
+				// rightly quarantines a hit that several sessions report, so a
+				// fresh session per run would make a second certification of
+				// the same server (rcpd --demo keeps its data) corroborate the
+				// first one's reports and fail this check.
+				const sid = "rcp-conformance-reporter"
 				for range 5 {
 					r := s.call(ctx, "feedback", map[string]any{"sessionId": sid, "signals": []any{map[string]any{"hitId": top.id, "poisonSuspected": true, "injectionSuspected": true}}})
 					if !r.ok() {

@@ -300,3 +300,21 @@ func TestRunWithoutSchema(t *testing.T) {
 		t.Error("--schema missing.json: want an error")
 	}
 }
+
+// Certifying the same server twice must not fail feedback.advisory: the
+// server keeps the first run's reports, and a hit reported by two sessions
+// is rightly quarantined, so every run reports as the same session.
+func TestFeedbackAdvisoryRepeatable(t *testing.T) {
+	srv := newTServer(tsConfig{})
+	opts := testOptions()
+	opts.Only = []string{"feedback.advisory"}
+	for run := 1; run <= 2; run++ {
+		rep := runSuite(t, pipeTarget(srv), opts)
+		if len(rep.Checks) != 1 {
+			t.Fatalf("run %d: %d results, want 1", run, len(rep.Checks))
+		}
+		if r := rep.Checks[0]; r.Status != Pass {
+			t.Errorf("run %d: %s %s: %s", run, r.ID, r.Status, r.Detail)
+		}
+	}
+}

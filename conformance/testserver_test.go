@@ -70,7 +70,8 @@ type tserver struct {
 	httpInitialized bool
 	seen            map[string]map[string]bool // sessionId → hit ids returned
 	perturbed       int                        // feedback.concurrent-retrieve: retrieves left to disturb
-	quarantined     map[string]bool            // feedback.advisory: ids hidden after one report
+	quarantined     map[string]bool            // ids hidden: after reports from two sessions, or one with the feedback.advisory mutation
+	reporters       map[string]map[string]bool // hit id → sessions that reported it poisoned
 }
 
 func newTServer(cfg tsConfig) *tserver {
@@ -80,7 +81,8 @@ func newTServer(cfg tsConfig) *tserver {
 	if cfg.bad == nil {
 		cfg.bad = map[string]bool{}
 	}
-	srv := &tserver{cfg: cfg, idem: map[string]any{}, version: 1, seen: map[string]map[string]bool{}, quarantined: map[string]bool{}}
+	srv := &tserver{cfg: cfg, idem: map[string]any{}, version: 1, seen: map[string]map[string]bool{}, quarantined: map[string]bool{},
+		reporters: map[string]map[string]bool{}}
 	texts := []string{
 		"The Eiffel Tower is a wrought-iron lattice tower in Paris, France.",
 		"Paris is the capital of France on the river Seine.",
@@ -1795,18 +1797,26 @@ func (ss *tsession) feedbackEffects(p map[string]json.RawMessage) {
 	if srv.bad("feedback.concurrent-retrieve") {
 		srv.perturbed = 2
 	}
-	if !srv.bad("feedback.advisory") {
-		return
-	}
 	var fp struct {
-		Signals []struct {
+		SessionID string `json:"sessionId"`
+		Signals   []struct {
 			HitID           any  `json:"hitId"`
 			PoisonSuspected bool `json:"poisonSuspected"`
 		} `json:"signals"`
 	}
 	_ = json.Unmarshal(mustJSON(p), &fp)
 	for _, sg := range fp.Signals {
-		if id, ok := sg.HitID.(string); ok && sg.PoisonSuspected {
+		id, ok := sg.HitID.(string)
+		if !ok || !sg.PoisonSuspected {
+			continue
+		}
+		// Conformant, as rcpd: a hit is quarantined once two sessions
+		// corroborate the report; the mutation quarantines on one.
+		if srv.reporters[id] == nil {
+			srv.reporters[id] = map[string]bool{}
+		}
+		srv.reporters[id][fp.SessionID] = true
+		if len(srv.reporters[id]) >= 2 || srv.bad("feedback.advisory") {
 			srv.quarantined[id] = true
 		}
 	}
