@@ -67,13 +67,16 @@ func sniffUTF16(b []byte) (unicode.Endianness, bool) {
 }
 
 // binary reports whether b looks like something other than text: a NUL
-// byte, more than 10% control characters, or more than 10% bytes that are
-// not valid UTF-8, in its first sniffLen bytes.
+// byte anywhere, or, in its first sniffLen bytes, more than 10% control
+// characters or more than 10% bytes that are not valid UTF-8.
 func binary(b []byte) bool {
-	s := b[:min(len(b), sniffLen)]
-	if bytes.IndexByte(s, 0) >= 0 {
+	// A NUL anywhere, not only in the sniffed head: decoded text must never
+	// hold one (the store and the analysers treat text as NUL-free), and the
+	// scan is a memchr.
+	if bytes.IndexByte(b, 0) >= 0 {
 		return true
 	}
+	s := b[:min(len(b), sniffLen)]
 	var ctrl, invalid int
 	for len(s) > 0 {
 		r, size := utf8.DecodeRune(s)
