@@ -343,3 +343,31 @@ func TestFeedbackDocumentVerdictReachesChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestQuarantinedHitScoresBelowTheOthers: a quarantined hit moved below the
+// others must not keep a higher score than the hit above it — hits are
+// ordered by descending score (§4.6; rcp conformance's retrieve.ordered
+// failed against a demo directory whose feedback had quarantined a hit).
+func TestQuarantinedHitScoresBelowTheOthers(t *testing.T) {
+	e := newEngine(t, nil)
+	// k deep enough that the demoted hit is still on the page.
+	q := map[string]any{"query": "inverted index postings", "k": 50, "mode": "sparse"}
+	top := retrieve(t, e, q).Hits[0].ID
+	for _, s := range []string{"a", "b", "c"} {
+		if n, rerr := feedbackCall(t, e, map[string]any{"sessionId": s, "signals": []map[string]any{{"hitId": top, "poisonSuspected": true}}}); n != 1 || rerr != nil {
+			t.Fatal(n, rerr)
+		}
+	}
+	for _, mode := range []string{"sparse", "hybrid"} {
+		q["mode"] = mode
+		hits := retrieve(t, e, q).Hits
+		if hits[0].ID == top || !slices.ContainsFunc(hits, func(h wireHit) bool { return h.ID == top }) {
+			t.Fatalf("%s: the quarantined hit should be on the page, not first", mode)
+		}
+		for i := 1; i < len(hits); i++ {
+			if hits[i].Score > hits[i-1].Score {
+				t.Errorf("%s: hit %d (%s) scores %g above hit %d's %g", mode, i, hits[i].ID, hits[i].Score, i-1, hits[i-1].Score)
+			}
+		}
+	}
+}

@@ -661,6 +661,13 @@ func applyFeedback(ctx context.Context, s *State) error {
 		}
 		return byScore(a, b)
 	})
+	// Hits are ordered by descending score (§4.6): a quarantined candidate
+	// moved below the others scores no higher than the one above it.
+	for i := 1; i < len(s.Cands); i++ {
+		if c := s.Cands[i]; c.verdict != nil && c.verdict.Quarantined && c.Score > s.Cands[i-1].Score {
+			c.Score = s.Cands[i-1].Score
+		}
+	}
 	s.note("feedback prior applied")
 	return nil
 }
