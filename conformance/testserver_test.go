@@ -1810,8 +1810,9 @@ func (ss *tsession) feedbackEffects(p map[string]json.RawMessage) {
 		if !ok || !sg.PoisonSuspected {
 			continue
 		}
-		// Conformant, as rcpd: a hit is quarantined once two sessions
-		// corroborate the report; the mutation quarantines on one.
+		// Conformant: a hit is quarantined once two sessions corroborate
+		// the report (rcpd waits for three by default); the mutation
+		// quarantines on one.
 		if srv.reporters[id] == nil {
 			srv.reporters[id] = map[string]bool{}
 		}
