@@ -33,9 +33,7 @@ func TestOpenLeavesPageWalkToVerify(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			dir := damagedCopy(t, pristine, tc.file, tc.match)
-			cfg := Config{Dir: dir, Dense: DenseNone}
-			cfg.IndexOpts.NoBackground = true
-			e, err := Open(context.Background(), cfg)
+			e, err := openSparse(dir)
 			if err != nil {
 				t.Fatalf("Open read a page it should leave to the checks after it: %v", err)
 			}
@@ -54,9 +52,7 @@ func TestOpenLeavesPageWalkToVerify(t *testing.T) {
 func pageWalkDir(t *testing.T) string {
 	t.Helper()
 	pristine := t.TempDir()
-	cfg := Config{Dir: pristine, Dense: DenseNone}
-	cfg.IndexOpts.NoBackground = true
-	e, err := Open(context.Background(), cfg)
+	e, err := openSparse(pristine)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +91,7 @@ func damagedCopy(t *testing.T, pristine, file string, match func([]byte) bool) s
 func TestDocumentsIsCounted(t *testing.T) {
 	dir := t.TempDir()
 	open := func() *Engine {
-		cfg := Config{Dir: dir, Dense: DenseNone}
-		cfg.IndexOpts.NoBackground = true
-		e, err := Open(context.Background(), cfg)
+		e, err := openSparse(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,9 +180,7 @@ func TestRepairDamagedPages(t *testing.T) {
 			} else if rep.Salvaged != nil {
 				t.Fatalf("engine.db damage salvaged the index: %+v", rep.Salvaged)
 			}
-			cfg := Config{Dir: dir, Dense: DenseNone}
-			cfg.IndexOpts.NoBackground = true
-			e, err := Open(context.Background(), cfg)
+			e, err := openSparse(dir)
 			if err != nil {
 				t.Fatalf("after repair: %v", err)
 			}
@@ -212,4 +204,12 @@ func TestRepairDamagedPages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openSparse opens dir sparse-only, without the index's background work,
+// as the checks and repair tests need it.
+func openSparse(dir string) (*Engine, error) {
+	cfg := Config{Dir: dir, Dense: DenseNone}
+	cfg.IndexOpts.NoBackground = true
+	return Open(context.Background(), cfg)
 }
