@@ -7,9 +7,10 @@ package engine
 // rcpd data directory (RETRIEVE_DATA — it is written to: use a copy), waits
 // until its dense generation is loaded and checked, and sends every query of
 // RETRIEVE_QUERIES (BEIR queries.jsonl) through the full retrieve path in
-// process (an in-process rcp client: no HTTP) as a sparse and as a hybrid
-// top-10 retrieve, alternating the modes per pass, for RETRIEVE_ROUNDS passes
-// (default 4; the first warms up). Per mode it reports the p50 of
+// process (an in-process rcp client: no HTTP) as a top-10 retrieve in each
+// mode of RETRIEVE_MODES (comma-separated; default "sparse,hybrid"),
+// alternating the modes per pass, for RETRIEVE_ROUNDS passes (default 4;
+// the first warms up). Per mode it reports the p50 of
 // usage.latencyMs and the process CPU time per retrieve.
 
 import (
@@ -17,6 +18,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +36,10 @@ func TestRetrieveDataDir(t *testing.T) {
 		rounds = 4
 	}
 	queries := readQueryTexts(t, os.Getenv("RETRIEVE_QUERIES"))
+	modes := []string{rcp.ModeSparse, rcp.ModeHybrid}
+	if m := os.Getenv("RETRIEVE_MODES"); m != "" {
+		modes = strings.Split(m, ",")
+	}
 	e := quietEngine(t, Config{Dir: dir})
 	settle(t, e)
 	c := connect(t, e)
@@ -41,7 +47,7 @@ func TestRetrieveDataDir(t *testing.T) {
 	lat := map[string][]float64{}
 	cpu := map[string]time.Duration{}
 	for round := range rounds {
-		for _, mode := range []string{rcp.ModeSparse, rcp.ModeHybrid} {
+		for _, mode := range modes {
 			c0 := processCPU()
 			for _, q := range queries {
 				res, err := c.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery(q), K: 10, Mode: mode})
@@ -57,7 +63,7 @@ func TestRetrieveDataDir(t *testing.T) {
 			}
 		}
 	}
-	for _, mode := range []string{rcp.ModeSparse, rcp.ModeHybrid} {
+	for _, mode := range modes {
 		l := lat[mode]
 		slices.Sort(l)
 		if len(l) == 0 {
