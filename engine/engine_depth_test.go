@@ -90,7 +90,7 @@ func retrievePages(t *testing.T, e *Engine, params map[string]any) []wireResult 
 }
 
 // TestRetrieveHybridWindow: a hybrid retrieve whose candidateK the server
-// chose fuses a window of max(4·k, 40) candidates per list
+// chose fuses a window of max(2·k, 20) candidates per list
 // (usage.candidates, the union, is at most twice that) and pages through
 // the same fused list as the request with the window given as
 // candidateK; an explicit candidateK is fused as deep as asked.
@@ -105,20 +105,20 @@ func TestRetrieveHybridWindow(t *testing.T) {
 		}
 		return p
 	}
-	got, window, deep := retrievePages(t, e, params), retrievePages(t, e, withK(40)), retrievePages(t, e, withK(100))
-	if c := *got[0].Usage.Candidates; c < 40 || c > 80 {
-		t.Fatalf("the server's window fused %d candidates, want 40 to 80 (40 of each list)", c)
+	got, window, deep := retrievePages(t, e, params), retrievePages(t, e, withK(20)), retrievePages(t, e, withK(100))
+	if c := *got[0].Usage.Candidates; c < 20 || c > 40 {
+		t.Fatalf("the server's window fused %d candidates, want 20 to 40 (20 of each list)", c)
 	}
 	if c := *deep[0].Usage.Candidates; c < 100 {
 		t.Fatalf("candidateK 100 fused %d candidates", c)
 	}
 	if len(got) != len(window) {
-		t.Fatalf("%d pages from the server's window, %d at candidateK 40", len(got), len(window))
+		t.Fatalf("%d pages from the server's window, %d at candidateK 20", len(got), len(window))
 	}
 	seen := map[string]bool{}
 	for i := range got {
 		if !reflect.DeepEqual(got[i].Hits, window[i].Hits) {
-			t.Fatalf("page %d differs:\nserver's window %v\ncandidateK 40   %v", i, ids(got[i]), ids(window[i]))
+			t.Fatalf("page %d differs:\nserver's window %v\ncandidateK 20   %v", i, ids(got[i]), ids(window[i]))
 		}
 		for _, id := range ids(got[i]) {
 			if seen[id] {

@@ -5,7 +5,7 @@ package ann_test
 // generation of an rcpd data directory (RECALL_GEN=DATA/dense/gNNNNNN,
 // holding lsa.model and the checkpoint) and the BEIR queries of its corpus
 // (RECALL_QUERIES), it reports recall@10 and recall@k of k = 100 searches
-// (ef 100) and of k = 40 searches at ef 40 (the hybrid fusion window of a
+// (ef 100) and of k = 20 searches at ef 20 (the hybrid fusion window of a
 // top 10, pipeline.hybridDepth) against the exact top 100, and the CPU
 // time per search, for the float32 walk and for the int8 walk (after
 // Quantize).
@@ -59,7 +59,7 @@ func TestGenerationRecall(t *testing.T) {
 	passes := func(walk string) {
 		for range 2 { // the first pass faults the mapped pages in
 			measure(walk, 100, 100)
-			measure(walk, 40, 40)
+			measure(walk, 20, 20)
 		}
 	}
 	passes("float32")

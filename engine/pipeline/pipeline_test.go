@@ -351,9 +351,9 @@ func TestHybridWindow(t *testing.T) {
 		rerank    bool
 		want      [2]int // sparse depth and dense k; the dense ef is the window, or 0 (the backend's) at CandidateK
 	}{
-		{name: "k 3", k: 3, pageDepth: true, want: [2]int{40, 40}},
-		{name: "k 20", k: 20, pageDepth: true, want: [2]int{80, 80}},
-		{name: "k 30: the window reaches candidateK", k: 30, pageDepth: true, want: [2]int{100, 100}},
+		{name: "k 3", k: 3, pageDepth: true, want: [2]int{20, 20}},
+		{name: "k 20", k: 20, pageDepth: true, want: [2]int{40, 40}},
+		{name: "k 50: the window reaches candidateK", k: 50, pageDepth: true, want: [2]int{100, 100}},
 		{name: "not allowed", k: 3, want: [2]int{100, 100}},
 		{name: "rerank", k: 3, pageDepth: true, rerank: true, want: [2]int{100, 100}},
 	} {
