@@ -268,6 +268,10 @@ type Engine struct {
 	// catalogOpen: the catalog was made current at Open and is marked dirty
 	// until Close marks it clean; a failed write clears it (see engine_docs.go).
 	catalogOpen atomic.Bool
+	// unsettled: the documents written since a write failed half-way
+	// (catalogOpen cleared), which every later write names again so that
+	// the next Open reconciles them all (writeNames; guarded by wmu).
+	unsettled map[string]bool
 
 	// integrity: the checks Open leaves to the background
 	// (engine_verify.go); nil until Open starts them.

@@ -1,19 +1,20 @@
 package engine
 
 // Recovering the document catalog after an unclean stop. A write changes
-// the catalog (engine.db) and the index (store.db) in two commits, so a
-// crash between them leaves the two disagreeing about the documents of
-// that one write — never about others, since writes are serialised. Each
-// write therefore names the documents it is about to change (the
-// "pending" key of the catalog bucket) in an engine.db commit that
-// precedes its index commit: an add in the same transaction as its
-// catalog records, a delete in a small transaction of its own before the
-// index deletes. After a crash Open re-derives the catalog records (and
-// prunes the dense log) of those documents only, from the index's record
+// the catalog and the dense log (engine.db) and the index (store.db) in
+// two commits, so a crash between them leaves the two disagreeing about
+// the documents of that one write — never about others, since writes are
+// serialised. Each write therefore names the documents it changes (the
+// "pending" key of the catalog bucket) in its engine.db commit and, for an
+// add, also in its index commit (store.ReadTx.WriteNames): an add's two
+// commits run at once, so either may survive without the other. A delete
+// names them in a small engine.db transaction of its own before the index
+// deletes. After a crash Open re-derives the catalog records and the
+// dense log entries of those documents only, from the index's record
 // store: its cost is the last write's, not the corpus's (rebuilding the
 // whole catalog took 268 s at 1 M documents). A write that fails half-way
-// keeps the names of the writes before it (they accumulate until a clean
-// Close), so they are reconciled too.
+// makes every later write name its documents too (they accumulate until a
+// clean Close), so they are reconciled as well.
 
 import (
 	"context"
@@ -27,6 +28,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/engine/graph"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
 	"github.com/rcpgo/rcpgo/engine/store"
@@ -34,28 +36,46 @@ import (
 
 var keyPending = []byte("pending")
 
-// putPending records ids as the documents of the write being committed
-// (in tx, an engine.db transaction committed before the index's). While
-// an earlier write has failed half-way (catalogOpen cleared) the names
-// accumulate instead of replacing the last write's.
-func (e *Engine) putPending(tx *bolt.Tx, ids []string) error {
-	b := tx.Bucket(bucketCatalog)
+// writeNames returns the names a write records (caller holds wmu): ids
+// and their top-level documents, and while an earlier write has failed
+// half-way (catalogOpen cleared) every name written since then, so that
+// they accumulate until the next Open reconciles them instead of each
+// write replacing the last one's.
+func (e *Engine) writeNames(ids []string) []string {
 	set := map[string]bool{}
-	if !e.catalogOpen.Load() {
-		for _, id := range decodePending(b.Get(keyPending)) {
-			set[id] = true
-		}
-	}
 	for _, id := range ids {
 		set[id] = true
 		set[topLevel(id)] = true
 	}
-	all := make([]string, 0, len(set))
-	for id := range set {
-		all = append(all, id)
+	if !e.catalogOpen.Load() {
+		if e.unsettled == nil {
+			e.unsettled = map[string]bool{}
+		}
+		for id := range set {
+			e.unsettled[id] = true
+		}
+		set = e.unsettled
 	}
-	sort.Strings(all)
-	return b.Put(keyPending, []byte(strings.Join(all, "\x00")))
+	return sortedKeys(set)
+}
+
+// catalogBehind records that the write naming names failed half-way: the
+// catalog and the index may disagree about its documents until the next
+// Open (caller holds wmu).
+func (e *Engine) catalogBehind(names []string) {
+	if e.unsettled == nil {
+		e.unsettled = map[string]bool{}
+	}
+	for _, id := range names {
+		e.unsettled[id] = true
+	}
+	e.catalogOpen.Store(false)
+}
+
+// putPending records names (writeNames) as the documents of the write
+// being committed, in an engine.db transaction.
+func putPending(tx *bolt.Tx, names []string) error {
+	return tx.Bucket(bucketCatalog).Put(keyPending, []byte(strings.Join(names, "\x00")))
 }
 
 func decodePending(v []byte) []string {
@@ -156,25 +176,28 @@ func (e *Engine) viewIndexStore(verify bool, fn func(*store.ReadTx) error) error
 	return err
 }
 
-// reconcileCatalog re-derives the catalog records of the pending
-// documents from the index's record store and drops the dense records of
-// their units that the index does not hold. It returns how many documents
-// it looked at.
+// reconcileCatalog re-derives, from the index's record store, the
+// catalog records and the dense log entries of the documents named by the
+// last write: in engine.db's pending key and in the store's write names
+// (an add's two commits run at once, so after a crash either side may hold
+// the write without the other). Each document's record is derived from
+// the index; each of its units the index holds gets the index's text in
+// the dense log (unchanged text appends no op), and its other units leave
+// it; the graph queue gets the documents again. It returns how many
+// documents it looked at.
 func (e *Engine) reconcileCatalog(ctx context.Context) (int, error) {
-	var ids []string
-	var denseUnits []string // the dense log's units of those documents
+	var pending []string
 	if err := e.db.View(func(tx *bolt.Tx) error {
-		ids = decodePending(tx.Bucket(bucketCatalog).Get(keyPending))
-		if e.cfg.Dense != DenseNone {
-			denseUnits = unitsOf(tx.Bucket(bucketDense), ids)
-		}
+		pending = decodePending(tx.Bucket(bucketCatalog).Get(keyPending))
 		return nil
-	}); err != nil || len(ids) == 0 {
+	}); err != nil {
 		return 0, err
 	}
+	ids := pending
 	b := newCatalogBuilder(e)
-	liveUnits := map[string]bool{}
+	units := map[string]*index.Document{} // the live units of those documents
 	err := e.viewIndexStore(false, func(tx *store.ReadTx) error {
+		ids = unionSorted(pending, tx.WriteNames())
 		get := func(id string) (*index.Document, error) {
 			seq, ok := tx.LookupID(id)
 			if !ok {
@@ -190,24 +213,24 @@ func (e *Engine) reconcileCatalog(ctx context.Context) (int, error) {
 				return err
 			} else if d != nil && (d.Chunk == nil || d.Chunk.DocID == "") {
 				b.add(id, d)
+				units[id] = d
 			}
 			for _, c := range tx.Children(id) {
 				if d, err := get(c); err != nil {
 					return err
 				} else if d != nil && d.Chunk != nil && d.Chunk.DocID == id {
 					b.add(c, d)
+					units[c] = d
 				}
-			}
-		}
-		for _, u := range denseUnits {
-			if _, ok := tx.LookupID(u); ok {
-				liveUnits[u] = true
 			}
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, nil
 	}
 	return len(ids), e.db.Update(func(tx *bolt.Tx) error {
 		docs, vals := catalogTx(tx)
@@ -217,19 +240,58 @@ func (e *Engine) reconcileCatalog(ctx context.Context) (int, error) {
 				return err
 			}
 		}
+		if err := requeueGraph(tx, e.cfg.Graph, ids); err != nil {
+			return err
+		}
 		if e.cfg.Dense == DenseNone {
 			return nil
 		}
-		d := openDenseTx(tx)
-		for _, u := range denseUnits {
-			if !liveUnits[u] {
-				if err := d.del(u); err != nil {
-					return err
-				}
+		return syncDenseLog(openDenseTx(tx), ids, units)
+	})
+}
+
+// syncDenseLog makes the dense log's units of the documents ids those of
+// the index (units): the index's text for each live unit, no record for
+// the others.
+func syncDenseLog(d denseTx, ids []string, units map[string]*index.Document) error {
+	for _, u := range unitsOf(d.recs, ids) {
+		if units[u] == nil {
+			if err := d.del(u); err != nil {
+				return err
 			}
 		}
+	}
+	for _, u := range sortedKeys(units) {
+		doc, parent := units[u], ""
+		if doc.Chunk != nil {
+			parent = doc.Chunk.DocID
+		}
+		if err := d.put(u, parent, denseText(doc)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// requeueGraph queues the top-level documents of ids for the knowledge
+// graph builder, when the graph is on and its queue exists (without it,
+// the graph's first start queues every document).
+func requeueGraph(tx *bolt.Tx, on bool, ids []string) error {
+	if !on || tx.Bucket([]byte(graphQueueBucket)) == nil {
 		return nil
-	})
+	}
+	top := map[string]bool{}
+	for _, id := range ids {
+		top[topLevel(id)] = true
+	}
+	return graph.Enqueue(tx, graphQueueBucket, sortedKeys(top)...)
+}
+
+// unionSorted returns the sorted, deduplicated union of a and b.
+func unionSorted(a, b []string) []string {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // unitsOf lists the units of the dense log (recs) that belong to the

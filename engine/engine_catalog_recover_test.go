@@ -45,12 +45,26 @@ func copyFiles(t *testing.T, dir string) string {
 	return out
 }
 
+// copyFile copies the file src over dst.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCatalogRecoversTheLastWriteOnly: after a crash between a write's
-// two commits (engine.db's catalog and dense log, then the index; for a
-// delete the index first) Open re-derives the catalog records of that
-// write's documents only — it does not rebuild the catalog from every
-// record of the index (268 s at 1 M documents) — and the catalog, its
-// counts and the dense log agree with the index again.
+// two commits Open re-derives the catalog records and dense log entries of
+// the documents the last writes named only — it does not rebuild the
+// catalog from every record of the index (268 s at 1 M documents) — and
+// the catalog, its counts and the dense log agree with the index again.
+// An add's two commits (engine.db's catalog and dense log; the index's
+// store) run at once, so either may survive alone; a delete commits the
+// index first.
 func TestCatalogRecoversTheLastWriteOnly(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -69,17 +83,17 @@ func TestCatalogRecoversTheLastWriteOnly(t *testing.T) {
 		map[string]any{"id": "b", "text": "beta", "meta": map[string]any{"lang": "de"}}}})
 	before := copyFiles(t, dir)
 
-	addDocs(t, e, map[string]any{"documents": []any{map[string]any{"id": "c", "text": "gamma", "meta": map[string]any{"lang": "it"}}}})
-	// An add commits the catalog first: a crash before the index's commit
-	// leaves engine.db with "c" and the index without it.
+	addDocs(t, e, map[string]any{"documents": []any{
+		map[string]any{"id": "a", "text": "alpha prime", "meta": map[string]any{"lang": "es"}},
+		map[string]any{"id": "c", "text": "gamma", "meta": map[string]any{"lang": "it"}}}})
+	after := copyFiles(t, dir)
+	// A crash that kept the add's engine.db commit only: engine.db with
+	// "c" and the new "a", the index without them.
 	addCrash := copyFiles(t, before)
-	engineDB, err := os.ReadFile(filepath.Join(dir, "engine.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(addCrash, "engine.db"), engineDB, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	copyFile(t, filepath.Join(after, "engine.db"), filepath.Join(addCrash, "engine.db"))
+	// A crash that kept the add's index commit only.
+	indexCrash := copyFiles(t, after)
+	copyFile(t, filepath.Join(before, "engine.db"), filepath.Join(indexCrash, "engine.db"))
 	// A delete commits the index first: crash before the catalog's commit.
 	var deleteCrash string
 	testHookDeleteCommitted = func() { deleteCrash = copyFiles(t, dir) }
@@ -91,12 +105,16 @@ func TestCatalogRecoversTheLastWriteOnly(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, dir string
-		looked    int // documents re-derived: the interrupted write's
-		docs      []string
-		langs     []string
+		// looked: documents re-derived, those the interrupted write and
+		// the last add committed in the index named.
+		looked int
+		docs   []string
+		langs  []string
+		alpha  string // the dense text of "a"
 	}{
-		{"crash during an add", addCrash, 1, []string{"a", "b", "manual"}, []string{"de", "en", "fr"}},
-		{"crash during a delete", deleteCrash, 2, []string{"a", "c"}, []string{"fr", "it"}},
+		{"crash during an add, engine.db committed", addCrash, 3, []string{"a", "b", "manual"}, []string{"de", "en", "fr"}, "alpha"},
+		{"crash during an add, index committed", indexCrash, 3, []string{"a", "b", "c", "manual"}, []string{"de", "en", "es", "it"}, "alpha prime"},
+		{"crash during a delete", deleteCrash, 4, []string{"a", "c"}, []string{"es", "it"}, "alpha prime"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log syncbuf.Buffer
@@ -122,16 +140,22 @@ func TestCatalogRecoversTheLastWriteOnly(t *testing.T) {
 			if v := values(t, e, map[string]any{"field": "lang"}); !slices.Equal(v.Values, tc.langs) {
 				t.Errorf("lang values %v, want %v", v.Values, tc.langs)
 			}
-			// The dense log names the index's units only.
+			// The dense log names the index's units, with the index's text.
+			var named []string
 			if err := e.db.View(func(tx *bolt.Tx) error {
-				return tx.Bucket(bucketDense).ForEach(func(k, _ []byte) error {
-					if !slices.Contains(tc.docs, topLevel(string(k))) {
-						t.Errorf("the dense log still names %s", k)
-					}
+				recs := tx.Bucket(bucketDense)
+				if r, err := decodeDenseRecord(recs.Get([]byte("a")), true); err != nil || r.Text != tc.alpha {
+					t.Errorf("the dense text of a is %q (%v), the index holds %q", r.Text, err, tc.alpha)
+				}
+				return recs.ForEach(func(k, _ []byte) error {
+					named = append(named, topLevel(string(k)))
 					return nil
 				})
 			}); err != nil {
 				t.Fatal(err)
+			}
+			if named = slices.Compact(named); !slices.Equal(named, tc.docs) {
+				t.Errorf("the dense log names %v, the index holds %v", named, tc.docs)
 			}
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -343,6 +345,72 @@ func TestCommitDoesNotWaitForRunningRetrieves(t *testing.T) {
 		t.Fatalf("add: %+v, %v", r, err)
 	}
 	if err := <-arrived; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An add's engine.db commit and its index commit run at once: the index
+// publishes the write while engine.db's transaction is still open (before,
+// engine.db committed first, so a group commit cost two durable round
+// trips one after the other).
+func TestAddCommitsOverlap(t *testing.T) {
+	e := newEngine(t, nil)
+	v0 := e.ix.Version()
+	overlapped := make(chan bool, 1)
+	testHookCatalogCommit = func() error {
+		deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing bound
+		for e.ix.Version() == v0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		select {
+		case overlapped <- e.ix.Version() != v0:
+		default:
+		}
+		return nil
+	}
+	t.Cleanup(func() { testHookCatalogCommit = nil })
+	addDocs(t, e, map[string]any{"documents": []any{map[string]any{"id": "o1", "text": "overlapping commits"}}})
+	if !<-overlapped {
+		t.Fatal("the index did not commit while engine.db's transaction was open")
+	}
+}
+
+// When an add's engine.db commit fails after its index commit succeeded,
+// the add reports the error and the catalog is behind the index: every
+// later write names that document again, so the next Open reconciles it
+// even though later adds replaced the index's write names.
+func TestCatalogBehindAfterAFailedCatalogCommit(t *testing.T) {
+	ctx := context.Background()
+	cfg := Config{Dir: t.TempDir(), Dense: DenseLSA, MinFitDocs: 1 << 20, Logger: slog.New(slog.DiscardHandler)}
+	cfg.IndexOpts.NoBackground = true
+	e, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addDocs(t, e, map[string]any{"documents": []any{map[string]any{"id": "a", "text": "alpha"}}})
+	testHookCatalogCommit = func() error { return errors.New("injected engine.db failure") }
+	_, err = e.Call(ctx, rcp.MethodIndexAdd, []byte(doc("x", "xylophone")))
+	testHookCatalogCommit = nil
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("index/add with a failing engine.db commit: %v, want the injected error", err)
+	}
+	addDocs(t, e, map[string]any{"documents": []any{map[string]any{"id": "y", "text": "yodel"}}})
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = Open(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got, want := refIDs(listAll(t, e, "", 10)), []string{"a", "x", "y"}; !slices.Equal(got, want) {
+		t.Errorf("catalog lists %v after reopening, the index holds %v", got, want)
+	}
+	if err := e.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketDense).Get([]byte("x")) == nil {
+			t.Error("the dense log lacks x, which the index holds")
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 }

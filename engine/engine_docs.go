@@ -29,8 +29,8 @@ package engine
 //
 // The catalog is trusted whole after a clean shutdown: Open marks it dirty
 // and Close marks it clean. After a crash only the documents of the last
-// write can disagree with the index, and each write names them before its
-// index commit: Open re-derives those (engine_catalog_recover.go). When
+// write can disagree with the index, and each write names them in both
+// files' commits: Open re-derives those (engine_catalog_recover.go). When
 // the catalog is missing (a data directory written before the catalog
 // existed), dirty without that journal (written by an earlier version),
 // or was built for another set of declared fields, Open rebuilds it from
@@ -108,6 +108,13 @@ type catalogState struct {
 	// those are re-derived. A dirty state without it (written by an
 	// earlier version) is rebuilt whole.
 	Journal bool `json:"journal,omitempty"`
+	// Names: every add also names its documents in the index's store, in
+	// its index commit, and the two commits run at once (commitLocked), so
+	// after a crash the index may hold a write the catalog and the dense
+	// log lack; reconcileCatalog repairs both directions. Such a state is
+	// written with Journal false: an earlier version, which would
+	// reconcile only the catalog's names, rebuilds the catalog whole.
+	Names bool `json:"names,omitempty"`
 }
 
 func (e *Engine) fieldsSignature() string {
@@ -133,7 +140,7 @@ func (e *Engine) openCatalog(ctx context.Context) error {
 		return err
 	}
 	sig := e.fieldsSignature()
-	if found && !st.Clean && st.Journal && st.Counted && st.Format == catalogFormat && st.Fields == sig {
+	if found && !st.Clean && (st.Journal || st.Names) && st.Counted && st.Format == catalogFormat && st.Fields == sig {
 		start := time.Now()
 		n, err := e.reconcileCatalog(ctx)
 		if err != nil {
@@ -142,6 +149,13 @@ func (e *Engine) openCatalog(ctx context.Context) error {
 		e.log.Info("engine: reconciled the document catalog with the index", "reason", "not closed cleanly", "documents", n,
 			"took", time.Since(start).Round(time.Millisecond))
 	} else if !found || !st.Clean || st.Format != catalogFormat || st.Fields != sig {
+		if found && !st.Clean && st.Names {
+			// The rebuild below derives every catalog record, but only
+			// drops dense records: the last write's may be missing.
+			if _, err := e.reconcileCatalog(ctx); err != nil {
+				return fmt.Errorf("reconciling the document catalog: %w", err)
+			}
+		}
 		why := "missing"
 		switch {
 		case found && st.Format != catalogFormat:
@@ -174,7 +188,7 @@ func (e *Engine) openCatalog(ctx context.Context) error {
 // setCatalogState records the catalog's state; openCatalog has made the
 // docs bucket's sequence its count (Counted) before the first call.
 func (e *Engine) setCatalogState(clean bool) error {
-	b, _ := json.Marshal(catalogState{Format: catalogFormat, Clean: clean, Fields: e.fieldsSignature(), Counted: true, Journal: true})
+	b, _ := json.Marshal(catalogState{Format: catalogFormat, Clean: clean, Fields: e.fieldsSignature(), Counted: true, Names: true})
 	return e.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCatalog).Put(keyState, b) })
 }
 

@@ -287,30 +287,93 @@ func (e *Engine) shapeOf(ctx context.Context, p *writePlan) (writeShape, error) 
 
 // commitLocked writes a plan whose shape changes are sh (caller holds
 // wmu): a group commit passes the union of its writes' plans and shapes.
-// The response implies durability: the index commit returns after its
-// store transaction is fsynced.
+// The response implies durability: it returns once both commits below are
+// fsynced.
+//
+// A write is two bbolt commits: engine.db (the document catalog, the dense
+// log whose ops are embedded in the background (engine_derive.go), the
+// graph queue) and the index's store.db (the documents). Both name the
+// write's documents (putPending, Batch.SetNames), so after a crash that
+// kept either commit without the other, Open re-derives those documents'
+// catalog records and dense log from the index (reconcileCatalog). The
+// two commits therefore run at the same time, and a write waits for one
+// durable round trip instead of two. A write that changes the shape of
+// stored documents (chunked ↔ whole) deletes units in an index commit of
+// its own, which names nothing: it commits engine.db first, as before,
+// so that a crash after that delete finds the names in engine.db. Both
+// are written under rmu, so x-rcpgo/get sees the catalog and the index at
+// one version.
 func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) error {
-	transitions, chunkSets, plain := sh.transitions, sh.chunkSets, sh.plain
-	catalog, idocs := p.catalog, p.idocs
-	// The dense log is written first: after a crash it may name documents
-	// the index lacks (the next Open drops them, and until then dense hits
-	// are resolved against the index), never the reverse. Its ops are
-	// embedded in the background (engine_derive.go): the response never
-	// waits for them. The document catalog is written in the same
-	// transaction, with the names of the documents this write changes
-	// (putPending); both are written under rmu so that x-rcpgo/get sees
-	// the catalog and the index at one version. After a crash between the
-	// two commits Open re-derives those documents' records and dense log.
 	e.rmu.Lock()
 	defer e.rmu.Unlock()
 	e.shutQueries()
 	defer e.openQueries()
-	prev := make(map[string]*docRecord, len(catalog))
-	var opSeq uint64
-	if err := e.db.Update(func(tx *bolt.Tx) error {
+	names := e.writeNames(sortedKeys(p.catalog))
+	overlap := p.batch != nil && len(sh.transitions) == 0
+	if overlap {
+		p.batch.SetNames(names)
+	}
+	cw := &catalogWrite{e: e, p: p, sh: sh, names: names}
+	var catalogDone chan error
+	if overlap {
+		catalogDone = make(chan error, 1)
+		go func() { catalogDone <- cw.commit() }()
+	} else if err := cw.commit(); err != nil {
+		return fmt.Errorf("engine: dense log and catalog: %w", err)
+	}
+	// The retrieves that were running when the commit began finish before
+	// the index changes (their wait overlaps engine.db's commit).
+	e.qmu.Lock()
+	defer e.qmu.Unlock()
+	if len(sh.transitions) > 0 {
+		if _, err := e.ix.Delete(ctx, sh.transitions); err != nil {
+			e.catalogBehind(names) // the catalog is ahead of the index
+			return fmt.Errorf("engine: %w", err)
+		}
+	}
+	err := e.addToBackend(ctx, p)
+	if overlap {
+		if cerr := <-catalogDone; cerr != nil {
+			if err == nil {
+				e.catalogBehind(names) // the index holds the write, the catalog does not
+			}
+			return fmt.Errorf("engine: dense log and catalog: %w", cerr)
+		}
+	}
+	if err != nil {
+		// The index refused the batch (nothing of it was committed): put
+		// the catalog back, or leave it to the next Open (the write's
+		// documents stay named until a clean Close).
+		if len(sh.transitions) > 0 || cw.restore() != nil {
+			e.catalogBehind(names)
+		}
+		return fmt.Errorf("engine: %w", err)
+	}
+	e.denseCommitted(cw.opSeq)
+	e.graphNotify()
+	return nil
+}
+
+// catalogWrite is a write's engine.db commit: the catalog records of its
+// documents, their dense log entries, the graph queue and the write's
+// names.
+type catalogWrite struct {
+	e     *Engine
+	p     *writePlan
+	sh    writeShape
+	names []string
+
+	prev  map[string]*docRecord // the records it replaced (restore)
+	opSeq uint64                // the dense log's last op after it
+}
+
+func (w *catalogWrite) commit() error {
+	e, catalog := w.e, w.p.catalog
+	w.prev = make(map[string]*docRecord, len(catalog))
+	return e.db.Update(func(tx *bolt.Tx) error {
 		docs, vals := catalogTx(tx)
 		for _, id := range sortedKeys(catalog) {
-			prev[id] = getRecord(docs, id)
+			w.prev[id] = getRecord(docs, id)
 			if err := putRecord(docs, vals, id, catalog[id]); err != nil {
 				return err
 			}
@@ -318,25 +381,29 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 				return err
 			}
 		}
-		if err := e.putPending(tx, sortedKeys(catalog)); err != nil {
+		if err := putPending(tx, w.names); err != nil {
 			return err
+		}
+		if testHookCatalogCommit != nil {
+			if err := testHookCatalogCommit(); err != nil {
+				return err
+			}
 		}
 		if e.cfg.Dense == DenseNone {
 			return nil
 		}
-
 		dt := openDenseTx(tx)
-		for _, id := range transitions {
-			if err := dt.deleteUnit(id, plain[id]); err != nil {
+		for _, id := range w.sh.transitions {
+			if err := dt.deleteUnit(id, w.sh.plain[id]); err != nil {
 				return err
 			}
 		}
-		for parent, n := range chunkSets {
+		for parent, n := range w.sh.chunkSets {
 			if err := dt.trimChunks(parent, n); err != nil {
 				return err
 			}
 		}
-		for _, d := range idocs {
+		for _, d := range w.p.idocs {
 			parent := ""
 			if d.Chunk != nil {
 				parent = d.Chunk.DocID
@@ -345,41 +412,27 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 				return err
 			}
 		}
-		opSeq = dt.ops.Sequence()
+		w.opSeq = dt.ops.Sequence()
 		return nil
-	}); err != nil {
-		return fmt.Errorf("engine: dense log and catalog: %w", err)
-	}
-	// The retrieves that were running when the commit began have had the
-	// engine.db transaction to finish; the index changes once they have.
-	e.qmu.Lock()
-	defer e.qmu.Unlock()
-	if len(transitions) > 0 {
-		if _, err := e.ix.Delete(ctx, transitions); err != nil {
-			e.catalogOpen.Store(false) // the catalog is ahead of the index
-			return fmt.Errorf("engine: %w", err)
-		}
-	}
-	if err := e.addToBackend(ctx, p); err != nil {
-		// The index refused the batch (nothing of it was committed): put
-		// the catalog back, or leave it to the next Open (the write's
-		// documents stay named until a clean Close).
-		if len(transitions) > 0 || e.db.Update(func(tx *bolt.Tx) error {
-			docs, vals := catalogTx(tx)
-			for id, rec := range prev {
-				if err := putRecord(docs, vals, id, rec); err != nil {
-					return err
-				}
+	})
+}
+
+// testHookCatalogCommit, when set (tests only), runs at the end of an
+// add's engine.db transaction, before it commits; an error aborts it.
+var testHookCatalogCommit func() error
+
+// restore puts back the catalog records the commit replaced (the index
+// refused the write).
+func (w *catalogWrite) restore() error {
+	return w.e.db.Update(func(tx *bolt.Tx) error {
+		docs, vals := catalogTx(tx)
+		for id, rec := range w.prev {
+			if err := putRecord(docs, vals, id, rec); err != nil {
+				return err
 			}
-			return nil
-		}) != nil {
-			e.catalogOpen.Store(false)
 		}
-		return fmt.Errorf("engine: %w", err)
-	}
-	e.denseCommitted(opSeq)
-	e.graphNotify()
-	return nil
+		return nil
+	})
 }
 
 // addToBackend writes the plan's documents: its prepared batch, else
@@ -612,7 +665,8 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 	// The index deletes first: the catalog names the documents it is
 	// about to lose before (engine_catalog_recover.go), so that a crash
 	// in between is repaired at Open without a rebuild.
-	if err := e.db.Update(func(tx *bolt.Tx) error { return e.putPending(tx, *p.IDs) }); err != nil {
+	names := e.writeNames(*p.IDs)
+	if err := e.db.Update(func(tx *bolt.Tx) error { return putPending(tx, names) }); err != nil {
 		return nil, fmt.Errorf("engine: catalog: %w", err)
 	}
 	n, err := e.ix.Delete(ctx, *p.IDs)
@@ -636,7 +690,7 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 				_ = e.db.View(func(tx *bolt.Tx) error { rec = getRecord(tx.Bucket(bucketDocs), parent); return nil })
 				if rec != nil && rec.Chunks > 0 {
 					if c, err := e.liveChunk(ctx, parent, rec.Chunks); err != nil {
-						e.catalogOpen.Store(false)
+						e.catalogBehind(names)
 						return nil, fmt.Errorf("engine: %w", err)
 					} else if c == nil {
 						gone = append(gone, parent)
@@ -666,7 +720,7 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 			opSeq = dt.ops.Sequence()
 			return nil
 		}); err != nil {
-			e.catalogOpen.Store(false) // the index is ahead of the catalog
+			e.catalogBehind(names) // the index is ahead of the catalog
 			return nil, fmt.Errorf("engine: dense log and catalog: %w", err)
 		}
 	}

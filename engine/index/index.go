@@ -709,7 +709,15 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 type Batch struct {
 	docs   []Document
 	inputs []*docInput
+	names  []string // SetNames
 }
+
+// SetNames makes Commit record names in the store transaction that stores
+// the batch (store.ReadTx.WriteNames reads the last ones back): for a
+// caller that commits state derived from these documents to another file
+// at the same time, and after a crash must know which documents that state
+// may lag on. A commit that changes nothing records nothing.
+func (b *Batch) SetNames(names []string) { b.names = names }
 
 // Prepare validates and analyses docs (the CPU-bound part of Add) without
 // taking any lock, so that a caller can do it before entering its own
@@ -851,6 +859,11 @@ func (ix *Index) Commit(ctx context.Context, b *Batch) ([]string, error) {
 			return errNoChange
 		}
 		m.Version = ver
+		if b.names != nil {
+			if err := tx.PutWriteNames(b.names); err != nil {
+				return err
+			}
+		}
 		var err error
 		if purged, err = tx.PurgeDead(oldest); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -403,6 +404,28 @@ func (t *Tx) PutDeletions(b []byte) error {
 		return t.tx.Bucket(bktMeta).Delete(keyDeletions)
 	}
 	return t.tx.Bucket(bktMeta).Put(keyDeletions, b)
+}
+
+// keyWriteNames holds the names a caller gave the last add that carried
+// some (PutWriteNames).
+var keyWriteNames = []byte("writenames")
+
+// PutWriteNames records names in this transaction, replacing the last
+// ones: for a caller that keeps state derived from the documents it adds in
+// another file, committed at the same time as this store, and after a crash
+// must know which documents that state may lag on (the engine's catalog,
+// engine_catalog_recover.go). Names must not contain NUL.
+func (t *Tx) PutWriteNames(names []string) error {
+	return t.tx.Bucket(bktMeta).Put(keyWriteNames, []byte(strings.Join(names, "\x00")))
+}
+
+// WriteNames returns the names of the last PutWriteNames (nil if none).
+func (r *ReadTx) WriteNames() []string {
+	v := r.tx.Bucket(bktMeta).Get(keyWriteNames)
+	if len(v) == 0 {
+		return nil
+	}
+	return strings.Split(string(v), "\x00")
 }
 
 // ForEachLiveSeq calls fn with the document number of every live id, in
