@@ -293,6 +293,7 @@ func mergePlans(ws []*writeReq) *writePlan {
 		p := w.plan
 		out.docs = append(out.docs, p.docs...)
 		out.idocs = append(out.idocs, p.idocs...)
+		out.dense = append(out.dense, p.dense...)
 		for id, rec := range p.catalog {
 			out.catalog[id] = rec
 		}

@@ -119,12 +119,28 @@ func openDenseTx(tx *bolt.Tx) denseTx {
 // put records the dense text of a unit; an unchanged text appends no op,
 // so re-adding a document never re-embeds it.
 func (d denseTx) put(id, parent, text string) error {
+	return d.putEncoded(denseUnit{id: id, parent: parent, text: text, rec: encodeDenseRecord(parent, text)})
+}
+
+// denseUnit is a unit's dense text and its record (encodeDenseRecord),
+// encoded before the write lock is taken (planWrite): compressing the
+// texts inside engine.db's transaction lengthened every group commit.
+type denseUnit struct {
+	id, parent, text string
+	rec              []byte
+}
+
+// putEncoded is put with the record already encoded.
+func (d denseTx) putEncoded(u denseUnit) error {
+	id, rec := u.id, u.rec
 	if old := d.recs.Get([]byte(id)); old != nil {
-		if r, err := decodeDenseRecord(old, true); err == nil && r.Parent == parent && r.Text == text {
+		if bytes.Equal(old, rec) {
+			return nil
+		}
+		if r, err := decodeDenseRecord(old, true); err == nil && r.Parent == u.parent && r.Text == u.text {
 			return nil
 		}
 	}
-	rec := encodeDenseRecord(parent, text)
 	if err := d.recs.Put([]byte(id), rec); err != nil {
 		return err
 	}

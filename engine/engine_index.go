@@ -194,6 +194,7 @@ type writePlan struct {
 	idocs   []index.Document
 	batch   *index.Batch          // idocs prepared, when the backend is a preparer
 	catalog map[string]*docRecord // top-level id → its new catalog record
+	dense   []denseUnit           // the dense log's records of idocs (dense on)
 	nchunks int
 }
 
@@ -239,6 +240,18 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 		p.catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Chunks: len(units), Text: d.text,
 			Context: d.contextual, Values: e.fieldValues(d.meta), Kinds: metaKinds(d.meta)}
 		p.docs = append(p.docs, d)
+	}
+	if e.cfg.Dense != DenseNone {
+		p.dense = make([]denseUnit, len(p.idocs))
+		for i := range p.idocs {
+			d := &p.idocs[i]
+			u := denseUnit{id: d.ID, text: denseText(d)}
+			if d.Chunk != nil {
+				u.parent = d.Chunk.DocID
+			}
+			u.rec = encodeDenseRecord(u.parent, u.text)
+			p.dense[i] = u
+		}
 	}
 	if pr, ok := e.ix.(preparer); ok {
 		var err error
@@ -403,12 +416,8 @@ func (w *catalogWrite) commit() error {
 				return err
 			}
 		}
-		for _, d := range w.p.idocs {
-			parent := ""
-			if d.Chunk != nil {
-				parent = d.Chunk.DocID
-			}
-			if err := dt.put(d.ID, parent, denseText(&d)); err != nil {
+		for _, u := range w.p.dense {
+			if err := dt.putEncoded(u); err != nil {
 				return err
 			}
 		}
