@@ -249,8 +249,8 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 }
 
 // pruneDenseLog deletes the dense records of units not in live. A crash
-// between the dense log's commit and the index's (commitLocked writes the
-// log first) leaves the log naming a write that was never acknowledged:
+// that kept a write's dense log commit without its index commit
+// (commitLocked) leaves the log naming a write that was never acknowledged:
 // dense recall drops such a unit at query time, but it would stay
 // embedded, in the HNSW graph and among the RAPTOR tree's leaves.
 func pruneDenseLog(d denseTx, live map[string]bool) (int, error) {
