@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"slices"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/index"
@@ -81,5 +84,48 @@ func TestKeyNumsBounds(t *testing.T) {
 	}
 	if len(c.nums) > 1001 {
 		t.Fatalf("grew to %d entries for keys up to 1000", len(c.nums))
+	}
+}
+
+// TestKeyNumsWarmedAtOpen: once a reopened engine has loaded its dense
+// generation, every unit key's document number is remembered before any
+// query, so the first queries after a restart take no lookup path.
+func TestKeyNumsWarmedAtOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64}}
+	e := quietEngine(t, cfg)
+	if _, err := connect(t, e).IndexAdd(ctx, &rcp.IndexAddParams{Documents: topicDocs("a", 60, 3)}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e = quietEngine(t, cfg)
+	settle(t, e)
+	keys := map[uint64]string{}
+	if err := e.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDenseKeys).ForEach(func(k, v []byte) error {
+			keys[binary.BigEndian.Uint64(k)] = string(v)
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 60 {
+		t.Fatalf("%d dense keys, want 60", len(keys))
+	}
+	for key, id := range keys {
+		want, err := e.ix.(numLookup).Nums(ctx, []string{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]index.DocNum, 1)
+		e.keyNums.load([]ann.Result{{ID: key}}, got)
+		if got[0] == 0 || got[0] != want[0] {
+			t.Fatalf("key %d (%s): remembered number %d, want %d", key, id, got[0], want[0])
+		}
 	}
 }

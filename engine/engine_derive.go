@@ -217,6 +217,28 @@ func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
 		return
 	}
 	dv.e.log.Info("engine: dense generation verified", "generation", g.n, "took", time.Since(start).Round(time.Millisecond))
+	dv.warmKeyNums(ctx)
+}
+
+// warmKeyNums resolves the document numbers of the loaded generation's
+// keys (keyNums.warm). It is an optimisation: a failure is logged and
+// recall resolves keys as it meets them.
+func (dv *deriver) warmKeyNums(ctx context.Context) {
+	lk, ok := dv.e.ix.(numLookup)
+	if !ok {
+		return
+	}
+	start := time.Now()
+	var n int
+	err := store.Protect(dv.e.cfg.Dir, func() (err error) {
+		n, err = dv.e.keyNums.warm(ctx, dv.e.db, lk)
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		dv.e.log.Warn("engine: resolving the dense keys' documents failed; recall resolves them as it meets them", "err", err)
+		return
+	}
+	dv.e.log.Info("engine: dense keys resolved", "units", n, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // verifyGeneration checks what the load left to the first reads: the
