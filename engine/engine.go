@@ -191,6 +191,9 @@ type Config struct {
 	// refitQuiet is how long writes must pause before an LSA refit starts
 	// (default refitQuiet; tests change it).
 	refitQuiet time.Duration
+	// backfillBatch bounds the units of one dense log backfill batch
+	// (default backfillBatch; tests lower it).
+	backfillBatch int
 	// holdDenseLoad, when set, holds the background load of the published
 	// dense generation until it is closed (tests: requests during loading).
 	holdDenseLoad chan struct{}
@@ -348,6 +351,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	cfg.maxAddDocs = DefaultMaxAddDocs
 	if cfg.refitQuiet <= 0 {
 		cfg.refitQuiet = refitQuiet
+	}
+	if cfg.backfillBatch <= 0 {
+		cfg.backfillBatch = backfillBatch
 	}
 	log := cfg.Logger
 	if log == nil {

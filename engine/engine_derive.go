@@ -318,6 +318,9 @@ type deriver struct {
 	// pending); refitIn is how long it still waits for writes to pause.
 	refitSince time.Time
 	refitIn    time.Duration
+	// backfill is the backfill of the dense log in progress (nil: none;
+	// engine_backfill.go): it runs before any build or apply.
+	backfill *backfill
 
 	// progress describes the build in progress (nil: none), for
 	// Engine.DenseBuild and the build's progress log.
@@ -348,10 +351,10 @@ const (
 	refitMaxLag = 5 * time.Minute
 )
 
-func (e *Engine) startDeriver(next uint64) {
+func (e *Engine) startDeriver(next uint64, bf *backfill) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.derive = &deriver{e: e, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
-		next: next, idleCond: make(chan struct{}), lastSave: time.Now()}
+		next: next, idleCond: make(chan struct{}), lastSave: time.Now(), backfill: bf}
 	go e.derive.run(ctx)
 }
 
@@ -493,6 +496,13 @@ func (dv *deriver) saveSpacing() time.Duration {
 func (dv *deriver) step(ctx context.Context) (bool, error) {
 	g := dv.e.gen.Load()
 	dv.refitIn = 0
+	if dv.backfill != nil {
+		done, err := dv.backfillStep(ctx)
+		if done {
+			dv.backfill, dv.failedAt = nil, 0
+		}
+		return true, err
+	}
 	if dv.buildDue(g) {
 		if dv.refitIn = dv.refitWait(g, time.Now()); dv.refitIn == 0 {
 			dv.refitSince = time.Time{}
@@ -932,7 +942,7 @@ func (dv *deriver) trim(g *generation) error {
 func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
 	var n, fitUnits uint64
 	var identity string
-	empty := true
+	empty, behind := true, false
 	if err := e.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketDenseMeta)
 		if v := meta.Get(keyGen); len(v) == 8 {
@@ -944,6 +954,7 @@ func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
 		identity = string(meta.Get(keyIdentity))
 		k, _ := tx.Bucket(bucketDense).Cursor().First()
 		empty = k == nil
+		behind = denseBehind(tx, e.ix.Stats().Docs)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("engine: %w", err)
@@ -958,10 +969,19 @@ func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
 			e.gen.Store(g)
 		}
 	}
-	e.startDeriver(n + 1)
+	var bf *backfill
+	switch {
+	case behind && e.cfg.ReadOnly:
+		e.log.Warn("engine: the dense log lacks units of the index (written with dense off) and the directory is read-only: dense covers the logged units only")
+	case behind:
+		bf = &backfill{started: time.Now(), logged: time.Now()}
+		e.log.Info("engine: the dense log lacks units of the index (written with dense off); backfilling it in the background",
+			"units", e.ix.Stats().Docs)
+	}
+	e.startDeriver(n+1, bf)
 	// An external encoder over an empty corpus publishes an empty
 	// generation at once, so the first sessions are offered dense.
-	if waitPreload || (e.gen.Load() == nil && e.cfg.Dense != DenseLSA && empty) {
+	if waitPreload || (e.gen.Load() == nil && e.cfg.Dense != DenseLSA && empty && bf == nil) {
 		if err := e.derive.waitIdle(ctx); err != nil {
 			return fmt.Errorf("engine: dense: %w", err)
 		}

@@ -403,7 +403,7 @@ func (w *catalogWrite) commit() error {
 			}
 		}
 		if e.cfg.Dense == DenseNone {
-			return nil
+			return markDenseBehind(tx) // a later Open with dense on backfills the log
 		}
 		dt := openDenseTx(tx)
 		for _, id := range w.sh.transitions {
@@ -718,7 +718,7 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 				}
 			}
 			if e.cfg.Dense == DenseNone {
-				return nil
+				return markDenseBehind(tx)
 			}
 			dt := openDenseTx(tx)
 			for _, id := range *p.IDs {

@@ -1,0 +1,287 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rcpgo/rcpgo/engine/index"
+)
+
+// Backfilling the dense log. An engine with dense off (Config.Dense none)
+// writes no dense log: its adds and deletes change the index and the
+// catalog only. Each such write marks densemeta "backfill" (markDenseBehind,
+// in the write's own transaction). An engine that opens with dense on and
+// finds the mark — or finds an empty dense log beside an index that holds
+// units, which is what directories written before the mark existed look
+// like — brings the log up to the index in the background, in the deriver,
+// before it fits or builds anything (docs/rcpd.md, "Dense lifecycle"):
+//
+//   - phase 'u': every unit of every catalogued document gets the index's
+//     text in the log (denseText, chunks with their parent), as the write
+//     path would have logged it; an unchanged text appends no op;
+//   - phase 'd': every record of a unit the index no longer holds goes.
+//
+// Each batch runs under the write lock and re-reads the index, so a write
+// committed meanwhile is never reverted by a stale text; the batch's
+// transaction advances the cursor kept in the mark ('u' or 'd' followed by
+// the last id done), so a crash or a Close resumes where it stopped, and
+// re-running a batch appends nothing. The mark goes with the last batch.
+// Open, ping and sparse retrieval do not wait for any of it; the deriver
+// then fits and builds from the full log as for new writes.
+var keyBackfill = []byte("backfill")
+
+const (
+	// backfillBatch bounds the units one backfill batch reads and logs: the
+	// write lock is held for it (a few milliseconds), so adds queued
+	// meanwhile wait at most that long.
+	backfillBatch = 256
+	phaseUnits    = 'u'
+	phaseDead     = 'd'
+)
+
+// markDenseBehind records, in a write transaction of an engine with dense
+// off, that the dense log no longer matches the index: the backfill starts
+// over from the first document.
+func markDenseBehind(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketDenseMeta)
+	if v := meta.Get(keyBackfill); len(v) == 1 && v[0] == phaseUnits {
+		return nil
+	}
+	return meta.Put(keyBackfill, []byte{phaseUnits})
+}
+
+// denseBehind reports whether the dense log must be backfilled from the
+// index (see above); it reads one key and one cursor position.
+func denseBehind(tx *bolt.Tx, indexUnits int) bool {
+	if tx.Bucket(bucketDenseMeta).Get(keyBackfill) != nil {
+		return true
+	}
+	k, _ := tx.Bucket(bucketDense).Cursor().First()
+	return k == nil && indexUnits > 0
+}
+
+// backfill is the deriver's state of a backfill in progress.
+type backfill struct {
+	started time.Time
+	logged  time.Time
+	units   int // units read from the index so far
+	dropped int // records of units the index no longer holds
+}
+
+// backfillStep runs one batch of the backfill; done reports that the log
+// now matches the index.
+func (dv *deriver) backfillStep(ctx context.Context) (done bool, err error) {
+	e, bf := dv.e, dv.backfill
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	if err := e.writable(); err != nil {
+		return false, err
+	}
+	var cursor []byte
+	if err := e.db.View(func(tx *bolt.Tx) error {
+		cursor = bytes.Clone(tx.Bucket(bucketDenseMeta).Get(keyBackfill))
+		return nil
+	}); err != nil {
+		return false, fmt.Errorf("engine: %w", err)
+	}
+	if len(cursor) == 0 {
+		cursor = []byte{phaseUnits}
+	}
+	var seq uint64
+	switch cursor[0] {
+	case phaseUnits:
+		seq, err = dv.backfillUnits(ctx, cursor[1:])
+	case phaseDead:
+		seq, done, err = dv.backfillDead(ctx, cursor[1:])
+	default:
+		err = fmt.Errorf("engine: unknown dense backfill cursor %q", cursor)
+	}
+	if err != nil {
+		return false, err
+	}
+	if seq > e.opSeq.Load() {
+		e.opSeq.Store(seq) // writers are serialised by wmu, which we hold
+	}
+	if done {
+		e.log.Info("engine: dense log backfilled", "units", bf.units, "dropped", bf.dropped,
+			"took", time.Since(bf.started).Round(time.Millisecond))
+	} else if time.Since(bf.logged) >= progressLogEvery {
+		bf.logged = time.Now()
+		e.log.Info("engine: backfilling the dense log", "units", bf.units, "of", e.ix.Stats().Docs,
+			"elapsed", time.Since(bf.started).Round(time.Second))
+	}
+	return done, nil
+}
+
+// backfillUnits logs the units of the catalogued documents after the id
+// after (a batch of about backfillBatch units) and advances the cursor; after
+// the last document the cursor moves to phase 'd'. It returns the dense
+// log's op sequence after the batch.
+func (dv *deriver) backfillUnits(ctx context.Context, after []byte) (uint64, error) {
+	e := dv.e
+	type doc struct {
+		id     string
+		chunks int
+	}
+	var docs []doc
+	n := 0
+	if err := e.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDocs).Cursor()
+		k, v := c.Seek(after)
+		if k != nil && len(after) > 0 && bytes.Equal(k, after) {
+			k, v = c.Next()
+		}
+		for ; k != nil && n < e.cfg.backfillBatch; k, v = c.Next() {
+			rec, err := decodeCatalogRecord(tx, v)
+			if err != nil {
+				return fmt.Errorf("catalog record %q: %w", k, err)
+			}
+			docs = append(docs, doc{string(k), rec.Chunks})
+			n += max(rec.Chunks, 1)
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("engine: %w", err)
+	}
+	var units []denseUnit
+	for _, d := range docs {
+		ids := []string{d.id}
+		if d.chunks > 0 {
+			ids = ids[:0]
+			for j := range d.chunks {
+				ids = append(ids, chunkID(d.id, j))
+			}
+		}
+		for _, id := range ids {
+			u, err := e.ix.Get(ctx, id)
+			if err != nil {
+				return 0, fmt.Errorf("engine: %w", err)
+			}
+			if u == nil { // a chunk deleted on its own: phase 'd' drops its record
+				continue
+			}
+			du := denseUnit{id: id, text: denseText(u)}
+			if u.Chunk != nil {
+				du.parent = u.Chunk.DocID
+			}
+			units = append(units, du)
+		}
+	}
+	if testHookBackfillBatch != nil {
+		if err := testHookBackfillBatch(); err != nil {
+			return 0, err
+		}
+	}
+	next := []byte{phaseDead}
+	if len(docs) > 0 {
+		next = append([]byte{phaseUnits}, docs[len(docs)-1].id...)
+	}
+	var seq uint64
+	err := e.db.Update(func(tx *bolt.Tx) error {
+		dt := openDenseTx(tx)
+		for _, u := range units {
+			if err := dt.put(u.id, u.parent, u.text); err != nil {
+				return err
+			}
+		}
+		seq = dt.ops.Sequence()
+		return tx.Bucket(bucketDenseMeta).Put(keyBackfill, next)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("engine: dense log: %w", err)
+	}
+	dv.backfill.units += len(units)
+	return seq, nil
+}
+
+// testHookBackfillBatch, when set (tests only), runs in each batch of phase
+// 'u' between reading the index and logging what it read (under the write
+// lock); an error aborts the batch.
+var testHookBackfillBatch func() error
+
+// backfillDead drops the records, after the id after, of units the index
+// no longer holds (a batch of backfillBatch records); after the last
+// record it removes the mark (done).
+func (dv *deriver) backfillDead(ctx context.Context, after []byte) (seq uint64, done bool, err error) {
+	e := dv.e
+	var ids []string
+	if err := e.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDense).Cursor()
+		k, _ := c.Seek(after)
+		if k != nil && len(after) > 0 && bytes.Equal(k, after) {
+			k, _ = c.Next()
+		}
+		for ; k != nil && len(ids) < e.cfg.backfillBatch; k, _ = c.Next() {
+			ids = append(ids, string(k))
+		}
+		return nil
+	}); err != nil {
+		return 0, false, fmt.Errorf("engine: %w", err)
+	}
+	live, err := dv.liveUnits(ctx, ids)
+	if err != nil {
+		return 0, false, err
+	}
+	var dead []string
+	for i, id := range ids {
+		if !live[i] {
+			dead = append(dead, id)
+		}
+	}
+	done = len(ids) == 0
+	err = e.db.Update(func(tx *bolt.Tx) error {
+		dt := openDenseTx(tx)
+		for _, id := range dead {
+			if err := dt.del(id); err != nil {
+				return err
+			}
+		}
+		seq = dt.ops.Sequence()
+		meta := tx.Bucket(bucketDenseMeta)
+		if done {
+			return meta.Delete(keyBackfill)
+		}
+		return meta.Put(keyBackfill, append([]byte{phaseDead}, ids[len(ids)-1]...))
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("engine: dense log: %w", err)
+	}
+	dv.backfill.dropped += len(dead)
+	return seq, done, nil
+}
+
+// numser is the embedded index's lookup of live document numbers
+// (index.Index.Nums): it reads no record.
+type numser interface {
+	Nums(ctx context.Context, ids []string) ([]index.DocNum, error)
+}
+
+// liveUnits reports which of ids the index holds.
+func (dv *deriver) liveUnits(ctx context.Context, ids []string) ([]bool, error) {
+	live := make([]bool, len(ids))
+	if ns, ok := dv.e.ix.(numser); ok {
+		nums, err := ns.Nums(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		for i, n := range nums {
+			live[i] = n != 0
+		}
+		return live, nil
+	}
+	for i, id := range ids {
+		d, err := dv.e.ix.Get(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		live[i] = d != nil
+	}
+	return live, nil
+}
