@@ -36,8 +36,9 @@ var keyBackfill = []byte("backfill")
 
 const (
 	// backfillBatch bounds the units one backfill batch reads and logs: the
-	// write lock is held for it (a few milliseconds), so adds queued
-	// meanwhile wait at most that long.
+	// write lock is held for it (its reads and one fsynced commit: ≈ 40 ms
+	// at 300 k passages under load), so adds queued meanwhile wait at most
+	// that long.
 	backfillBatch = 256
 	phaseUnits    = 'u'
 	phaseDead     = 'd'
