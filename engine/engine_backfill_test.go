@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -283,4 +284,57 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestBackfillDoesNotHoldOpen: Open returns while the backfill is held
+// (an external encoder over an empty dense log no longer waits for its
+// first generation when the index holds units), sessions are offered
+// sparse and sparse retrieval serves; dense follows the backfill.
+func TestBackfillDoesNotHoldOpen(t *testing.T) {
+	dir := sparseOnlyDir(t)
+	inBatch, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookBackfillBatch = func() error {
+		once.Do(func() {
+			close(inBatch)
+			<-release
+		})
+		return nil
+	}
+	defer func() { testHookBackfillBatch = nil }()
+	opened := make(chan *Engine, 1)
+	go func() {
+		e, err := Open(context.Background(), Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- e
+	}()
+	var e *Engine
+	select {
+	case e = <-opened:
+	case <-time.After(2 * time.Minute):
+		close(release)
+		t.Fatal("Open waited for the backfill")
+	}
+	if e == nil {
+		close(release)
+		t.FailNow()
+	}
+	t.Cleanup(func() { e.Close() })
+	<-inBatch
+	c := connect(t, e)
+	if modes(c) != "sparse" {
+		t.Errorf("session during the backfill offered %q, want sparse", modes(c))
+	}
+	res, err := c.Retrieve(context.Background(), &rcp.RetrieveParams{Query: rcp.TextQuery("glacier moraine"), K: 3})
+	close(release)
+	if err != nil || len(res.Hits) == 0 || res.Hits[0].ID.String() != "paged#c1" {
+		t.Fatalf("sparse retrieve during the backfill: %v %+v", err, res)
+	}
+	settle(t, e)
+	if modes(connect(t, e)) != "dense,sparse,hybrid" {
+		t.Fatal("no dense after the backfill")
+	}
 }
