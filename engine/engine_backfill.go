@@ -92,8 +92,8 @@ func (dv *deriver) backfillStep(ctx context.Context) (done bool, err error) {
 	}); err != nil {
 		return false, fmt.Errorf("engine: %w", err)
 	}
-	if len(cursor) == 0 {
-		cursor = []byte{phaseUnits}
+	if len(cursor) == 0 || cursor[0] != phaseUnits && cursor[0] != phaseDead {
+		cursor = []byte{phaseUnits} // none yet (an empty log) or unreadable: from the start
 	}
 	var seq uint64
 	switch cursor[0] {
@@ -101,8 +101,6 @@ func (dv *deriver) backfillStep(ctx context.Context) (done bool, err error) {
 		seq, err = dv.backfillUnits(ctx, cursor[1:])
 	case phaseDead:
 		seq, done, err = dv.backfillDead(ctx, cursor[1:])
-	default:
-		err = fmt.Errorf("engine: unknown dense backfill cursor %q", cursor)
 	}
 	if err != nil {
 		return false, err
