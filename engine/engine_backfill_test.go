@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/internal/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -206,7 +206,7 @@ func TestBackfillResumesAfterCrash(t *testing.T) {
 	}
 	testHookBackfillBatch = nil
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cfg.Dir = crashed
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	e, err := Open(context.Background(), cfg)
@@ -266,24 +266,6 @@ func TestSparseWritesMarkTheDenseLogBehind(t *testing.T) {
 	if top := denseTop(t, connect(t, e), "volcano magma basalt caldera"); top != "late" {
 		t.Fatalf("dense top hit %q, want the unit added with dense off", top)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the engine's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestBackfillDoesNotHoldOpen: Open returns while the backfill is held
