@@ -134,16 +134,7 @@ func TestDenseOnBackfillsSparseOnlyDirectory(t *testing.T) {
 // for it, and is not reverted by the batch's stale text).
 func TestBackfillKeepsRacingWrite(t *testing.T) {
 	dir := sparseOnlyDir(t)
-	inBatch, proceed := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	testHookBackfillBatch = func() error {
-		once.Do(func() {
-			close(inBatch)
-			<-proceed
-		})
-		return nil
-	}
-	defer func() { testHookBackfillBatch = nil }()
+	inBatch, proceed := holdFirstBackfillBatch(t)
 	e := quietEngine(t, Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64}})
 	select {
 	case <-inBatch:
@@ -274,16 +265,7 @@ func TestSparseWritesMarkTheDenseLogBehind(t *testing.T) {
 // sparse and sparse retrieval serves; dense follows the backfill.
 func TestBackfillDoesNotHoldOpen(t *testing.T) {
 	dir := sparseOnlyDir(t)
-	inBatch, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	testHookBackfillBatch = func() error {
-		once.Do(func() {
-			close(inBatch)
-			<-release
-		})
-		return nil
-	}
-	defer func() { testHookBackfillBatch = nil }()
+	inBatch, release := holdFirstBackfillBatch(t)
 	opened := make(chan *Engine, 1)
 	go func() {
 		e, err := Open(context.Background(), Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64},
@@ -319,4 +301,21 @@ func TestBackfillDoesNotHoldOpen(t *testing.T) {
 	if modes(connect(t, e)) != "dense,sparse,hybrid" {
 		t.Fatal("no dense after the backfill")
 	}
+}
+
+// holdFirstBackfillBatch makes the first backfill batch stop between
+// reading the index and logging what it read: inBatch is closed when it
+// gets there, and it goes on once proceed is closed.
+func holdFirstBackfillBatch(t *testing.T) (inBatch, proceed chan struct{}) {
+	inBatch, proceed = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookBackfillBatch = func() error {
+		once.Do(func() {
+			close(inBatch)
+			<-proceed
+		})
+		return nil
+	}
+	t.Cleanup(func() { testHookBackfillBatch = nil })
+	return inBatch, proceed
 }
