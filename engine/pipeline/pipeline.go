@@ -417,7 +417,7 @@ func (s *State) recallDepth() int {
 // (docs/benchmarks.md, "Hybrid fusion window"): against the window of 40
 // it replaced, 20 changes no top-10 nDCG@10 by more than its paired
 // standard error on either set, with either fusion, and the walk at ef 20
-// visits 0.57× the nodes of one at ef 40 (1 M vectors).
+// scores 0.57× the codes of one at ef 40 (1 M vectors).
 const (
 	hybridDepthPerK = 2
 	hybridDepthMin  = 20
