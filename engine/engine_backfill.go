@@ -56,13 +56,10 @@ func markDenseBehind(tx *bolt.Tx) error {
 }
 
 // denseBehind reports whether the dense log must be backfilled from the
-// index (see above); it reads one key and one cursor position.
-func denseBehind(tx *bolt.Tx, indexUnits int) bool {
-	if tx.Bucket(bucketDenseMeta).Get(keyBackfill) != nil {
-		return true
-	}
-	k, _ := tx.Bucket(bucketDense).Cursor().First()
-	return k == nil && indexUnits > 0
+// index (see above): the mark is set, or the log is empty (logEmpty, which
+// Open has read) while the index holds units.
+func denseBehind(tx *bolt.Tx, logEmpty bool, indexUnits int) bool {
+	return tx.Bucket(bucketDenseMeta).Get(keyBackfill) != nil || logEmpty && indexUnits > 0
 }
 
 // backfill is the deriver's state of a backfill in progress.

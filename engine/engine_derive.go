@@ -954,7 +954,7 @@ func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
 		identity = string(meta.Get(keyIdentity))
 		k, _ := tx.Bucket(bucketDense).Cursor().First()
 		empty = k == nil
-		behind = denseBehind(tx, e.ix.Stats().Docs)
+		behind = denseBehind(tx, empty, e.ix.Stats().Docs)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("engine: %w", err)
