@@ -5,7 +5,8 @@ package engine
 // TestRetrieveDataDir is an opt-in measurement for docs/benchmarks.md
 // ("Hybrid ÷ sparse"), skipped unless RETRIEVE_DATA is set: it opens an
 // rcpd data directory (RETRIEVE_DATA — it is written to: use a copy), waits
-// until its dense generation is loaded and checked, and sends every query of
+// until its dense generation is loaded and checked and the directory is
+// verified (the background checks after Open), and sends every query of
 // RETRIEVE_QUERIES (BEIR queries.jsonl) through the full retrieve path in
 // process (an in-process rcp client: no HTTP) as a top-10 retrieve in each
 // mode of RETRIEVE_MODES (comma-separated; default "sparse,hybrid"),
@@ -42,6 +43,11 @@ func TestRetrieveDataDir(t *testing.T) {
 	}
 	e := quietEngine(t, Config{Dir: dir})
 	settle(t, e)
+	// The checks Open leaves to the background read every page and
+	// segment byte: measured beside them, a retrieve shares the CPU.
+	if err := e.Verified(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	c := connect(t, e)
 	ctx := context.Background()
 	lat := map[string][]float64{}
