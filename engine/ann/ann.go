@@ -291,6 +291,12 @@ func (ix *Index) row(s int32) []int32 {
 	return ix.layer0[base : base+ix.stride0]
 }
 
+// prefetchRow asks the cache for the layer-0 link row of s.
+func (ix *Index) prefetchRow(s int32) {
+	r := ix.row(s)
+	prefetch(unsafe.Pointer(unsafe.SliceData(r)), (4*len(r)+63)/64)
+}
+
 func dot(a, b []float32) float32 {
 	if len(a) == 0 {
 		return 0
@@ -503,7 +509,7 @@ func (ix *Index) insert(s int32, vis *visited) {
 	epScore := score(ep)
 	var buf []int32
 	for l := top; l > lvl; l-- {
-		ep, epScore = ix.greedy(score, ep, epScore, l, &buf)
+		ep, epScore = ix.greedy(score, nil, ep, epScore, l, &buf)
 	}
 	eps := []cand{{ep, epScore}}
 	for l := min(lvl, top); l >= 0; l-- {
@@ -649,10 +655,13 @@ func (ix *Index) scoreQuantized(q []float32) func(int32) float32 {
 	return func(s int32) float32 { return float32(dot8(qq, ix.q.code(s))) }
 }
 
-func (ix *Index) greedy(score func(int32) float32, ep int32, epScore float32, l int, buf *[]int32) (int32, float32) {
+func (ix *Index) greedy(score func(int32) float32, q *quantized, ep int32, epScore float32, l int, buf *[]int32) (int32, float32) {
 	for changed := true; changed; {
 		changed = false
 		*buf = ix.neighbours(ep, l, *buf)
+		if q != nil {
+			q.warm(*buf, nil)
+		}
 		for _, n := range *buf {
 			if s := score(n); s > epScore {
 				ep, epScore, changed = n, s, true
@@ -671,8 +680,9 @@ func (ix *Index) greedy(score func(int32) float32, ep int32, epScore float32, l 
 // exhausted. Results are returned best first.
 func (ix *Index) searchLayer(score func(int32) float32, q *quantized, eps []cand, ef, l int, admit func(int32) bool, vis *visited, buf *[]int32) []cand {
 	vis.reset(len(ix.ids))
-	var frontier maxHeap
-	var results minHeap
+	frontier := vis.frontier[:0] // the walk's scratch, kept with the visited set
+	defer func() { vis.frontier = frontier[:0] }()
+	results := make(minHeap, 0, ef+1)
 	for _, e := range eps {
 		if !vis.visit(e.slot) {
 			continue
@@ -689,6 +699,11 @@ func (ix *Index) searchLayer(score func(int32) float32, q *quantized, eps []cand
 		c := frontier.pop()
 		if len(results) >= ef && c.score < results[0].score {
 			break
+		}
+		if l == 0 && len(frontier) > 0 {
+			// The best of the rest is most often the next expanded: its
+			// links arrive while c's neighbours are scored.
+			ix.prefetchRow(frontier[0].slot)
 		}
 		nb := ix.neighbours(c.slot, l, *buf)
 		if q != nil {
@@ -753,9 +768,12 @@ func (ix *Index) search(qv []float32, k int, opts SearchOptions) []Result {
 		ef = ix.cfg.EfSearch
 	}
 	ef = max(ef, k)
-	admit := func(s int32) bool { return !ix.deleted[s] }
-	if f := opts.Filter; f != nil {
+	var admit func(int32) bool // nil: every slot is live and wanted
+	switch f := opts.Filter; {
+	case f != nil:
 		admit = func(s int32) bool { return !ix.deleted[s] && f(ix.ids[s]) }
+	case ix.live < len(ix.ids):
+		admit = func(s int32) bool { return !ix.deleted[s] }
 	}
 	vis := ix.getVisited()
 	defer ix.visitedPool.Put(vis)
@@ -768,7 +786,7 @@ func (ix *Index) search(qv []float32, k int, opts SearchOptions) []Result {
 	epScore := score(ep)
 	var buf []int32
 	for l := ix.topLevel; l > 0; l-- {
-		ep, epScore = ix.greedy(score, ep, epScore, l, &buf)
+		ep, epScore = ix.greedy(score, codes, ep, epScore, l, &buf)
 	}
 	w := ix.searchLayer(score, codes, []cand{{ep, epScore}}, ef, 0, admit, vis, &buf)
 	if len(w) < k && len(w) < ix.live {

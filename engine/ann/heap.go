@@ -90,29 +90,47 @@ func (h *minHeap) pop() cand {
 	return top
 }
 
-// visited is a generation-stamped visited set.
+// visited is the set of slots a walk has reached: one bit per slot, so
+// the set of a million-vector index is 125 KiB that stays in cache where
+// a word per slot would not, and reset clears only the words the last
+// walk touched.
 type visited struct {
-	marks []uint32
-	gen   uint32
+	bits     []uint64
+	touched  []int32 // indexes of the words of bits that are not zero
+	frontier maxHeap // searchLayer's frontier, reused from walk to walk
 }
 
 func (v *visited) reset(n int) {
-	if len(v.marks) < n {
-		v.marks = make([]uint32, n+n/4)
-		v.gen = 0
+	words := (n + 63) / 64
+	if len(v.bits) < words {
+		v.bits = make([]uint64, words+words/4)
+		v.touched = v.touched[:0]
+		return
 	}
-	v.gen++
-	if v.gen == 0 {
-		clear(v.marks)
-		v.gen = 1
+	if len(v.touched) > len(v.bits)/8 {
+		clear(v.bits)
+	} else {
+		for _, w := range v.touched {
+			v.bits[w] = 0
+		}
 	}
+	v.touched = v.touched[:0]
 }
+
+// seen reports whether s was visited.
+func (v *visited) seen(s int32) bool { return v.bits[s>>6]&(1<<(s&63)) != 0 }
 
 // visit marks s and reports whether it was unvisited.
 func (v *visited) visit(s int32) bool {
-	if v.marks[s] == v.gen {
+	w := s >> 6
+	b := v.bits[w]
+	bit := uint64(1) << (s & 63)
+	if b&bit != 0 {
 		return false
 	}
-	v.marks[s] = v.gen
+	if b == 0 {
+		v.touched = append(v.touched, w)
+	}
+	v.bits[w] = b | bit
 	return true
 }

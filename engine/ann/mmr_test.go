@@ -117,3 +117,29 @@ func TestBitset(t *testing.T) {
 		}
 	}
 }
+
+func TestVisited(t *testing.T) {
+	var v visited
+	for round, n := range []int{100, 100, 5000, 5000, 70} {
+		v.reset(n)
+		for s := range int32(n) {
+			if v.seen(s) {
+				t.Fatalf("round %d: slot %d seen after reset", round, s)
+			}
+		}
+		// Few slots (reset clears their words) in even rounds, every slot
+		// (reset clears everything) in odd ones.
+		step := int32(1)
+		if round%2 == 0 {
+			step = 37
+		}
+		for s := int32(0); s < int32(n); s += step {
+			if !v.visit(s) {
+				t.Fatalf("round %d: slot %d visited twice", round, s)
+			}
+			if v.visit(s) || !v.seen(s) {
+				t.Fatalf("round %d: slot %d not marked", round, s)
+			}
+		}
+	}
+}

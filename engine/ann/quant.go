@@ -50,13 +50,14 @@ func (q *quantized) append(v []float32) {
 	}
 }
 
-// warm asks the cache for the codes of the slots not yet visited, so
-// that the walk's next scores find them there: fetched one after another,
-// each would wait for memory in turn.
+// warm asks the cache for the codes of the slots not yet visited (of all
+// of them when vis is nil: the greedy descent through the upper layers
+// keeps no visited set), so that the walk's next scores find them there:
+// fetched one after another, each would wait for memory in turn.
 func (q *quantized) warm(slots []int32, vis *visited) {
 	lines := (q.dim + 63) / 64
 	for _, s := range slots {
-		if vis.marks[s] != vis.gen {
+		if vis == nil || !vis.seen(s) {
 			prefetch(unsafe.Pointer(&q.codes[int(s)*q.dim]), lines)
 		}
 	}
@@ -71,18 +72,16 @@ func (q *quantized) code(s int32) []int8 {
 // scale of their own — a positive factor per query, which leaves the
 // order of the scores as it is.
 func (q *quantized) query(v []float32) []int8 {
-	w := make([]float32, len(v))
 	var top float32
 	for d, x := range v {
-		w[d] = x / q.scale[d]
-		top = max(top, float32(math.Abs(float64(w[d]))))
+		top = max(top, float32(math.Abs(float64(x/q.scale[d]))))
 	}
 	out := make([]int8, len(v))
 	if top == 0 {
 		return out
 	}
-	for d, x := range w {
-		out[d] = toInt8(x * 127 / top)
+	for d, x := range v {
+		out[d] = toInt8(x / q.scale[d] * 127 / top)
 	}
 	return out
 }
