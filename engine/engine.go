@@ -142,6 +142,8 @@ type Config struct {
 	// once (default 2 × GOMAXPROCS); the others wait their turn (or their
 	// deadline). Many more in flight than cores only share the CPU between
 	// them, and writes, which are not bounded, would wait behind them all.
+	// While a write is in flight the bound is also max(1, GOMAXPROCS − 1)
+	// (engine_admission.go).
 	QueryConcurrency int
 	// Preload documents are indexed (idempotently, by id) at Open, before
 	// the dense encoder is fitted; SourceName labels them for trust.
@@ -236,8 +238,8 @@ type Engine struct {
 	qmu       sync.RWMutex
 	// readUnlock is qmu.RUnlock, bound once (readLock returns it).
 	readUnlock func()
-	// querySem admits Config.QueryConcurrency retrieves into their pipeline.
-	querySem chan struct{}
+	// admit admits retrieves into their pipeline (engine_admission.go).
+	admit *admission
 
 	// Dense state (engine_dense.go, engine_derive.go): the published
 	// generation (nil: none yet, sessions are offered sparse), the deriver
@@ -387,11 +389,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
 	e.readUnlock = e.qmu.RUnlock
 	e.writes = newWriteQueue()
-	if n := cfg.QueryConcurrency; n > 0 {
-		e.querySem = make(chan struct{}, n)
-	} else {
-		e.querySem = make(chan struct{}, 2*runtime.GOMAXPROCS(0))
-	}
+	e.admit = newAdmission(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
 	if e.watch, err = newDirWatch(cfg.Dir); err != nil {
 		e.Close()
 		return nil, err

@@ -52,6 +52,7 @@ type indexAddParams struct {
 }
 
 func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAddResult, error) {
+	defer e.admit.write()()
 	if p.Documents == nil {
 		return nil, rcp.InvalidParams("documents", "documents is required")
 	}
@@ -653,6 +654,7 @@ type indexDeleteParams struct {
 }
 
 func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.IndexDeleteResult, error) {
+	defer e.admit.write()()
 	if e.cfg.ReadOnly {
 		return nil, rcp.NewError(rcp.CodeCapabilityMissing, "the index is read-only")
 	}

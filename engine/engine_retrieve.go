@@ -446,10 +446,11 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			notes = append(notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
 		}
 	}
-	if err := e.admitQuery(ctx); err != nil {
+	release, err := e.admit.admit(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer func() { <-e.querySem }()
+	defer release()
 	unlock, err := e.readLock(ctx)
 	if err != nil {
 		return nil, err
@@ -536,23 +537,6 @@ type usageParts struct {
 	usage                   rcp.Usage
 	cands, tokens, reranked int
 	lat                     float64
-}
-
-// admitQuery takes a slot of querySem, waiting for one until ctx ends. A
-// free slot is taken without asking ctx for its Done channel, which a
-// request context makes on first use.
-func (e *Engine) admitQuery(ctx context.Context) error {
-	select {
-	case e.querySem <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case e.querySem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // defaultTopN is rerank.topN when the client leaves it to the server:

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// admitWithin reports whether a retrieve is admitted before a short
+// deadline, and gives its slots back.
+func admitWithin(t *testing.T, a *admission) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	release, err := a.admit(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	return true
+}
+
+// Retrieves are admitted up to the concurrency; while writes come in (one
+// in flight, or one ended within writeLinger), only max(1, cores − 1) of
+// them, so that a core stays free for the write path.
+func TestAdmissionNarrowsWhileWriting(t *testing.T) {
+	a := newAdmission(0, 3)     // 6 slots, 2 while writing
+	a.linger = int64(time.Hour) // "right after a write" however slow the machine
+	var held []func()
+	take := func() {
+		t.Helper()
+		release, err := a.admit(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, release)
+	}
+	for range 4 {
+		take()
+	}
+	if !admitWithin(t, a) {
+		t.Fatal("a fifth retrieve waited with 6 slots and no write")
+	}
+	for _, r := range held {
+		r()
+	}
+	held = nil
+
+	done := a.write()
+	take()
+	take()
+	if admitWithin(t, a) {
+		t.Fatal("a third retrieve was admitted while a write was in flight (2 write-time slots)")
+	}
+	done()
+	if admitWithin(t, a) {
+		t.Fatal("a third retrieve was admitted right after a write (writeLinger)")
+	}
+	held[0]()
+	if !admitWithin(t, a) {
+		t.Fatal("a released write-time slot was not reused")
+	}
+	a.lastWrite.Store(time.Now().Add(-2 * time.Hour).UnixNano())
+	if !admitWithin(t, a) {
+		t.Fatal("retrieves stayed narrowed after the writes stopped")
+	}
+	held[1]()
+	if len(a.slots) != 0 || len(a.narrow) != 0 {
+		t.Fatalf("slots left taken: %d wide, %d narrow", len(a.slots), len(a.narrow))
+	}
+}
+
+// One core: one retrieve at a time while writing, never none.
+func TestAdmissionOneCore(t *testing.T) {
+	a := newAdmission(0, 1)
+	defer a.write()()
+	if !admitWithin(t, a) {
+		t.Fatal("no retrieve admitted on one core while writing")
+	}
+}
+
+// An index/add marks a write in flight for the engine's admission until
+// it is answered.
+func TestIndexAddNarrowsAdmission(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone })
+	if e.admit.writesComing() {
+		t.Fatal("writes coming before any write")
+	}
+	add := []byte(`{"documents":[{"id":"w1","text":"a zeppelin over the eiffel tower"}]}`)
+	if _, err := e.Call(context.Background(), rcp.MethodIndexAdd, add); err != nil {
+		t.Fatal(err)
+	}
+	if e.admit.writing.Load() != 0 || !e.admit.writesComing() {
+		t.Fatalf("after an add: writing %d, coming %v; want 0, true", e.admit.writing.Load(), e.admit.writesComing())
+	}
+}
