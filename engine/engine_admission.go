@@ -24,7 +24,11 @@ import (
 // gaps of a stream of writes: a retrieve admitted wide in a gap would
 // still be running when the next write of the stream arrives (a
 // pipeline is not preempted); narrowing only while a write was in flight
-// gave two thirds of the gain (docs/benchmarks.md).
+// gave two thirds of the gain (docs/benchmarks.md). A retrieve that calls
+// a remote model (an OpenAI-compatible query embedder, a rerank stage, an
+// agentic rewrite) is admitted wide only: it waits on the network, not on
+// a core, and one slot would serialize such retrieves behind each other's
+// round trips.
 type admission struct {
 	slots     chan struct{} // Config.QueryConcurrency
 	narrow    chan struct{} // max(1, GOMAXPROCS − 1): taken too while writes come in
@@ -45,15 +49,15 @@ func newAdmission(concurrency, cores int) *admission {
 	return &admission{slots: make(chan struct{}, concurrency), narrow: make(chan struct{}, max(1, cores-1)), linger: int64(writeLinger)}
 }
 
-// admit takes a slot (and a write-time slot while writes come in),
-// waiting for them until ctx ends; release gives back what it took. A free
-// slot is taken without asking ctx for its Done channel, which a request
-// context makes on first use.
-func (a *admission) admit(ctx context.Context) (release func(), err error) {
+// admit takes a slot (and, for a local retrieve, a write-time slot while
+// writes come in), waiting for them until ctx ends; release gives back
+// what it took. A free slot is taken without asking ctx for its Done
+// channel, which a request context makes on first use.
+func (a *admission) admit(ctx context.Context, local bool) (release func(), err error) {
 	if err := acquire(ctx, a.slots); err != nil {
 		return nil, err
 	}
-	if !a.writesComing() {
+	if !local || !a.writesComing() {
 		return a.releaseSlot, nil
 	}
 	if err := acquire(ctx, a.narrow); err != nil {

@@ -9,13 +9,13 @@ import (
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-// admitWithin reports whether a retrieve is admitted before a short
-// deadline, and gives its slots back.
-func admitWithin(t *testing.T, a *admission) bool {
+// admitWithin reports whether a retrieve (local: calling no remote model)
+// is admitted before a short deadline, and gives its slots back.
+func admitWithin(t *testing.T, a *admission, local bool) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	release, err := a.admit(ctx)
+	release, err := a.admit(ctx, local)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -35,7 +35,7 @@ func TestAdmissionNarrowsWhileWriting(t *testing.T) {
 	var held []func()
 	take := func() {
 		t.Helper()
-		release, err := a.admit(context.Background())
+		release, err := a.admit(context.Background(), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestAdmissionNarrowsWhileWriting(t *testing.T) {
 	for range 4 {
 		take()
 	}
-	if !admitWithin(t, a) {
+	if !admitWithin(t, a, true) {
 		t.Fatal("a fifth retrieve waited with 6 slots and no write")
 	}
 	for _, r := range held {
@@ -55,19 +55,22 @@ func TestAdmissionNarrowsWhileWriting(t *testing.T) {
 	done := a.write()
 	take()
 	take()
-	if admitWithin(t, a) {
+	if admitWithin(t, a, true) {
 		t.Fatal("a third retrieve was admitted while a write was in flight (2 write-time slots)")
 	}
+	if !admitWithin(t, a, false) {
+		t.Fatal("a retrieve calling a remote model waited for a write-time slot")
+	}
 	done()
-	if admitWithin(t, a) {
+	if admitWithin(t, a, true) {
 		t.Fatal("a third retrieve was admitted right after a write (writeLinger)")
 	}
 	held[0]()
-	if !admitWithin(t, a) {
+	if !admitWithin(t, a, true) {
 		t.Fatal("a released write-time slot was not reused")
 	}
 	a.lastWrite.Store(time.Now().Add(-2 * time.Hour).UnixNano())
-	if !admitWithin(t, a) {
+	if !admitWithin(t, a, true) {
 		t.Fatal("retrieves stayed narrowed after the writes stopped")
 	}
 	held[1]()
@@ -80,7 +83,7 @@ func TestAdmissionNarrowsWhileWriting(t *testing.T) {
 func TestAdmissionOneCore(t *testing.T) {
 	a := newAdmission(0, 1)
 	defer a.write()()
-	if !admitWithin(t, a) {
+	if !admitWithin(t, a, true) {
 		t.Fatal("no retrieve admitted on one core while writing")
 	}
 }
@@ -98,5 +101,27 @@ func TestIndexAddNarrowsAdmission(t *testing.T) {
 	}
 	if e.admit.writing.Load() != 0 || !e.admit.writesComing() {
 		t.Fatalf("after an add: writing %d, coming %v; want 0, true", e.admit.writing.Load(), e.admit.writesComing())
+	}
+}
+
+// While writes come in and the write-time slots are taken, a retrieve with
+// a rerank stage (a model call: it waits on the model, not on a core) is
+// still admitted; a plain one waits.
+func TestRerankRetrieveAdmittedWide(t *testing.T) {
+	var calls int
+	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Reranker = lengthScorer{&calls} })
+	defer e.admit.write()()
+	for range cap(e.admit.narrow) {
+		e.admit.narrow <- struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := e.Call(ctx, rcp.MethodRetrieve, []byte(`{"query":"eiffel tower","k":3,"rerank":{"method":"cross-encoder","topN":5}}`)); err != nil {
+		t.Fatalf("a rerank retrieve while the write-time slots are taken: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := e.Call(short, rcp.MethodRetrieve, []byte(`{"query":"eiffel tower","k":3,"rerank":false}`)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a plain retrieve with no write-time slot: err = %v, want the deadline", err)
 	}
 }

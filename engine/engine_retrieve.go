@@ -446,7 +446,8 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			notes = append(notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
 		}
 	}
-	release, err := e.admit.admit(ctx)
+	local := plan == nil && req.RerankTopN == 0 && !(usesDense && e.remoteDense())
+	release, err := e.admit.admit(ctx, local)
 	if err != nil {
 		return nil, err
 	}
@@ -537,6 +538,12 @@ type usageParts struct {
 	usage                   rcp.Usage
 	cands, tokens, reranked int
 	lat                     float64
+}
+
+// remoteDense reports whether the dense provider embeds queries over the
+// network (anything but LSA and a local ONNX model).
+func (e *Engine) remoteDense() bool {
+	return e.cfg.DenseProvider != nil && e.cfg.Dense != DenseONNX
 }
 
 // defaultTopN is rerank.topN when the client leaves it to the server:
