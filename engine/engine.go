@@ -142,8 +142,8 @@ type Config struct {
 	// once (default 2 × GOMAXPROCS); the others wait their turn (or their
 	// deadline). Many more in flight than cores only share the CPU between
 	// them, and writes, which are not bounded, would wait behind them all.
-	// While a write is in flight the bound is also max(1, GOMAXPROCS − 1)
-	// (engine_admission.go).
+	// While writes come in, retrieves that wait on no model are also held
+	// to max(1, GOMAXPROCS − 1) (engine_admission.go).
 	QueryConcurrency int
 	// Preload documents are indexed (idempotently, by id) at Open, before
 	// the dense encoder is fitted; SourceName labels them for trust.

@@ -24,11 +24,11 @@ import (
 // gaps of a stream of writes: a retrieve admitted wide in a gap would
 // still be running when the next write of the stream arrives (a
 // pipeline is not preempted); narrowing only while a write was in flight
-// gave two thirds of the gain (docs/benchmarks.md). A retrieve that calls
-// a remote model (an OpenAI-compatible query embedder, a rerank stage, an
-// agentic rewrite) is admitted wide only: it waits on the network, not on
-// a core, and one slot would serialize such retrieves behind each other's
-// round trips.
+// gave two thirds of the gain (docs/benchmarks.md). A retrieve that may
+// wait on a model — an external query embedder, a rerank stage (a
+// cross-encoder or an LLM judge), an agentic plan — is admitted wide
+// only: one slot would serialize such retrieves behind each other's
+// model calls.
 type admission struct {
 	slots     chan struct{} // Config.QueryConcurrency
 	narrow    chan struct{} // max(1, GOMAXPROCS − 1): taken too while writes come in
@@ -50,40 +50,48 @@ func newAdmission(concurrency, cores int) *admission {
 }
 
 // admit takes a slot (and, for a local retrieve, a write-time slot while
-// writes come in), waiting for them until ctx ends; release gives back
-// what it took. A free slot is taken without asking ctx for its Done
-// channel, which a request context makes on first use.
-func (a *admission) admit(ctx context.Context, local bool) (release func(), err error) {
+// writes come in), waiting for them until ctx ends; narrowed says which,
+// for release. A free slot is taken without asking ctx for its Done
+// channel, which a request context makes on first use. Neither allocates:
+// it runs on every retrieve.
+func (a *admission) admit(ctx context.Context, local bool) (narrowed bool, err error) {
 	if err := acquire(ctx, a.slots); err != nil {
-		return nil, err
+		return false, err
 	}
 	if !local || !a.writesComing() {
-		return a.releaseSlot, nil
+		return false, nil
 	}
 	if err := acquire(ctx, a.narrow); err != nil {
 		<-a.slots
-		return nil, err
+		return false, err
 	}
-	return a.releaseBoth, nil
+	return true, nil
 }
 
-func (a *admission) releaseSlot() { <-a.slots }
-
-func (a *admission) releaseBoth() { <-a.narrow; <-a.slots }
-
-// write marks a write in flight until the returned func is called.
-func (a *admission) write() (done func()) {
-	a.writing.Add(1)
-	return a.writeDone
+// release gives back what admit took.
+func (a *admission) release(narrowed bool) {
+	if narrowed {
+		<-a.narrow
+	}
+	<-a.slots
 }
 
-func (a *admission) writeDone() {
+// beginWrite marks a write in flight until endWrite.
+func (a *admission) beginWrite() { a.writing.Add(1) }
+
+func (a *admission) endWrite() {
 	a.lastWrite.Store(time.Now().UnixNano())
 	a.writing.Add(-1)
 }
 
+// writesComing reports whether a write is in flight or ended within the
+// linger; an engine that has never written reads no clock.
 func (a *admission) writesComing() bool {
-	return a.writing.Load() > 0 || time.Now().UnixNano()-a.lastWrite.Load() < a.linger
+	if a.writing.Load() > 0 {
+		return true
+	}
+	last := a.lastWrite.Load()
+	return last != 0 && time.Now().UnixNano()-last < a.linger
 }
 
 func acquire(ctx context.Context, sem chan struct{}) error {

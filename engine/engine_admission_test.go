@@ -15,14 +15,14 @@ func admitWithin(t *testing.T, a *admission, local bool) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	release, err := a.admit(ctx, local)
+	narrowed, err := a.admit(ctx, local)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	release()
+	a.release(narrowed)
 	return true
 }
 
@@ -35,11 +35,11 @@ func TestAdmissionNarrowsWhileWriting(t *testing.T) {
 	var held []func()
 	take := func() {
 		t.Helper()
-		release, err := a.admit(context.Background(), true)
+		narrowed, err := a.admit(context.Background(), true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		held = append(held, release)
+		held = append(held, func() { a.release(narrowed) })
 	}
 	for range 4 {
 		take()
@@ -52,7 +52,7 @@ func TestAdmissionNarrowsWhileWriting(t *testing.T) {
 	}
 	held = nil
 
-	done := a.write()
+	a.beginWrite()
 	take()
 	take()
 	if admitWithin(t, a, true) {
@@ -61,7 +61,7 @@ func TestAdmissionNarrowsWhileWriting(t *testing.T) {
 	if !admitWithin(t, a, false) {
 		t.Fatal("a retrieve calling a remote model waited for a write-time slot")
 	}
-	done()
+	a.endWrite()
 	if admitWithin(t, a, true) {
 		t.Fatal("a third retrieve was admitted right after a write (writeLinger)")
 	}
@@ -82,7 +82,8 @@ func TestAdmissionNarrowsWhileWriting(t *testing.T) {
 // One core: one retrieve at a time while writing, never none.
 func TestAdmissionOneCore(t *testing.T) {
 	a := newAdmission(0, 1)
-	defer a.write()()
+	a.beginWrite()
+	defer a.endWrite()
 	if !admitWithin(t, a, true) {
 		t.Fatal("no retrieve admitted on one core while writing")
 	}
@@ -110,7 +111,8 @@ func TestIndexAddNarrowsAdmission(t *testing.T) {
 func TestRerankRetrieveAdmittedWide(t *testing.T) {
 	var calls int
 	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Reranker = lengthScorer{&calls} })
-	defer e.admit.write()()
+	e.admit.beginWrite()
+	defer e.admit.endWrite()
 	for range cap(e.admit.narrow) {
 		e.admit.narrow <- struct{}{}
 	}
@@ -123,5 +125,27 @@ func TestRerankRetrieveAdmittedWide(t *testing.T) {
 	defer cancelShort()
 	if _, err := e.Call(short, rcp.MethodRetrieve, []byte(`{"query":"eiffel tower","k":3,"rerank":false}`)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a plain retrieve with no write-time slot: err = %v, want the deadline", err)
+	}
+}
+
+// Admitting and releasing a retrieve allocates nothing (the retrieve hot
+// path, issue 15 acceptance 3), with writes coming in or not.
+func TestAdmissionAllocatesNothing(t *testing.T) {
+	a := newAdmission(0, 2)
+	ctx := context.Background()
+	run := func() {
+		narrowed, err := a.admit(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.release(narrowed)
+	}
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Errorf("without writes: %v allocations per retrieve", n)
+	}
+	a.beginWrite()
+	defer a.endWrite()
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Errorf("while writing: %v allocations per retrieve", n)
 	}
 }

@@ -52,7 +52,8 @@ type indexAddParams struct {
 }
 
 func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAddResult, error) {
-	defer e.admit.write()()
+	e.admit.beginWrite()
+	defer e.admit.endWrite()
 	if p.Documents == nil {
 		return nil, rcp.InvalidParams("documents", "documents is required")
 	}
@@ -654,7 +655,8 @@ type indexDeleteParams struct {
 }
 
 func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.IndexDeleteResult, error) {
-	defer e.admit.write()()
+	e.admit.beginWrite()
+	defer e.admit.endWrite()
 	if e.cfg.ReadOnly {
 		return nil, rcp.NewError(rcp.CodeCapabilityMissing, "the index is read-only")
 	}

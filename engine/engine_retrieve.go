@@ -447,11 +447,11 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 		}
 	}
 	local := plan == nil && req.RerankTopN == 0 && !(usesDense && e.remoteDense())
-	release, err := e.admit.admit(ctx, local)
+	narrowed, err := e.admit.admit(ctx, local)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer e.admit.release(narrowed)
 	unlock, err := e.readLock(ctx)
 	if err != nil {
 		return nil, err
@@ -540,8 +540,9 @@ type usageParts struct {
 	lat                     float64
 }
 
-// remoteDense reports whether the dense provider embeds queries over the
-// network (anything but LSA and a local ONNX model).
+// remoteDense reports whether the dense provider embeds queries outside
+// the engine (anything but LSA and a local ONNX model: an HTTP embedder,
+// or a provider given in code that may be one).
 func (e *Engine) remoteDense() bool {
 	return e.cfg.DenseProvider != nil && e.cfg.Dense != DenseONNX
 }
