@@ -34,6 +34,9 @@ const (
 	defaultDuration = 20 * time.Second
 	// DurationEnv overrides the soak duration (a Go duration, e.g. 5m).
 	DurationEnv = "RCP_SOAK_DURATION"
+	// ConfigEnv names an rcpd config file for the soaked server (e.g. one
+	// setting queryConcurrency), passed as --config.
+	ConfigEnv = "RCP_SOAK_CONFIG"
 )
 
 func soakDuration(t *testing.T) time.Duration {
@@ -242,6 +245,9 @@ func startRcpd(ctx context.Context, t *testing.T) *server {
 		"--data", filepath.Join(tmp, "data"),
 		"--demo",
 		"--log-level", "info")
+	if c := os.Getenv(ConfigEnv); c != "" {
+		cmd.Args = append(cmd.Args, "--config", c)
+	}
 	cmd.Env = append(os.Environ(), "RCPD_TOKEN=", "RCPD_CONFIG=", "RCPD_HTTP=", "RCPD_DATA=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

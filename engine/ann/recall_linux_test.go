@@ -69,6 +69,37 @@ func TestGenerationRecall(t *testing.T) {
 	passes("int8")
 }
 
+// TestGenerationWalkCost is an opt-in measurement for docs/benchmarks.md
+// ("The walk's memory traffic"), skipped unless RECALL_GEN is set: on the
+// same generation and queries as TestGenerationRecall, the int8 walk of a
+// top 20 at ef 20 (the hybrid window of a top 10), 12 passes of the
+// queries on one thread, and the CPU per search of the last 11.
+func TestGenerationWalkCost(t *testing.T) {
+	dir := os.Getenv("RECALL_GEN")
+	if dir == "" {
+		t.Skip("set RECALL_GEN and RECALL_QUERIES")
+	}
+	ix, queries := loadGeneration(t, dir, os.Getenv("RECALL_QUERIES"))
+	if err := ix.Quantize(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu int64
+	for pass := range 12 {
+		c0 := threadCPU()
+		for _, q := range queries {
+			if _, err := ix.Search(q, 20, ann.SearchOptions{Ef: 20}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if pass > 0 {
+			cpu += threadCPU() - c0
+		}
+	}
+	t.Logf("k 20, ef 20: %d vectors, %d queries: %.1f cpu-µs per search", ix.Len(), len(queries), float64(cpu)/1e3/float64(11*len(queries)))
+}
+
 // overlap counts the ids of got[:k] among want[:k].
 func overlap(got, want []ann.Result, k int) int {
 	n := 0
