@@ -24,6 +24,17 @@ type RepairReport struct {
 	// records were copied into a new store.db (the damaged file is among
 	// Moved) and the index rebuilds its segments from them at the next Open.
 	Salvaged *Salvage
+	// ManifestRebuilt: index/store.db held documents but had lost its
+	// manifest (to damaged pages, salvaged or not). One was rebuilt from
+	// the records, numbering new documents above every stored one; the
+	// segment files went aside and the index rebuilds them from the
+	// records at the next Open, under a new index epoch (versions and
+	// cursors issued before no longer resolve).
+	ManifestRebuilt bool
+	// LostDocuments are the ids of the retrieval units (documents or
+	// chunks) whose records were lost or no longer decode, sorted: they
+	// are deleted.
+	LostDocuments []string
 }
 
 // Salvage describes a bbolt file rebuilt from its readable records.
@@ -31,9 +42,6 @@ type Salvage struct {
 	File   string   // relative to the data directory
 	Copied int      // records (bbolt values) copied
 	Lost   []string // the stretches of keys that could not be read
-	// LostDocuments are the ids of the retrieval units (documents or
-	// chunks) whose records were lost, sorted.
-	LostDocuments []string
 }
 
 // Repair makes a data directory that Open refuses, or whose checks after
@@ -54,7 +62,11 @@ type Salvage struct {
 //     moved aside; the documents whose records were lost are deleted and
 //     reported; the next Open rebuilds the segments from the records
 //     (replaying every document, minutes at 1 M) and the document catalog
-//     from the index.
+//     from the index;
+//   - index/store.db holding documents but no manifest (its page lost,
+//     salvaged or not), which Open refuses: the manifest is rebuilt from
+//     the records, the segment files are moved aside, and the next Open
+//     rebuilds the segments and the catalog as above.
 //
 // The caller must not run rcpd on dir meanwhile.
 func Repair(dir string) (*RepairReport, error) {
@@ -81,6 +93,14 @@ func Repair(dir string) (*RepairReport, error) {
 	_, statErr := os.Stat(filepath.Join(dir, storeDB))
 	storeBad := statErr == nil && store.CheckFile(filepath.Join(dir, storeDB)) != nil
 	pagesBad := statErr == nil && !storeBad && damaged(filepath.Join(dir, storeDB)) != nil
+	noManifest := false
+	if statErr == nil && !storeBad && !pagesBad {
+		var err error
+		if noManifest, err = index.LostManifest(filepath.Join(dir, "index")); err != nil {
+			return rep, fmt.Errorf("engine: repair: %w", err)
+		}
+	}
+	rebuild := pagesBad || noManifest // the index rebuilds its segments from the records
 	switch {
 	case storeBad:
 		if err := move(storeDB); err != nil {
@@ -101,7 +121,7 @@ func Repair(dir string) (*RepairReport, error) {
 		}
 		rep.Salvaged = &Salvage{File: storeDB, Copied: sr.Copied, Lost: sr.Lost}
 	}
-	if storeBad || pagesBad || errors.Is(statErr, os.ErrNotExist) {
+	if storeBad || rebuild || errors.Is(statErr, os.ErrNotExist) {
 		segs := filepath.Join("index", "segments")
 		ents, _ := os.ReadDir(filepath.Join(dir, segs))
 		for _, e := range ents {
@@ -112,12 +132,12 @@ func Repair(dir string) (*RepairReport, error) {
 			}
 		}
 	}
-	if pagesBad {
-		lost, err := index.ResetForRebuild(context.Background(), filepath.Join(dir, "index"))
+	if rebuild {
+		lost, rebuilt, err := index.ResetForRebuild(context.Background(), filepath.Join(dir, "index"))
 		if err != nil {
 			return rep, fmt.Errorf("engine: repair: %w", err)
 		}
-		rep.Salvaged.LostDocuments = lost
+		rep.ManifestRebuilt, rep.LostDocuments = rebuilt, lost
 		if err := forgetCatalog(engineDB); err != nil {
 			return rep, fmt.Errorf("engine: repair: %w", err)
 		}
@@ -164,7 +184,7 @@ func forgetCatalog(path string) error {
 // repairHint tells the operator the way out of a refused Open or of
 // damage found after it.
 func repairHint(err error) string {
-	if errors.Is(err, store.ErrCorruptFile) || errors.Is(err, index.ErrOrphanSegments) {
+	if errors.Is(err, store.ErrCorruptFile) || errors.Is(err, index.ErrOrphanSegments) || errors.Is(err, index.ErrNoManifest) {
 		return "; the data directory was left untouched: restore the file from a backup, or stop rcpd and run `rcpd repair --data DIR`, which moves the damaged files aside (nothing is deleted) and, for damaged pages of index/store.db, salvages every readable record and reports the documents lost"
 	}
 	return ""

@@ -173,10 +173,10 @@ func TestRepairDamagedPages(t *testing.T) {
 			var lost []string
 			if tc.salvaged {
 				s := rep.Salvaged
-				if s == nil || len(s.Lost) != 1 || len(s.LostDocuments) == 0 || len(s.LostDocuments) >= 100 || s.Copied < 400 {
+				if s == nil || len(s.Lost) != 1 || len(rep.LostDocuments) == 0 || len(rep.LostDocuments) >= 100 || s.Copied < 400 {
 					t.Fatalf("salvage report %+v: want one unreadable stretch holding a few of the 400 documents", s)
 				}
-				lost = s.LostDocuments
+				lost = rep.LostDocuments
 			} else if rep.Salvaged != nil {
 				t.Fatalf("engine.db damage salvaged the index: %+v", rep.Salvaged)
 			}
@@ -201,6 +201,84 @@ func TestRepairDamagedPages(t *testing.T) {
 			}
 			if _, rerr := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "passage subject7", "k": 3}); rerr != nil {
 				t.Fatalf("after repair: retrieve: %v", rerr)
+			}
+		})
+	}
+}
+
+// TestRepairLostManifest: index/store.db that lost its manifest but not its
+// documents — the manifest deleted, or the page holding it damaged. Before,
+// Open took a store without a manifest for a new index (numbering new
+// documents from 1 again, over the stored ones), or refused it for its
+// segments while Repair moved nothing; after a salvage that lost the
+// manifest, Repair failed. Now Open refuses pointing at `rcpd repair`, and
+// Repair rebuilds the manifest: the directory opens, passes its checks,
+// serves every document, and a document added afterwards leaves the others
+// intact.
+func TestRepairLostManifest(t *testing.T) {
+	pristine := pageWalkDir(t)
+	for _, tc := range []struct {
+		name     string
+		lose     func(t *testing.T, path string)
+		salvaged bool
+	}{
+		{"deleted", func(t *testing.T, path string) {
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("manifest")) }); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"damaged page", func(t *testing.T, path string) { bolttest.DamageBucketRoot(t, path, "meta") }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(pristine)); err != nil {
+				t.Fatal(err)
+			}
+			tc.lose(t, filepath.Join(dir, "index", "store.db"))
+			if !tc.salvaged { // (a damaged page is found by the checks after Open: TestRepairDamagedPages)
+				if _, err := openSparse(dir); err == nil || !strings.Contains(err.Error(), "rcpd repair") {
+					t.Fatalf("Open = %v, want a refusal pointing at rcpd repair", err)
+				}
+			}
+			rep, err := Repair(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.ManifestRebuilt || (rep.Salvaged != nil) != tc.salvaged || len(rep.LostDocuments) != 0 || len(rep.Moved) == 0 {
+				t.Fatalf("repair report %+v: want the manifest rebuilt, the segments moved, nothing lost", rep)
+			}
+			e, err := openSparse(dir)
+			if err != nil {
+				t.Fatalf("after repair: %v", err)
+			}
+			defer e.Close()
+			if err := e.Verified(context.Background()); err != nil {
+				t.Fatalf("after repair the checks fail: %v", err)
+			}
+			if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": "new", "text": "added after the repair"}}}); rerr != nil {
+				t.Fatal(rerr)
+			}
+			ids := []string{"new"}
+			for i := range 400 {
+				ids = append(ids, fmt.Sprintf("doc%04d", i))
+			}
+			r := getDocs(t, e, ids...)
+			if len(r.Missing) != 0 || len(r.Documents) != 401 {
+				t.Fatalf("after repair %d documents served, missing %v", len(r.Documents), r.Missing)
+			}
+			for _, d := range r.Documents {
+				var i int
+				if _, err := fmt.Sscanf(d.ID, "doc%d", &i); err == nil && !strings.HasPrefix(d.Text, fmt.Sprintf("passage %d about", i)) {
+					t.Fatalf("document %s holds %.40q", d.ID, d.Text)
+				}
+			}
+			if n, err := e.Documents(); err != nil || n != 401 {
+				t.Fatalf("catalog counts %d, %v; want 401", n, err)
 			}
 		})
 	}

@@ -61,12 +61,17 @@ func printRepair(w io.Writer, rep *engine.RepairReport) {
 		for _, l := range s.Lost {
 			fmt.Fprintf(w, "unreadable: %s\n", l)
 		}
-		fmt.Fprintf(w, "documents lost: %d\n", len(s.LostDocuments))
-		for _, id := range s.LostDocuments {
+	}
+	if rep.Salvaged != nil || len(rep.LostDocuments) > 0 {
+		fmt.Fprintf(w, "documents lost: %d\n", len(rep.LostDocuments))
+		for _, id := range rep.LostDocuments {
 			fmt.Fprintf(w, "lost: %s\n", id)
 		}
 	}
-	if len(rep.Moved) == 0 {
+	if rep.ManifestRebuilt {
+		fmt.Fprintln(w, "index manifest: lost with the damage, rebuilt from the records (new index epoch: earlier versions and cursors no longer resolve)")
+	}
+	if len(rep.Moved) == 0 && !rep.ManifestRebuilt {
 		fmt.Fprintln(w, "nothing to move: no damaged database file and no orphaned segments")
 	}
 }

@@ -29,9 +29,11 @@ func wordsWith(prefix string, n int) string {
 
 // Query analysis deduplicates terms in linear time: 80 000 distinct words
 // (550 KB) took 7.8 s with the quadratic dedupe, 16× the time of 20 000;
-// the test allows 24× for 8× the words (quadratic: 64×).
+// the test allows 24× for 8× the words (quadratic: 64×), taking the best
+// of three runs of each size: one run could share the CPU with a garbage
+// collection or another process.
 func TestQueryAnalysisIsLinear(t *testing.T) {
-	ix := openTest(t, "", Options{})
+	ix := openTest(t, "", Options{NoBackground: true})
 	mustAdd(t, ix, Document{ID: "a", Text: "w1 w2 w3"})
 	// Fresh words for every run: the analyzer's stem cache would favour
 	// repeated ones.
@@ -47,8 +49,15 @@ func TestQueryAnalysisIsLinear(t *testing.T) {
 		}
 		return cpuTime() - start
 	}
+	best := func(prefix string, n int) time.Duration {
+		d := run(prefix+"a", n)
+		for _, p := range []string{"b", "c"} {
+			d = min(d, run(prefix+p, n))
+		}
+		return d
+	}
 	run("warm", 1000)
-	small, big := run("s", 10000), run("b", 80000)
+	small, big := best("s", 10000), best("b", 80000)
 	if ratio := float64(big) / float64(small); ratio > 24 { // quadratic: 64×
 		t.Errorf("8× the words took %.1f× the time (%v vs %v): not linear", ratio, big, small)
 	}

@@ -12,12 +12,12 @@
 // (read-your-writes). Each commit first goes to an in-memory segment; a
 // background flusher later writes buffered segments to a segment file and
 // records it in the manifest, and a merger folds small files together.
-// After a crash, Open reloads the manifest's segment files, derives their
-// deletions from the store's killed journal (every killed document a
-// segment may hold, written in the killing transaction) and replays the
-// live documents committed after the last flush: nothing it reads grows
-// with the corpus, only with the deleted documents and the writes since
-// the last flush.
+// Open — after a clean close or a crash alike — reloads the manifest's
+// segment files, derives their deletions from the store's killed journal
+// (every killed document a segment may hold, written in the killing
+// transaction) and replays the live documents committed after the last
+// flush: nothing it reads grows with the corpus, only with the deleted
+// documents and the writes since the last flush.
 //
 // # On disk
 //
@@ -216,8 +216,8 @@ type Index struct {
 	// training a new one). Guarded by bgmu.
 	recompressed bool
 
-	// liveScanned: Open rebuilt the deletions from the live-id map (no
-	// deletions saved at a clean close could be used).
+	// liveScanned: Open rebuilt the deletions from the live-id map (the
+	// store was written before the killed journal existed).
 	liveScanned bool
 
 	// The checks Options.VerifyAfterOpen defers, and the segments'
@@ -348,26 +348,26 @@ func (ix *Index) noOrphanSegments() error {
 }
 
 // recover loads the manifest and segments, takes their deletions from the
-// set saved at a clean close, else from the killed journal (else, once
-// for a store written before the journal, from the live-id map), replays
-// documents not yet in segments and publishes a new version. With Options.VerifyAfterOpen it adds the segment files whose
-// checksums it left unverified to unsummed.
+// killed journal (once, for a store written before the journal, from the
+// live-id map) and prunes the journal's kills no segment holds, replays
+// documents not yet in segments and publishes a new version. With
+// Options.VerifyAfterOpen it adds the segment files whose checksums it
+// left unverified to unsummed.
 func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 	var man store.Manifest
 	var found bool
-	live := &Bitset{}            // the live document numbers, a bit each (125 KB at 1 M), filled in id order
-	var saved map[string]*Bitset // the deletions saved at a clean close: no live scan
-	var killed []uint64          // the killed journal, ascending: no live scan either
+	live := &Bitset{}   // the live document numbers, a bit each (125 KB at 1 M), filled in id order
+	var killed []uint64 // the killed journal, ascending: no live scan
+	records := 0        // without a manifest: the records stored all the same
 	err := ix.st.View(func(tx *store.ReadTx) error {
 		var err error
 		man, found, err = tx.Manifest()
 		if err != nil {
 			return err
 		}
-		if found && man.FlushedSeq+1 == man.NextSeq {
-			if saved = decodeDeletions(tx.Deletions(), man); saved != nil {
-				return nil // no live scan
-			}
+		if !found {
+			live, stored := tx.Counts()
+			records = live + stored
 		}
 		if found && man.Killed {
 			return tx.ForEachKilled(func(seq uint64) error { killed = append(killed, seq); return nil })
@@ -390,6 +390,12 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		return fmt.Errorf("index: open: %w", err)
 	}
 	if !found {
+		if records > 0 {
+			// A fresh manifest would number new documents from 1 again,
+			// over the stored ones.
+			return fmt.Errorf("%w: %s holds %d document records (lost or damaged manifest?); refusing to start so that nothing is overwritten: restore %s from a backup, or run `rcpd repair`, which rebuilds the manifest and the segments from the records",
+				ErrNoManifest, filepath.Join(ix.dir, storeFile), records, storeFile)
+		}
 		if err := ix.noOrphanSegments(); err != nil {
 			return err
 		}
@@ -401,6 +407,11 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 	if man.Format != formatLevel && man.Format != 1 {
 		return fmt.Errorf("index: unsupported index format %d", man.Format)
 	}
+	if man.Analyzer == "" && len(man.Segments) == 0 && man.FlushedSeq == 0 {
+		// A manifest rebuilt by ResetForRebuild: nothing analysed is
+		// stored, every record is replayed with the configured analyzer.
+		man.Analyzer = ix.an.Fingerprint()
+	}
 	if man.Analyzer != ix.an.Fingerprint() {
 		return fmt.Errorf("%w (index %s, configured %s)", ErrAnalyzerMismatch, man.Analyzer, ix.an.Fingerprint())
 	}
@@ -411,8 +422,8 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		}
 	}
 	isLive := func(seq uint64) bool { return seq < uint64(live.Len()) && live.Has(uint32(seq)) }
-	journaled := saved == nil && found && man.Killed
-	ix.liveScanned = saved == nil && !journaled
+	journaled := found && man.Killed
+	ix.liveScanned = !journaled
 
 	// Segments named in the manifest; anything else in the directory is
 	// debris from an interrupted flush or merge.
@@ -430,15 +441,11 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		if ix.opts.VerifyAfterOpen {
 			*unsummed = append(*unsummed, seg)
 		}
+		if ref.Docs > 0 && seg.n != ref.Docs {
+			return fmt.Errorf("%w %s: %d documents, manifest says %d", ErrCorruptSegment, ref.Name, seg.n, ref.Docs)
+		}
 		v := segView{seg: seg}
-		if saved != nil {
-			if seg.n != ref.Docs {
-				return fmt.Errorf("%w %s: %d documents, manifest says %d", ErrCorruptSegment, ref.Name, seg.n, ref.Docs)
-			}
-			if v.del = saved[ref.Name]; v.del != nil {
-				v.ndel = v.del.Count()
-			}
-		} else if journaled {
+		if journaled {
 			v.del, v.ndel = killedIn(seg, killed)
 		} else {
 			for i := 0; i < seg.n; i++ {
@@ -460,6 +467,11 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 				os.Remove(filepath.Join(ix.dir, segDir, e.Name()))
 			}
 		}
+	}
+
+	var stale []uint64 // journaled kills no segment file holds
+	if journaled {
+		stale = unheld(killed, views)
 	}
 
 	// Replay documents committed after the last flush.
@@ -522,10 +534,7 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		if _, err := tx.PurgeDead(man.Version); err != nil {
 			return err
 		}
-		// From now on writes change the deletions: the saved ones hold
-		// only until this commit (after a crash before the next clean
-		// close they come from the killed journal).
-		if err := tx.PutDeletions(nil); err != nil {
+		if err := tx.DropSavedDeletions(); err != nil {
 			return err
 		}
 		if !man.Killed { // a store written before the journal existed
@@ -533,6 +542,8 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 				return err
 			}
 			man.Killed = true
+		} else if err := tx.Unkill(stale); err != nil {
+			return err
 		}
 		return tx.PutManifest(man)
 	}); err != nil {
@@ -1077,9 +1088,6 @@ func (ix *Index) Close() error {
 	ferr := ix.flush(ctx, true)
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
-	if ferr == nil {
-		ferr = ix.saveDeletions(ctx)
-	}
 	if err := ix.st.Close(); err != nil {
 		return fmt.Errorf("index: close: %w", err)
 	}

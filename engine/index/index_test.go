@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/store"
 )
@@ -778,15 +780,16 @@ func TestVerifyAfterOpen(t *testing.T) {
 	}
 }
 
-// TestDeletionsSavedAtClose: a clean Close saves the segments' deletion
-// sets and the next Open uses them instead of reading every live id; they
-// equal what the live-id map gives, after deletes, upserts and a merge.
-// Open removes the record in its first commit; a copy taken while the
-// index is open (a crash), or a damaged record, derives them from the
-// killed journal — not from the live-id map, which is read only once, for
-// a store whose manifest does not say its journal is complete (written by
-// an older version).
-func TestDeletionsSavedAtClose(t *testing.T) {
+// TestDeletionsFromTheJournal: Open derives the segments' deletion sets
+// from the killed journal — after a clean close and after a crash (a copy
+// taken while the index is open) — equal to what the live-id map gives,
+// after deletes, upserts and a merge; the live-id map is read only once,
+// for a store whose manifest does not say its journal is complete (written
+// by an older version). Kills of documents no segment file holds (deleted
+// before a flush wrote them) are pruned from the journal at the next Open:
+// before, they stayed in it for good. The deletion sets an earlier version
+// saved at a clean close are not used, and are dropped.
+func TestDeletionsFromTheJournal(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	open := func(d string) *Index {
@@ -803,12 +806,20 @@ func TestDeletionsSavedAtClose(t *testing.T) {
 			t.Fatalf("live-id map read at open: %v, want %v", ix.liveScanned, wantScan)
 		}
 		live := map[uint64]bool{}
+		var killed []uint64
 		if err := ix.st.View(func(tx *store.ReadTx) error {
+			if err := tx.ForEachKilled(func(seq uint64) error { killed = append(killed, seq); return nil }); err != nil {
+				return err
+			}
 			return tx.ForEachLiveSeq(func(seq uint64) error { live[seq] = true; return nil })
 		}); err != nil {
 			t.Fatal(err)
 		}
+		var files []segView
 		for _, v := range ix.cur.Load().segs {
+			if v.seg.name != "" {
+				files = append(files, v)
+			}
 			n := 0
 			for i := 0; i < v.seg.n; i++ {
 				if v.deleted(uint32(i)) == live[v.seg.seq(uint32(i))] {
@@ -821,6 +832,19 @@ func TestDeletionsSavedAtClose(t *testing.T) {
 			if n != v.ndel {
 				t.Fatalf("%s: %d deleted, ndel %d", v.seg.name, n, v.ndel)
 			}
+		}
+		if u := unheld(killed, files); len(u) != 0 {
+			t.Fatalf("the killed journal holds %v, which no segment file holds", u)
+		}
+	}
+	// killedBeforeFlush adds documents and deletes or replaces them before
+	// any flush writes them.
+	killedBeforeFlush := func(ix *Index, tag string) {
+		t.Helper()
+		mustAdd(t, ix, Document{ID: tag + "-gone", Text: "deleted before a flush"}, Document{ID: tag + "-twice", Text: "replaced before a flush"})
+		mustAdd(t, ix, Document{ID: tag + "-twice", Text: "the second version"})
+		if _, err := ix.Delete(ctx, []string{tag + "-gone"}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	ix := open(dir)
@@ -842,11 +866,13 @@ func TestDeletionsSavedAtClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(ix, true)
+	killedBeforeFlush(ix, "close")
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
 	ix = open(dir)
 	check(ix, false)
+	killedBeforeFlush(ix, "crash")
 	crashed := crashCopy(t, dir)
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
@@ -863,30 +889,38 @@ func TestDeletionsSavedAtClose(t *testing.T) {
 	check(c, false)
 	c.Close()
 
-	// A damaged record is not used.
-	st, err := store.Open(filepath.Join(dir, storeFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Update(ctx, func(tx *store.Tx) error {
-		b := slices.Clone(tx.Deletions())
-		if b == nil {
-			return errors.New("no deletions saved at close")
+	// Deletion sets an earlier version saved (here, ones that disagree
+	// with the journal) are dropped, not used.
+	legacy := func(put bool) (found bool) {
+		t.Helper()
+		db, err := bolt.Open(filepath.Join(dir, storeFile), 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		b[len(b)-1] ^= 1
-		return tx.PutDeletions(b)
-	}); err != nil {
-		t.Fatal(err)
+		defer db.Close()
+		if err := db.Update(func(tx *bolt.Tx) error {
+			if put {
+				return tx.Bucket([]byte("meta")).Put([]byte("deletions"), []byte("saved by an earlier version"))
+			}
+			found = tx.Bucket([]byte("meta")).Get([]byte("deletions")) != nil
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return found
 	}
-	st.Close()
+	legacy(true)
 	ix = open(dir)
 	check(ix, false)
 	ix.Close()
+	if legacy(false) {
+		t.Fatal("the deletion sets saved by an earlier version are still there")
+	}
 
 	// A manifest without the journal's mark (an older version wrote it,
 	// then crashed): the live-id map is read once, and the journal serves
 	// from then on.
-	st, err = store.Open(filepath.Join(dir, storeFile))
+	st, err := store.Open(filepath.Join(dir, storeFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -895,9 +929,6 @@ func TestDeletionsSavedAtClose(t *testing.T) {
 		m.Killed = false
 		if err == nil {
 			err = tx.ResetKilled(nil)
-		}
-		if err == nil {
-			err = tx.PutDeletions(nil) // as after a crash
 		}
 		if err != nil {
 			return err

@@ -249,3 +249,39 @@ func (t *Tx) DropUndecodable() ([]uint64, error) {
 	}
 	return seqs, nil
 }
+
+// Highest returns the highest document number the store mentions — in a
+// record, the live-id map, the killed journal or a tombstone — and the
+// highest version a tombstone carries: what a manifest lost to damage must
+// exceed (Manifest.NextSeq, Manifest.Version) so that no number or
+// version is handed out twice.
+func (r *ReadTx) Highest() (seq, version uint64, err error) {
+	last := func(bkt []byte) []byte {
+		k, _ := r.tx.Bucket(bkt).Cursor().Last()
+		return k
+	}
+	if k := last(bktDocs); len(k) == 8 {
+		seq = binary.BigEndian.Uint64(k)
+	}
+	if k := last(bktKilled); len(k) == 8 {
+		seq = max(seq, binary.BigEndian.Uint64(k))
+	}
+	if k := last(bktDead); len(k) == 16 {
+		version = binary.BigEndian.Uint64(k)
+	}
+	err = r.tx.Bucket(bktDead).ForEach(func(k, _ []byte) error {
+		if len(k) != 16 {
+			return fmt.Errorf("%w: tombstone %x", ErrCorrupt, k)
+		}
+		seq = max(seq, binary.BigEndian.Uint64(k[8:]))
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	err = r.ForEachLiveSeq(func(s uint64) error {
+		seq = max(seq, s)
+		return nil
+	})
+	return seq, version, err
+}

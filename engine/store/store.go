@@ -391,20 +391,12 @@ func (r *ReadTx) ForEachLive(fn func(id string, seq uint64) error) error {
 	})
 }
 
-// keyDeletions holds the index's deletions saved at its last clean close
-// (the index encodes and checks them; Index.Close, recover).
+// keyDeletions held the index's deletion sets saved at a clean close by
+// versions before the killed journal served every Open.
 var keyDeletions = []byte("deletions")
 
-// Deletions returns the deletions record saved by PutDeletions, or nil.
-func (r *ReadTx) Deletions() []byte { return r.tx.Bucket(bktMeta).Get(keyDeletions) }
-
-// PutDeletions saves the index's deletions record (nil removes it).
-func (t *Tx) PutDeletions(b []byte) error {
-	if b == nil {
-		return t.tx.Bucket(bktMeta).Delete(keyDeletions)
-	}
-	return t.tx.Bucket(bktMeta).Put(keyDeletions, b)
-}
+// DropSavedDeletions removes the deletion sets an earlier version saved.
+func (t *Tx) DropSavedDeletions() error { return t.tx.Bucket(bktMeta).Delete(keyDeletions) }
 
 // keyWriteNames holds the names a caller gave the last add that carried
 // some (PutWriteNames).

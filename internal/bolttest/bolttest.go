@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"os"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // DamageLeafPage overwrites the self-identifying page id of the first
@@ -42,7 +44,40 @@ func DamageLeafPage(t testing.TB, path string, match func([]byte) bool) {
 	if found < 0 {
 		t.Fatalf("no leaf page of the wanted keys in %s", path)
 	}
-	le.PutUint64(b[found*ps:], uint64(found)+1_000_000)
+	damage(t, path, b, found)
+}
+
+// DamageBucketRoot damages, the same way, the root page of the top-level
+// bucket name — the page in use, where a freed copy of it may lie earlier
+// in the file.
+func DamageBucketRoot(t testing.TB, path, name string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root int
+	err = db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket([]byte(name)); b != nil {
+			root = int(b.Root())
+		}
+		return nil
+	})
+	db.Close()
+	if err != nil || root == 0 {
+		t.Fatalf("bucket %q of %s: root page %d, %v (an inline bucket has none)", name, path, root, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damage(t, path, b, root)
+}
+
+// damage rewrites the id of page id of the file b (4 KB pages) at path.
+func damage(t testing.TB, path string, b []byte, id int) {
+	t.Helper()
+	binary.LittleEndian.PutUint64(b[id*4096:], uint64(id)+1_000_000)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
