@@ -24,6 +24,8 @@ import (
 	"unsafe"
 
 	"github.com/viterin/vek/vek32"
+
+	"github.com/rcpgo/rcpgo/internal/prefetch"
 )
 
 // Metric is the similarity function.
@@ -294,7 +296,7 @@ func (ix *Index) row(s int32) []int32 {
 // prefetchRow asks the cache for the layer-0 link row of s.
 func (ix *Index) prefetchRow(s int32) {
 	r := ix.row(s)
-	prefetch(unsafe.Pointer(unsafe.SliceData(r)), (4*len(r)+63)/64)
+	prefetch.Lines(unsafe.Pointer(unsafe.SliceData(r)), (4*len(r)+63)/64)
 }
 
 func dot(a, b []float32) float32 {
@@ -812,7 +814,7 @@ func (ix *Index) rescore(qv []float32, w []cand) {
 	lines := (4*ix.cfg.Dim + 63) / 64
 	fetch := func(i int) {
 		if i < len(w) {
-			prefetch(unsafe.Pointer(unsafe.SliceData(ix.vec(w[i].slot))), lines)
+			prefetch.Lines(unsafe.Pointer(unsafe.SliceData(ix.vec(w[i].slot))), lines)
 		}
 	}
 	for i := range rescoreAhead {

@@ -1,10 +1,6 @@
 package ann
 
-import (
-	"unsafe"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // fastDot8 reports whether dot8 runs a vector kernel: only then does the
 // graph walk use the int8 copy (in portable Go an int8 inner product is
@@ -31,9 +27,3 @@ func dot8(a, b []int8) int32 {
 //
 //go:noescape
 func dot8AVX2(a, b *int8, n int) int32
-
-// prefetch hints the lines (at least one) cache lines from p into the
-// cache (dot8_amd64.s).
-//
-//go:noescape
-func prefetch(p unsafe.Pointer, lines int)

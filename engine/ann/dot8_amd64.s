@@ -36,17 +36,3 @@ loop:
 	MOVL         X0, ret+24(FP)
 	VZEROUPPER
 	RET
-
-// func prefetch(p *int8, lines int)
-//
-// Asks for the lines cache lines from p on (a hint: no fault, no result).
-TEXT ·prefetch(SB), NOSPLIT, $0-16
-	MOVQ p+0(FP), SI
-	MOVQ lines+8(FP), CX
-
-more:
-	PREFETCHT0 (SI)
-	ADDQ       $64, SI
-	DECQ       CX
-	JNZ        more
-	RET

@@ -3,6 +3,8 @@ package ann
 import (
 	"math"
 	"unsafe"
+
+	"github.com/rcpgo/rcpgo/internal/prefetch"
 )
 
 // quantized is an int8 copy of the stored vectors that the graph walk
@@ -58,7 +60,7 @@ func (q *quantized) warm(slots []int32, vis *visited) {
 	lines := (q.dim + 63) / 64
 	for _, s := range slots {
 		if vis == nil || !vis.seen(s) {
-			prefetch(unsafe.Pointer(&q.codes[int(s)*q.dim]), lines)
+			prefetch.Lines(unsafe.Pointer(&q.codes[int(s)*q.dim]), lines)
 		}
 	}
 }

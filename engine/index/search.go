@@ -686,6 +686,7 @@ func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, accept func(u
 				contrib[ts[i].idx] = c
 				partial += c
 				it.next()
+				seg.prefetchLens(it.doc)
 			}
 		}
 		pruned := false
