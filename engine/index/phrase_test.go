@@ -64,7 +64,8 @@ func TestPhraseQueries(t *testing.T) {
 }
 
 // TestOldSegmentFormats: segments written in formats 1 (no positions), 2
-// (positions per document) and 3 (keywords kept whole) — golden files in
+// (positions per document), 3 (keywords kept whole) and 4 (field lengths
+// always 32-bit) — golden files in
 // testdata, written by the code of their time from phraseDocs and
 // randomCorpus(7, 160) — still open, rank exactly as the same documents
 // in the current format, answer phrase queries (format 1 from the stored
@@ -72,7 +73,7 @@ func TestPhraseQueries(t *testing.T) {
 // the current format.
 func TestOldSegmentFormats(t *testing.T) {
 	queries := []string{"w1 w2", "w3 w17 w250", `"w1 w2" w5`, `w2 "w1 w3"`, "great wall china", "d000009"}
-	for _, format := range []uint32{1, 2, 3} {
+	for _, format := range []uint32{1, 2, 3, 4} {
 		t.Run(fmt.Sprint("format", format), func(t *testing.T) {
 			dir, want := goldenIndex(t, format, queries)
 			ix := openTest(t, dir, Options{NoBackground: true})

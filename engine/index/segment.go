@@ -18,7 +18,7 @@ import (
 	"github.com/rcpgo/rcpgo/internal/prefetch"
 )
 
-// Segment file format, version 4 (all integers little-endian):
+// Segment file format, version 5 (all integers little-endian):
 //
 //	header   "RCPSEG01" | u32 format version | u32 number of text fields
 //	sections (see sec* constants), each a byte range of the file
@@ -51,6 +51,12 @@ import (
 // out in keywords.go; version 4 front-codes the keys, versions 1–3 kept
 // them whole.
 //
+// The lengths section holds each document's field lengths, numFields per
+// document: u16 each when every length of the segment fits (version 5;
+// the scorer reads them at random, and half the bytes stay in the cache
+// longer), else u32 each, as every earlier version did. The section's size
+// tells which.
+//
 // Version 2 kept positions per document instead, as a forward index (the
 // fwdOff/fwd sections): per field a uvarint token count, then per token
 // uvarint (term ordinal << 1 | gap) where gap means a uvarint position
@@ -60,7 +66,7 @@ import (
 const (
 	segMagic      = "RCPSEG01"
 	segEndMagic   = "RCPSEGND"
-	segFormat     = 4
+	segFormat     = 5
 	headerSize    = 16
 	blockSize     = 128
 	termInfoSize  = 32
@@ -267,11 +273,7 @@ func newSegWriter(seqs []uint64, ids []string, lens []uint32, noPos *Bitset) *se
 		binary.LittleEndian.PutUint64(sq[8*i:], s)
 	}
 	w.secs[secSeqs] = sq
-	lb := make([]byte, 4*len(lens))
-	for i, l := range lens {
-		binary.LittleEndian.PutUint32(lb[4*i:], l)
-	}
-	w.secs[secLens] = lb
+	w.secs[secLens] = encodeLens(lens)
 	w.secs[secIDOff], w.secs[secIDBlob] = encodeStrings(ids)
 	if noPos != nil {
 		for _, d := range noPos.Members() {
@@ -555,6 +557,7 @@ type segment struct {
 	nKw    int
 	nums   map[string]*numCol
 	format uint32  // file format version
+	lensW  int     // bytes per field length: 2 or 4
 	noPos  *Bitset // version ≥ 3: documents without positions; nil: none
 }
 
@@ -638,7 +641,7 @@ func openSegmentTables(name string, data []byte) (*segment, error) {
 	version := binary.LittleEndian.Uint32(data[8:])
 	var nsec int
 	switch version {
-	case 3, 4:
+	case 3, 4, 5:
 		nsec = numSections
 	case 2:
 		nsec = numSectionsV2
@@ -679,7 +682,11 @@ func openSegmentTables(name string, data []byte) (*segment, error) {
 	}
 	s.n = int(n)
 	var err error
-	if len(s.sec[secSeqs]) != 8*s.n || len(s.sec[secLens]) != 4*numFields*s.n {
+	s.lensW = 4
+	if version >= 5 && len(s.sec[secLens]) == 2*numFields*s.n {
+		s.lensW = 2
+	}
+	if len(s.sec[secSeqs]) != 8*s.n || len(s.sec[secLens]) != s.lensW*numFields*s.n {
 		return nil, bad("doc table sizes")
 	}
 	if err := checkStrings(s.sec[secIDOff], s.sec[secIDBlob], s.n); err != nil {
@@ -839,13 +846,37 @@ func (s *segment) seq(i uint32) uint64 {
 // as long once the cache held other work, such as a dense walk
 // (docs/benchmarks.md, "Field lengths fetched ahead").
 func (s *segment) prefetchLens(i uint32) {
-	if o := 4 * numFields * int(i); o < len(s.sec[secLens]) {
+	if o := s.lensW * numFields * int(i); o < len(s.sec[secLens]) {
 		prefetch.Lines(unsafe.Pointer(&s.sec[secLens][o]), 1)
 	}
 }
 
 func (s *segment) fieldLen(i uint32, f int) uint32 {
+	if s.lensW == 2 {
+		return uint32(binary.LittleEndian.Uint16(s.sec[secLens][2*(numFields*int(i)+f):]))
+	}
 	return binary.LittleEndian.Uint32(s.sec[secLens][4*(numFields*int(i)+f):])
+}
+
+// encodeLens is the lengths section: u16 each when every length fits,
+// else u32 each.
+func encodeLens(lens []uint32) []byte {
+	wide := false
+	for _, l := range lens {
+		wide = wide || l > math.MaxUint16
+	}
+	if !wide {
+		b := make([]byte, 2*len(lens))
+		for i, l := range lens {
+			binary.LittleEndian.PutUint16(b[2*i:], uint16(l))
+		}
+		return b
+	}
+	b := make([]byte, 4*len(lens))
+	for i, l := range lens {
+		binary.LittleEndian.PutUint32(b[4*i:], l)
+	}
+	return b
 }
 
 func strAt(offs, blob []byte, i int) []byte {
