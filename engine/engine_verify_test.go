@@ -180,14 +180,7 @@ func TestRepairDamagedPages(t *testing.T) {
 			} else if rep.Salvaged != nil {
 				t.Fatalf("engine.db damage salvaged the index: %+v", rep.Salvaged)
 			}
-			e, err := openSparse(dir)
-			if err != nil {
-				t.Fatalf("after repair: %v", err)
-			}
-			defer e.Close()
-			if err := e.Verified(context.Background()); err != nil {
-				t.Fatalf("after repair the checks fail: %v", err)
-			}
+			e := openRepaired(t, dir)
 			var ids []string
 			for i := range 400 {
 				ids = append(ids, fmt.Sprintf("doc%04d", i))
@@ -222,16 +215,7 @@ func TestRepairLostManifest(t *testing.T) {
 		lose     func(t *testing.T, path string)
 		salvaged bool
 	}{
-		{"deleted", func(t *testing.T, path string) {
-			db, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("manifest")) }); err != nil {
-				t.Fatal(err)
-			}
-		}, false},
+		{"deleted", func(t *testing.T, path string) { bolttest.DeleteKey(t, path, "meta", "manifest") }, false},
 		{"damaged page", func(t *testing.T, path string) { bolttest.DamageBucketRoot(t, path, "meta") }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -252,14 +236,7 @@ func TestRepairLostManifest(t *testing.T) {
 			if !rep.ManifestRebuilt || (rep.Salvaged != nil) != tc.salvaged || len(rep.LostDocuments) != 0 || len(rep.Moved) == 0 {
 				t.Fatalf("repair report %+v: want the manifest rebuilt, the segments moved, nothing lost", rep)
 			}
-			e, err := openSparse(dir)
-			if err != nil {
-				t.Fatalf("after repair: %v", err)
-			}
-			defer e.Close()
-			if err := e.Verified(context.Background()); err != nil {
-				t.Fatalf("after repair the checks fail: %v", err)
-			}
+			e := openRepaired(t, dir)
 			if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": "new", "text": "added after the repair"}}}); rerr != nil {
 				t.Fatal(rerr)
 			}
@@ -282,6 +259,21 @@ func TestRepairLostManifest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openRepaired opens the repaired dir sparse-only and waits for its checks
+// after Open, which must pass; it is closed with the test.
+func openRepaired(t *testing.T, dir string) *Engine {
+	t.Helper()
+	e, err := openSparse(dir)
+	if err != nil {
+		t.Fatalf("after repair: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Verified(context.Background()); err != nil {
+		t.Fatalf("after repair the checks fail: %v", err)
+	}
+	return e
 }
 
 // openSparse opens dir sparse-only, without the index's background work,

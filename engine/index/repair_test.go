@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/rcpgo/rcpgo/internal/bolttest"
 )
 
 // TestLostManifest: a record store that lost its manifest (the page that
@@ -41,7 +41,7 @@ func TestLostManifest(t *testing.T) {
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
-	dropManifest(t, filepath.Join(dir, storeFile))
+	bolttest.DeleteKey(t, filepath.Join(dir, storeFile), "meta", "manifest")
 
 	if lost, err := LostManifest(dir); err != nil || !lost {
 		t.Fatalf("LostManifest = %v, %v; want true", lost, err)
@@ -94,19 +94,5 @@ func TestLostManifest(t *testing.T) {
 	}
 	if lost, err := LostManifest(dir); err != nil || lost {
 		t.Fatalf("after the repair LostManifest = %v, %v", lost, err)
-	}
-}
-
-// dropManifest deletes the manifest from the store file at path, as damage
-// to its page (and a salvage of the rest) would.
-func dropManifest(t *testing.T, path string) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("manifest")) }); err != nil {
-		t.Fatal(err)
 	}
 }

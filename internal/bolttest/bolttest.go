@@ -74,6 +74,20 @@ func DamageBucketRoot(t testing.TB, path, name string) {
 	damage(t, path, b, root)
 }
 
+// DeleteKey deletes key from the top-level bucket of the bbolt file at
+// path: what losing the key's page, then salvaging the rest, leaves.
+func DeleteKey(t testing.TB, path, bucket, key string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucket)).Delete([]byte(key)) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // damage rewrites the id of page id of the file b (4 KB pages) at path.
 func damage(t testing.TB, path string, b []byte, id int) {
 	t.Helper()
