@@ -142,7 +142,8 @@ type Config struct {
 	// once (default 2 × GOMAXPROCS); the others wait their turn (or their
 	// deadline). Many more in flight than cores only share the CPU between
 	// them, and writes, which are not bounded, would wait behind them all.
-	// While writes come in, retrieves that wait on no model are also held
+	// While writes come in, retrieves that wait on no other process (no
+	// remote backend, embedder, reranker or agentic model) are also held
 	// to max(1, GOMAXPROCS − 1) (engine_admission.go).
 	QueryConcurrency int
 	// Preload documents are indexed (idempotently, by id) at Open, before

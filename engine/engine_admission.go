@@ -25,10 +25,10 @@ import (
 // still be running when the next write of the stream arrives (a
 // pipeline is not preempted); narrowing only while a write was in flight
 // gave two thirds of the gain (docs/benchmarks.md). A retrieve that may
-// wait on a model — an external query embedder, a rerank stage (a
-// cross-encoder or an LLM judge), an agentic plan — is admitted wide
-// only: one slot would serialize such retrieves behind each other's
-// model calls.
+// wait on another process — a remote backend (Config.Backend), an
+// external query embedder, a rerank stage (a cross-encoder or an LLM
+// judge), an agentic plan — is admitted wide only: one slot would
+// serialize such retrieves behind each other's round trips.
 type admission struct {
 	slots     chan struct{} // Config.QueryConcurrency
 	narrow    chan struct{} // max(1, GOMAXPROCS − 1): taken too while writes come in

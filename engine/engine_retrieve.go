@@ -446,7 +446,7 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			notes = append(notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
 		}
 	}
-	local := plan == nil && req.RerankTopN == 0 && !(usesDense && e.remoteDense())
+	local := plan == nil && req.RerankTopN == 0 && !e.callsOut(usesDense)
 	narrowed, err := e.admit.admit(ctx, local)
 	if err != nil {
 		return nil, err
@@ -540,11 +540,14 @@ type usageParts struct {
 	lat                     float64
 }
 
-// remoteDense reports whether the dense provider embeds queries outside
-// the engine (anything but LSA and a local ONNX model: an HTTP embedder,
-// or a provider given in code that may be one).
-func (e *Engine) remoteDense() bool {
-	return e.cfg.DenseProvider != nil && e.cfg.Dense != DenseONNX
+// callsOut reports whether a retrieve's recall may wait on another
+// process rather than a core: a backend other than the embedded index
+// (Config.Backend: Weaviate searches over the network), or, for a
+// retrieve that uses dense, a query embedder that is not local (anything
+// but LSA and a local ONNX model: an HTTP embedder, or a provider given in
+// code that may be one).
+func (e *Engine) callsOut(usesDense bool) bool {
+	return e.cfg.Backend != nil || usesDense && e.cfg.DenseProvider != nil && e.cfg.Dense != DenseONNX
 }
 
 // defaultTopN is rerank.topN when the client leaves it to the server:
