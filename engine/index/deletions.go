@@ -13,18 +13,21 @@ import "sort"
 // pruned: by the merge (Unkill), else by the next Open (unheld).
 
 // killedIn returns the deletion set of seg from the killed journal killed
-// (ascending document numbers; nil set: none deleted). Numbers no segment
+// (ascending document numbers; nil set: none deleted), and marks in held
+// the positions in killed of the numbers seg holds. Numbers no segment
 // holds any more (replayed documents' kills, merges not yet pruned) are
 // skipped.
-func killedIn(seg *segment, killed []uint64) (*Bitset, int) {
+func killedIn(seg *segment, killed []uint64, held *Bitset) (*Bitset, int) {
 	var del *Bitset
 	n := 0
 	lo := sort.Search(len(killed), func(i int) bool { return killed[i] >= seg.minSeq })
-	for _, seq := range killed[lo:] {
-		if seq > seg.maxSeq {
-			break
+	for i := lo; i < len(killed) && killed[i] <= seg.maxSeq; i++ {
+		l, ok := seg.findSeq(killed[i])
+		if !ok {
+			continue
 		}
-		if l, ok := seg.findSeq(seq); ok && (del == nil || !del.Has(l)) {
+		held.Set(uint32(i))
+		if del == nil || !del.Has(l) {
 			if del == nil {
 				del = NewBitset(seg.n)
 			}
@@ -35,20 +38,13 @@ func killedIn(seg *segment, killed []uint64) (*Bitset, int) {
 	return del, n
 }
 
-// unheld returns the numbers of killed (ascending) that no segment of views
-// holds: documents killed before a flush wrote them.
-func unheld(killed []uint64, views []segView) []uint64 {
+// unheld returns the numbers of killed that no segment holds: those whose
+// positions killedIn did not mark in held (documents killed before a flush
+// wrote them).
+func unheld(killed []uint64, held *Bitset) []uint64 {
 	var out []uint64
-	for _, seq := range killed {
-		held := false
-		for _, v := range views {
-			if seq >= v.seg.minSeq && seq <= v.seg.maxSeq {
-				if _, held = v.seg.findSeq(seq); held {
-					break
-				}
-			}
-		}
-		if !held {
+	for i, seq := range killed {
+		if !held.Has(uint32(i)) {
 			out = append(out, seq)
 		}
 	}

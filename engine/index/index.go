@@ -424,6 +424,7 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 	isLive := func(seq uint64) bool { return seq < uint64(live.Len()) && live.Has(uint32(seq)) }
 	journaled := found && man.Killed
 	ix.liveScanned = !journaled
+	held := NewBitset(len(killed)) // the journal's numbers some segment holds
 
 	// Segments named in the manifest; anything else in the directory is
 	// debris from an interrupted flush or merge.
@@ -446,7 +447,7 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		}
 		v := segView{seg: seg}
 		if journaled {
-			v.del, v.ndel = killedIn(seg, killed)
+			v.del, v.ndel = killedIn(seg, killed, held)
 		} else {
 			for i := 0; i < seg.n; i++ {
 				if !isLive(seg.seq(uint32(i))) {
@@ -469,11 +470,7 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		}
 	}
 
-	var stale []uint64 // journaled kills no segment file holds
-	if journaled {
-		stale = unheld(killed, views)
-	}
-
+	stale := unheld(killed, held) // journaled kills no segment file holds
 	// Replay documents committed after the last flush.
 	b := newSegBuilder()
 	var sc prepScratch

@@ -833,7 +833,11 @@ func TestDeletionsFromTheJournal(t *testing.T) {
 				t.Fatalf("%s: %d deleted, ndel %d", v.seg.name, n, v.ndel)
 			}
 		}
-		if u := unheld(killed, files); len(u) != 0 {
+		held := NewBitset(len(killed))
+		for _, v := range files {
+			killedIn(v.seg, killed, held)
+		}
+		if u := unheld(killed, held); len(u) != 0 {
 			t.Fatalf("the killed journal holds %v, which no segment file holds", u)
 		}
 	}
