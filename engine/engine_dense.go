@@ -104,7 +104,7 @@ func (b denseBackend) damaged(err error) error {
 }
 
 func (b denseBackend) Recall(ctx context.Context, query string, k, ef int, keep func(*index.Document) bool) ([]*pipeline.Candidate, error) {
-	qv, err := b.g.model.Embed(ctx, []string{query}, embed.KindQuery)
+	qv, err := b.g.model.Embed(ctx, []string{index.RankText(query)}, embed.KindQuery) // "~N" is syntax
 	if err != nil {
 		return nil, b.damaged(fmt.Errorf("engine: embedding query: %w", err))
 	}

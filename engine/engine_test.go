@@ -278,6 +278,27 @@ func TestRetrieveOptions(t *testing.T) {
 			t.Fatalf("good %v weak %v", *good.Hits[0].Confidence, *weak.Hits[0].Confidence)
 		}
 	})
+	t.Run("proximity", func(t *testing.T) {
+		// "~128" lets the pair match in either order and is no ranked word
+		// (128 is one in the demo corpus): every hit scores as it does for
+		// the same words unquoted, with the same confidence.
+		plain := retrieve(t, e, map[string]any{"query": "posting lists compression", "k": 40, "confidence": true})
+		exact := retrieve(t, e, map[string]any{"query": `"lists posting" compression`, "k": 40})
+		near := retrieve(t, e, map[string]any{"query": `"lists posting"~128 compression`, "k": 40, "confidence": true})
+		if len(exact.Hits) != 0 || len(near.Hits) == 0 || len(near.Hits) >= len(plain.Hits) {
+			t.Fatalf("exact %d, near %d, plain %d hits", len(exact.Hits), len(near.Hits), len(plain.Hits))
+		}
+		byID := map[string]wireHit{}
+		for _, h := range plain.Hits {
+			byID[h.ID] = h
+		}
+		for _, h := range near.Hits {
+			p, ok := byID[h.ID]
+			if !ok || p.Score != h.Score || *p.Confidence != *h.Confidence {
+				t.Fatalf("%s: near %v, plain %+v", h.ID, h.Score, p)
+			}
+		}
+	})
 	t.Run("clamp k", func(t *testing.T) {
 		r := retrieve(t, e, map[string]any{"query": "retrieval", "k": 100000, "candidateK": 100000})
 		if len(r.Hits) > e.cfg.MaxK {

@@ -7,6 +7,13 @@ package index
 // BM25F as usual; the phrases only restrict which documents may rank. An
 // unpaired quote is ignored.
 //
+// A proximity query ("like this"~N, Lucene's sloppy phrase) relaxes the
+// positions: its terms must occur in one field, each at its own position,
+// within N position moves of the phrase — max(p−o) − min(p−o) ≤ N over
+// the terms' positions p and offsets o in the phrase. ~0 is the exact
+// phrase; ~1 allows one word between two terms; swapping two adjacent
+// terms takes ~2. The suffix is syntax, not a ranked word (RankText).
+//
 // Candidates are checked against the phrase terms' positions (format 3,
 // positions.go) or, in format 2 segments, against the forward index
 // (positions per document, see the segment format). Documents without
@@ -14,6 +21,7 @@ package index
 // text instead.
 
 import (
+	"context"
 	"math"
 	"slices"
 	"sort"
@@ -25,11 +33,18 @@ import (
 // maxPhrases bounds the quoted phrases of one query.
 const maxPhrases = 16
 
+// maxSlop bounds a proximity query's slop; a larger one is taken as it
+// (no field holds that many positions, so both mean "anywhere in one
+// field").
+const maxSlop = 1 << 24
+
 // phrase is one quoted phrase, analysed: terms and their positions
-// relative to the first term.
+// relative to the first term, and the slop of a proximity query (0: the
+// exact phrase).
 type phrase struct {
 	terms []string
 	offs  []int
+	slop  int
 }
 
 // parsePhrases returns the quoted phrases of text that have at least one
@@ -47,10 +62,12 @@ func parsePhrases(an *analysis.Analyzer, text string) []phrase {
 		}
 		toks := an.Analyze(text[i+1 : i+1+j])
 		text = text[i+1+j+1:]
+		slop, n := parseSlop(text)
+		text = text[n:]
 		if len(toks) == 0 {
 			continue
 		}
-		p := phrase{}
+		p := phrase{slop: slop}
 		for _, t := range toks {
 			p.terms = append(p.terms, t.Term)
 			p.offs = append(p.offs, t.Position-toks[0].Position)
@@ -58,6 +75,48 @@ func parsePhrases(an *analysis.Analyzer, text string) []phrase {
 		out = append(out, p)
 	}
 	return out
+}
+
+// parseSlop reads the proximity suffix "~N" at the start of s (right after
+// a phrase's closing quote): the slop and the bytes it takes, or (0, 0)
+// when s starts with none.
+func parseSlop(s string) (slop, n int) {
+	if len(s) < 2 || s[0] != '~' {
+		return 0, 0
+	}
+	for n = 1; n < len(s) && s[n] >= '0' && s[n] <= '9'; n++ {
+		slop = min(slop*10+int(s[n]-'0'), maxSlop)
+	}
+	if n == 1 {
+		return 0, 0
+	}
+	return slop, n
+}
+
+// RankText is the part of a query text that ranks: the text without the
+// proximity suffixes ("~N" right after a quoted phrase), which are syntax,
+// not words. A text without one is returned as it is.
+func RankText(text string) string {
+	if !strings.Contains(text, `"~`) {
+		return text
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(text, '"')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(text[i+1:], '"')
+		if j < 0 {
+			break
+		}
+		end := i + 1 + j + 1
+		b.WriteString(text[:end])
+		_, n := parseSlop(text[end:])
+		text = text[end+n:]
+	}
+	b.WriteString(text)
+	return b.String()
 }
 
 // decodeForward decodes a format 2 forward entry into numFields runs of
@@ -89,17 +148,21 @@ func decodeForward(dst []uint32, enc []byte, nTerms int) ([]uint32, bool) {
 }
 
 // matchAll reports whether every phrase (given as term ordinals ords[i]
-// with offsets offs[i]) occurs in one field of toks (appendForward layout).
-func matchAll(toks []uint32, ords [][]uint32, offs [][]int) bool {
+// with offsets offs[i] and slop slops[i]) occurs in one field of toks
+// (appendForward layout).
+func matchAll(toks []uint32, ords [][]uint32, offs [][]int, slops []int) bool {
 	for i := range ords {
-		if !matchOne(toks, ords[i], offs[i]) {
+		if !matchOne(toks, ords[i], offs[i], slops[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-func matchOne(toks []uint32, ords []uint32, offs []int) bool {
+func matchOne(toks []uint32, ords []uint32, offs []int, slop int) bool {
+	if slop > 0 {
+		return matchSloppy(toks, ords, offs, slop)
+	}
 	for i := 0; i < len(toks); {
 		n := int(toks[i])
 		field := toks[i+1 : i+1+2*n]
@@ -114,6 +177,114 @@ func matchOne(toks []uint32, ords []uint32, offs []int) bool {
 		}
 	}
 	return false
+}
+
+// matchSloppy is matchOne for a proximity query: the phrase terms'
+// positions are gathered per field of toks, then tested by sloppy.match.
+func matchSloppy(toks []uint32, ords []uint32, offs []int, slop int) bool {
+	var sl sloppy
+	sl.size(len(ords))
+	for j, o := range ords {
+		sl.group[j] = slices.Index(ords, o)
+	}
+	for i := 0; i < len(toks); {
+		n := int(toks[i])
+		field := toks[i+1 : i+1+2*n]
+		i += 1 + 2*n
+		for j := range sl.lists {
+			sl.lists[j] = sl.lists[j][:0]
+		}
+		for a := 0; a < len(field); a += 2 {
+			if j := slices.Index(ords, field[a]); j >= 0 {
+				sl.lists[j] = append(sl.lists[j], field[a+1]) // positions ascend
+			}
+		}
+		if ok, _ := sl.match(offs, slop); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// sloppy tests proximity: sl.lists[sl.group[j]] holds the positions
+// (ascending) of phrase term j in one field; terms with one group are one
+// term repeated in the phrase (offsets ascend with j). interrupt, when
+// set, is asked every sloppyCheck steps whether to give up (a cancelled
+// search).
+type sloppy struct {
+	lists     [][]uint32
+	group     []int
+	last      []int64
+	steps     int
+	interrupt func() error
+}
+
+const sloppyCheck = 1 << 12
+
+func (sl *sloppy) size(n int) {
+	sl.lists = slices.Grow(sl.lists[:0], n)[:n]
+	sl.group = slices.Grow(sl.group[:0], n)[:n]
+	sl.last = slices.Grow(sl.last[:0], n)[:n]
+}
+
+// match reports whether every term j can take a position p of its own so
+// that the adjusted positions p − offs[j] span at most slop. It slides a
+// window start m upwards: from m, every term takes, in phrase order, its
+// first free position with p − offs[j] ≥ m (greedy picks are the least a
+// window starting at m allows, and they never decrease as m grows). When
+// their span exceeds slop, no window starting below the largest adjusted
+// pick minus slop can hold that term, so m jumps there — past the least
+// pick, which moves on: the loop ends within the terms' positions.
+func (sl *sloppy) match(offs []int, slop int) (bool, error) {
+	m := int64(math.MaxInt64)
+	for j, o := range offs {
+		l := sl.lists[sl.group[j]]
+		if len(l) == 0 {
+			return false, nil
+		}
+		m = min(m, int64(l[0])-int64(o))
+	}
+	for {
+		if sl.steps++; sl.steps%sloppyCheck == 0 && sl.interrupt != nil {
+			if err := sl.interrupt(); err != nil {
+				return false, err
+			}
+		}
+		lo, hi, ok := sl.picks(offs, m)
+		if !ok {
+			return false, nil
+		}
+		if hi-lo <= int64(slop) {
+			return true, nil
+		}
+		m = hi - int64(slop)
+	}
+}
+
+// picks gives every term, in phrase order, its first free position p with
+// p − offs[j] ≥ m, and returns the least and greatest p − offs[j]; ok is
+// false when a term has none left.
+func (sl *sloppy) picks(offs []int, m int64) (lo, hi int64, ok bool) {
+	for j := range sl.last {
+		sl.last[j] = -1
+	}
+	lo, hi = math.MaxInt64, math.MinInt64
+	for j, o := range offs {
+		g := sl.group[j]
+		from := max(m+int64(o), sl.last[g]+1, 0)
+		if from > math.MaxUint32 {
+			return 0, 0, false
+		}
+		l := sl.lists[g]
+		i, _ := slices.BinarySearch(l, uint32(from))
+		if i == len(l) {
+			return 0, 0, false
+		}
+		sl.last[g] = int64(l[i])
+		a := int64(l[i]) - int64(o)
+		lo, hi = min(lo, a), max(hi, a)
+	}
+	return lo, hi, true
 }
 
 // phraseAt reports whether the phrase starts at pair index a of field.
@@ -134,11 +305,12 @@ func phraseAt(field []uint32, a int, ords []uint32, offs []int) bool {
 // none=true when no document of seg can match (a phrase term is not in its
 // dictionary). loadText reads a document's stored title and text, for
 // documents without positions. Called with ascending doc numbers.
-func phraseFilter(an *analysis.Analyzer, seg *segment, phrases []phrase, loadText func(seq uint64) (*Document, error)) (accept func(doc uint32) (bool, error), none bool) {
+func phraseFilter(ctx context.Context, an *analysis.Analyzer, seg *segment, phrases []phrase, loadText func(seq uint64) (*Document, error)) (accept func(doc uint32) (bool, error), none bool) {
 	ords := make([][]uint32, len(phrases))
 	offs := make([][]int, len(phrases))
+	slops := make([]int, len(phrases))
 	for i, p := range phrases {
-		offs[i] = p.offs
+		offs[i], slops[i] = p.offs, p.slop
 		for _, t := range p.terms {
 			o, ok := seg.lookupOrd(t)
 			if !ok {
@@ -158,15 +330,15 @@ func phraseFilter(an *analysis.Analyzer, seg *segment, phrases []phrase, loadTex
 	case 1:
 		return byText, false
 	case 2:
-		return forwardFilter(seg, ords, offs, byText), false
+		return forwardFilter(seg, ords, offs, slops, byText), false
 	}
-	return positionsFilter(seg, ords, offs, byText), false
+	return positionsFilter(ctx, seg, ords, offs, slops, byText), false
 }
 
 // positionsFilter tests phrases against the terms' positions (format 3):
 // one position iterator per distinct phrase term, advanced with the
 // candidates.
-func positionsFilter(seg *segment, ords [][]uint32, offs [][]int, byText func(uint32) (bool, error)) func(uint32) (bool, error) {
+func positionsFilter(ctx context.Context, seg *segment, ords [][]uint32, offs [][]int, slops []int, byText func(uint32) (bool, error)) func(uint32) (bool, error) {
 	slot := map[uint32]int{} // term ordinal → iterator
 	tix := make([][]int, len(ords))
 	for i, os := range ords {
@@ -184,6 +356,7 @@ func positionsFilter(seg *segment, ords [][]uint32, offs [][]int, byText func(ui
 		iters[k].init(seg, seg.termInfo(int(o)))
 	}
 	cur := make([][numFields][]uint32, len(iters))
+	sl := sloppy{interrupt: ctx.Err} // scratch of the proximity tests
 	return func(doc uint32) (bool, error) {
 		for k := range iters {
 			pi := &iters[k]
@@ -205,8 +378,8 @@ func positionsFilter(seg *segment, ords [][]uint32, offs [][]int, byText func(ui
 			}
 		}
 		for i := range tix {
-			if !phraseIn(cur, tix[i], offs[i]) {
-				return false, nil
+			if ok, err := phraseIn(cur, tix[i], offs[i], slops[i], &sl); !ok || err != nil {
+				return false, err
 			}
 		}
 		return true, nil
@@ -214,8 +387,11 @@ func positionsFilter(seg *segment, ords [][]uint32, offs [][]int, byText func(ui
 }
 
 // phraseIn reports whether the phrase whose terms hold the positions
-// cur[tix[j]] at offsets offs[j] occurs in one field.
-func phraseIn(cur [][numFields][]uint32, tix []int, offs []int) bool {
+// cur[tix[j]] at offsets offs[j] occurs in one field, within slop.
+func phraseIn(cur [][numFields][]uint32, tix []int, offs []int, slop int, sl *sloppy) (bool, error) {
+	if slop > 0 {
+		return sloppyPhraseIn(cur, tix, offs, slop, sl)
+	}
 	for f := 0; f < numFields; f++ {
 	starts:
 		for _, p := range cur[tix[0]][f] {
@@ -224,15 +400,33 @@ func phraseIn(cur [][numFields][]uint32, tix []int, offs []int) bool {
 					continue starts
 				}
 			}
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
+}
+
+// sloppyPhraseIn is phraseIn for a proximity query. Repeated terms share
+// an iterator (tix), so they form one group.
+func sloppyPhraseIn(cur [][numFields][]uint32, tix []int, offs []int, slop int, sl *sloppy) (bool, error) {
+	sl.size(len(tix))
+	for j, k := range tix {
+		sl.group[j] = slices.Index(tix, k)
+	}
+	for f := 0; f < numFields; f++ {
+		for j, k := range tix {
+			sl.lists[j] = cur[k][f]
+		}
+		if ok, err := sl.match(offs, slop); ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
 }
 
 // forwardFilter tests phrases against the forward entries of a format 2
 // segment.
-func forwardFilter(seg *segment, ords [][]uint32, offs [][]int, byText func(uint32) (bool, error)) func(uint32) (bool, error) {
+func forwardFilter(seg *segment, ords [][]uint32, offs [][]int, slops []int, byText func(uint32) (bool, error)) func(uint32) (bool, error) {
 	var toks []uint32
 	return func(doc uint32) (bool, error) {
 		enc := strAt(seg.sec[secFwdOff], seg.sec[secFwd], int(doc))
@@ -243,7 +437,7 @@ func forwardFilter(seg *segment, ords [][]uint32, offs [][]int, byText func(uint
 		if toks, ok = decodeForward(toks[:0], enc, seg.nTerms); !ok {
 			return false, errCorruptForward
 		}
-		return matchAll(toks, ords, offs), nil
+		return matchAll(toks, ords, offs, slops), nil
 	}
 }
 
@@ -275,7 +469,7 @@ func textMatches(an *analysis.Analyzer, d *Document, phrases []phrase) bool {
 		for j, t := range p.terms {
 			ords[j] = ids[t]
 		}
-		if !matchOne(toks, ords, p.offs) {
+		if !matchOne(toks, ords, p.offs, p.slop) {
 			return false
 		}
 	}

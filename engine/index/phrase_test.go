@@ -3,13 +3,18 @@ package index
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
@@ -33,6 +38,18 @@ var phraseCases = []struct {
 	{`"great wall`, []string{"gap", "gw", "rev", "title"}}, // unpaired quote: no phrase
 	{`"the of"`, nil},                                      // only stop words: no terms at all
 	{`"great china"`, nil},
+	// Proximity: "great wall of china" puts china 2 moves from "great china".
+	{`"great china"~1`, nil},
+	{`"great china"~2`, []string{"gw"}},
+	{`"great china"~3`, []string{"gap", "gw"}},                           // "wall: China, the great": 3 moves
+	{`"wall great"~1`, nil},                                              // the reversed pair needs 2 moves
+	{`"wall great"~2`, []string{"gap", "gw", "rev"}},                     // "great wall", "wall … great"
+	{`"great wall"~0`, []string{"gw"}},                                   // ~0 is the exact phrase
+	{`"great wall"~`, []string{"gw"}},                                    // no digits: no slop
+	{`"china landmark"~99`, nil},                                         // the title and the body are two fields
+	{`"wall wall"~9`, nil},                                               // a repeated term needs two positions
+	{`"wall" "great china"~2 long`, []string{"gw"}},                      // with an exact phrase and a plain word
+	{`"china great"~99999999999999999999`, []string{"gap", "gw", "rev"}}, // any slop is clamped
 }
 
 func checkPhrases(t *testing.T, ix *Index, stage string) {
@@ -72,7 +89,8 @@ func TestPhraseQueries(t *testing.T) {
 // text) and keyword filters, and merge with a current segment into one of
 // the current format.
 func TestOldSegmentFormats(t *testing.T) {
-	queries := []string{"w1 w2", "w3 w17 w250", `"w1 w2" w5`, `w2 "w1 w3"`, "great wall china", "d000009"}
+	queries := []string{"w1 w2", "w3 w17 w250", `"w1 w2" w5`, `w2 "w1 w3"`, "great wall china", "d000009",
+		`"w1 w2"~6 w5`, `"w3 w1"~9`, `"w2 w1 w2"~12`, `"great china"~3`}
 	for _, format := range []uint32{1, 2, 3, 4} {
 		t.Run(fmt.Sprint("format", format), func(t *testing.T) {
 			dir, want := goldenIndex(t, format, queries)
@@ -232,6 +250,136 @@ func FuzzForward(f *testing.F) {
 				t.Fatalf("round trip: %v vs %v", toks, toks2)
 			}
 		}
-		matchOne(toks, []uint32{0, 1}, []int{0, 1})
+		matchOne(toks, []uint32{0, 1}, []int{0, 1}, 0)
+		matchOne(toks, []uint32{0, 1, 0}, []int{0, 1, 3}, 2)
+	})
+}
+
+// TestSloppyIn checks the proximity test against every assignment of
+// distinct positions, on random fields and phrases (repeated terms
+// included), and ~0 against the exact phrase test.
+func TestSloppyIn(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 9))
+	for range 20000 {
+		field := make([]uint32, 1+r.IntN(12)) // term per position
+		for p := range field {
+			field[p] = uint32(r.IntN(4))
+		}
+		k := 1 + r.IntN(4)
+		ords, offs := make([]uint32, k), make([]int, k)
+		for j := range k {
+			ords[j] = uint32(r.IntN(4))
+			if j > 0 {
+				offs[j] = offs[j-1] + 1 + r.IntN(2) // a stop word may leave a gap
+			}
+		}
+		slop := r.IntN(6)
+		toks := []uint32{uint32(len(field))}
+		for p, o := range field {
+			toks = append(toks, o, uint32(p))
+		}
+		got := matchOne(toks, ords, offs, slop)
+		if want := bruteSloppy(field, ords, offs, slop); got != want {
+			t.Fatalf("field %v, phrase %v at %v ~%d: got %v, want %v", field, ords, offs, slop, got, want)
+		}
+		if slop == 0 && matchSloppy(toks, ords, offs, 0) != got {
+			t.Fatalf("field %v, phrase %v at %v: ~0 differs from the exact phrase", field, ords, offs)
+		}
+	}
+}
+
+// bruteSloppy tries every assignment of distinct positions to the terms.
+func bruteSloppy(field, ords []uint32, offs []int, slop int) bool {
+	used := make([]bool, len(field))
+	var try func(j, lo, hi int) bool
+	try = func(j, lo, hi int) bool {
+		if j == len(ords) {
+			return hi-lo <= slop
+		}
+		for p, o := range field {
+			if o != ords[j] || used[p] {
+				continue
+			}
+			d := p - offs[j]
+			used[p] = true
+			ok := try(j+1, min(lo, d), max(hi, d))
+			used[p] = false
+			if ok {
+				return true
+			}
+		}
+		return false
+	}
+	return try(0, math.MaxInt, math.MinInt)
+}
+
+func TestRankText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`great wall`, `great wall`},
+		{`"great wall"~2 china`, `"great wall" china`},
+		{`"a b"~3"c d"~12x`, `"a b""c d"x`},
+		{`"a b"~ c`, `"a b"~ c`}, // no digits: not a slop
+		{`a ~3 "b"`, `a ~3 "b"`}, // not after a phrase
+		{`"a b~3`, `"a b~3`},     // unpaired quote
+		{`"a"~1"~2`, `"a""~2`},   // the second quote opens no phrase
+	} {
+		if got := RankText(c.in); got != c.want {
+			t.Errorf("RankText(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	ix := openTest(t, "", Options{NoBackground: true})
+	mustAdd(t, ix, phraseDocs...)
+	res := search(t, ix, Query{Text: `"great wall"~2 china`, K: 10})
+	if !slices.Equal(res.Terms, []string{"great", "wall", "china"}) {
+		t.Errorf("ranked terms %q: the slop is not a word", res.Terms)
+	}
+}
+
+// TestSloppyCancel: a proximity test that would take long — a phrase of
+// one word repeated, against a long field where it occurs every other
+// position — gives up when the search's context ends.
+func TestSloppyCancel(t *testing.T) {
+	ix := openTest(t, "", Options{NoBackground: true})
+	mustAdd(t, ix, Document{ID: "long", Text: strings.Repeat("echo pad ", 160000)})
+	// 16 echoes two positions apart spread 15 moves: ~14 is one too few,
+	// and the test slides through every field.
+	q := Query{Text: `"` + strings.Repeat("echo ", 16) + `"~14`, K: 10}
+	t0 := time.Now()
+	full, err := ix.Search(context.Background(), q)
+	if err != nil || len(full.Hits) != 0 {
+		t.Fatalf("%v, %d hits", err, len(full.Hits))
+	}
+	took := time.Since(t0)
+	t.Logf("the whole search: %v", took)
+	ctx, cancel := context.WithTimeout(context.Background(), took/20)
+	defer cancel()
+	t0 = time.Now()
+	_, err = ix.Search(ctx, q)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > took/2 {
+		t.Fatalf("after %v (the whole search takes %v): %v", time.Since(t0), took, err)
+	}
+}
+
+// FuzzPhraseQuery: any query text parses into at most maxPhrases phrases
+// with a slop in [0, maxSlop], and its ranked text is never longer.
+func FuzzPhraseQuery(f *testing.F) {
+	for _, c := range phraseCases {
+		f.Add(c.query)
+	}
+	f.Add(`"a b"~3"c d"~12x "e"~`)
+	an := analysis.Default()
+	f.Fuzz(func(t *testing.T, q string) {
+		ps := parsePhrases(an, q)
+		if len(ps) > maxPhrases {
+			t.Fatalf("%d phrases", len(ps))
+		}
+		for _, p := range ps {
+			if p.slop < 0 || p.slop > maxSlop || len(p.terms) != len(p.offs) {
+				t.Fatalf("%+v", p)
+			}
+		}
+		if r := RankText(q); len(r) > len(q) {
+			t.Fatalf("RankText(%q) = %q", q, r)
+		}
 	})
 }

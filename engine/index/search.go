@@ -214,7 +214,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		var accept func(uint32) (bool, error)
 		if len(phrases) > 0 {
 			var none bool
-			accept, none = phraseFilter(ix.an, v.seg, phrases, rd.full)
+			accept, none = phraseFilter(ctx, ix.an, v.seg, phrases, rd.full)
 			if none {
 				continue
 			}
@@ -446,7 +446,7 @@ func (ix *Index) Load(ctx context.Context, nums []DocNum, withText bool) ([]*Doc
 // Query.MaxTerms.
 var ErrTooManyTerms = errors.New("index: too many distinct query terms")
 
-// queryTerms analyses q.Text into distinct terms in first-occurrence order
+// queryTerms analyses q.Text (its RankText) into distinct terms in first-occurrence order
 // with their query term frequencies: one map lookup per token (linear in
 // the query), the text analysed in pieces with a cancellation check
 // between them, and q.MaxTerms enforced as soon as it is exceeded.
@@ -458,7 +458,7 @@ func (ix *Index) queryTerms(ctx context.Context, q Query) ([]qterm, error) {
 	var qts []qterm
 	var pos map[string]int // once the query has more than shortQueryTerms terms
 	var buf [shortQueryTerms]analysis.Token
-	for rest := q.Text; rest != ""; {
+	for rest := RankText(q.Text); rest != ""; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -349,7 +349,7 @@ func recallSparse(ctx context.Context, s *State) ([]*Candidate, error) {
 		sparse[i] = &cands[i]
 	}
 	if r.Confidence && len(sparse) > 0 {
-		s.termMax = termMax(ctx, s.Deps.Sparse, r.Query, res.Version)
+		s.termMax = termMax(ctx, s.Deps.Sparse, index.RankText(r.Query), res.Version)
 	}
 	return sparse, nil
 }
