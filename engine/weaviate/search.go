@@ -68,7 +68,7 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 			s.WithWhere(f.Where)
 		}
 		if strings.TrimSpace(q.Text) != "" {
-			s.WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(q.Text).WithProperties(bm25Props...))
+			s.WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(index.RankText(q.Text)).WithProperties(bm25Props...))
 		} else {
 			s.WithSort(graphql.Sort{Path: []string{propID}})
 		}
