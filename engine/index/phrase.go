@@ -441,6 +441,18 @@ func forwardFilter(seg *segment, ords [][]uint32, offs [][]int, slops []int, byT
 	}
 }
 
+// PhraseMatcher returns a test of whether a document holds every quoted
+// phrase of the query text (each within its proximity), judged on its
+// analysed title and text — for a backend that searches without positions —
+// or nil when the text quotes no phrase.
+func PhraseMatcher(an *analysis.Analyzer, text string) func(*Document) bool {
+	phrases := parsePhrases(an, text)
+	if len(phrases) == 0 {
+		return nil
+	}
+	return func(d *Document) bool { return textMatches(an, d, phrases) }
+}
+
 // textMatches checks the phrases against a stored document's analysed
 // title and text (documents without positions).
 func textMatches(an *analysis.Analyzer, d *Document, phrases []phrase) bool {

@@ -383,3 +383,25 @@ func FuzzPhraseQuery(f *testing.F) {
 		}
 	})
 }
+
+// TestPhraseMatcher: the test a backend without positions applies to the
+// documents it found (nil when the query quotes nothing).
+func TestPhraseMatcher(t *testing.T) {
+	an := analysis.Default()
+	if PhraseMatcher(an, `great wall "`) != nil {
+		t.Fatal("a test for a query without a phrase")
+	}
+	for _, c := range phraseCases {
+		m := PhraseMatcher(an, c.query)
+		var got []string
+		for _, d := range phraseDocs {
+			if m == nil || m(&d) {
+				got = append(got, d.ID)
+			}
+		}
+		slices.Sort(got)
+		if m != nil && !slices.Equal(got, c.want) && len(got)+len(c.want) > 0 {
+			t.Errorf("%s → %q, want %q", c.query, got, c.want)
+		}
+	}
+}

@@ -102,6 +102,27 @@ func TestBackendOnWeaviate(t *testing.T) {
 		}
 	})
 
+	t.Run("phrases", func(t *testing.T) {
+		for _, c := range []struct {
+			q    string
+			want []string
+		}{
+			{`"wing drag"`, []string{"f"}},
+			{`"drag wing"`, nil},
+			{`"drag wing"~2`, []string{"f"}},
+			{`"low speed" wing`, []string{"a"}},
+			{`"lift wing"~1`, nil},
+			{`"lift wing"~2 speed`, []string{"a"}}, // lift, on, a, wing: "on" and "a" keep their places
+		} {
+			res, err := b.Search(ctx, index.Query{Text: c.q, K: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := hitIDs(res); !slices.Equal(got, c.want) && len(got)+len(c.want) > 0 {
+				t.Errorf("%s: %v, want %v", c.q, got, c.want)
+			}
+		}
+	})
 	t.Run("filters", func(t *testing.T) {
 		// Every operator, alone and combined: Weaviate's answer (with the
 		// exact re-check) equals the §8 evaluator over the documents.

@@ -12,6 +12,7 @@ import (
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	"github.com/weaviate/weaviate/entities/models"
 
+	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
@@ -49,7 +50,7 @@ func (b *Backend) checkVersion(v string) error {
 
 // Search implements pipeline.Sparse: BM25 over title (×2) and text, ties
 // by id, with the compiled filter in Weaviate and the exact §8 check on
-// every hit. An empty Text browses the filter's matches in id order. Hits
+// every hit, and quoted phrases checked on the candidates' texts. An empty Text browses the filter's matches in id order. Hits
 // carry their documents (one round trip; SkipDocs is ignored).
 func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, error) {
 	if err := b.checkVersion(q.Version); err != nil {
@@ -62,8 +63,13 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 	if err != nil {
 		return nil, err
 	}
+	limit := q.K
+	phrases := index.PhraseMatcher(analysis.Default(), q.Text)
+	if phrases != nil {
+		limit = min(max(phraseDepthPerK*q.K, phraseDepthMin), phraseDepthMax)
+	}
 	res, err := b.search(ctx, func(s *graphql.Search) {
-		s.WithLimit(q.K).WithMetadata(&graphql.Metadata{Score: true})
+		s.WithLimit(limit).WithMetadata(&graphql.Metadata{Score: true})
 		if f != nil && f.Where != nil {
 			s.WithWhere(f.Where)
 		}
@@ -82,6 +88,9 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 		if f != nil && !f.Exact && !f.Node.Match(d.Meta) {
 			continue
 		}
+		if phrases != nil && !phrases(d) {
+			continue
+		}
 		if q.NoText {
 			d.Text = ""
 		}
@@ -93,8 +102,20 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 		}
 		return strings.Compare(a.ID, c.ID)
 	})
+	out.Hits = out.Hits[:min(len(out.Hits), q.K)]
 	return out, nil
 }
+
+// Weaviate's BM25 has no positions: a query quoting phrases fetches
+// phraseDepthPerK candidates per hit asked for (at least phraseDepthMin, at
+// most phraseDepthMax) and keeps those whose analysed title or text holds
+// every phrase (index.PhraseMatcher). A phrase found only below that depth
+// is missed.
+const (
+	phraseDepthPerK = 8
+	phraseDepthMin  = 100
+	phraseDepthMax  = 1000
+)
 
 func asFilter(f index.Filter) (*Filter, error) {
 	if f == nil {
