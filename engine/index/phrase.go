@@ -52,18 +52,12 @@ type phrase struct {
 func parsePhrases(an *analysis.Analyzer, text string) []phrase {
 	var out []phrase
 	for len(out) < maxPhrases {
-		i := strings.IndexByte(text, '"')
-		if i < 0 {
+		_, inner, slop, rest, ok := cutQuoted(text)
+		if !ok {
 			break
 		}
-		j := strings.IndexByte(text[i+1:], '"')
-		if j < 0 {
-			break
-		}
-		toks := an.Analyze(text[i+1 : i+1+j])
-		text = text[i+1+j+1:]
-		slop, n := parseSlop(text)
-		text = text[n:]
+		text = rest
+		toks := an.Analyze(inner)
 		if len(toks) == 0 {
 			continue
 		}
@@ -75,6 +69,24 @@ func parsePhrases(an *analysis.Analyzer, text string) []phrase {
 		out = append(out, p)
 	}
 	return out
+}
+
+// cutQuoted finds the first quoted span of text: head runs up to its
+// closing quote, inner is what the quotes hold, slop is its proximity
+// suffix's and rest follows that suffix; ok is false when text holds no
+// pair of quotes.
+func cutQuoted(text string) (head, inner string, slop int, rest string, ok bool) {
+	i := strings.IndexByte(text, '"')
+	if i < 0 {
+		return "", "", 0, "", false
+	}
+	j := strings.IndexByte(text[i+1:], '"')
+	if j < 0 {
+		return "", "", 0, "", false
+	}
+	end := i + 1 + j + 1
+	slop, n := parseSlop(text[end:])
+	return text[:end], text[i+1 : end-1], slop, text[end+n:], true
 }
 
 // parseSlop reads the proximity suffix "~N" at the start of s (right after
@@ -102,18 +114,12 @@ func RankText(text string) string {
 	}
 	var b strings.Builder
 	for {
-		i := strings.IndexByte(text, '"')
-		if i < 0 {
+		head, _, _, rest, ok := cutQuoted(text)
+		if !ok {
 			break
 		}
-		j := strings.IndexByte(text[i+1:], '"')
-		if j < 0 {
-			break
-		}
-		end := i + 1 + j + 1
-		b.WriteString(text[:end])
-		_, n := parseSlop(text[end:])
-		text = text[end+n:]
+		b.WriteString(head)
+		text = rest
 	}
 	b.WriteString(text)
 	return b.String()
