@@ -361,13 +361,8 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 	records := 0        // without a manifest: the records stored all the same
 	err := ix.st.View(func(tx *store.ReadTx) error {
 		var err error
-		man, found, err = tx.Manifest()
-		if err != nil {
-			return err
-		}
-		if !found {
-			live, stored := tx.Counts()
-			records = live + stored
+		if man, found, records, err = manifestOf(tx); err != nil || records > 0 {
+			return err // records without a manifest: refused below
 		}
 		if found && man.Killed {
 			return tx.ForEachKilled(func(seq uint64) error { killed = append(killed, seq); return nil })

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/internal/bolttest"
 )
 
 func openTest(t testing.TB, dir string, opts Options) *Index {
@@ -897,20 +898,13 @@ func TestDeletionsFromTheJournal(t *testing.T) {
 	// with the journal) are dropped, not used.
 	legacy := func(put bool) (found bool) {
 		t.Helper()
-		db, err := bolt.Open(filepath.Join(dir, storeFile), 0o600, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.Update(func(tx *bolt.Tx) error {
+		bolttest.Update(t, filepath.Join(dir, storeFile), func(tx *bolt.Tx) error {
 			if put {
 				return tx.Bucket([]byte("meta")).Put([]byte("deletions"), []byte("saved by an earlier version"))
 			}
 			found = tx.Bucket([]byte("meta")).Get([]byte("deletions")) != nil
 			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
 		return found
 	}
 	legacy(true)

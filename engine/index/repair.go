@@ -121,12 +121,21 @@ func LostManifest(dir string) (bool, error) {
 	defer st.Close()
 	var lost bool
 	err = st.View(func(tx *store.ReadTx) error {
-		_, found, err := tx.Manifest()
-		if err == nil && !found {
-			live, stored := tx.Counts()
-			lost = live+stored > 0
-		}
+		_, _, records, err := manifestOf(tx)
+		lost = records > 0
 		return err
 	})
 	return lost, err
+}
+
+// manifestOf reads the manifest of the store tx reads; without one, it
+// counts the document records (live and superseded) the store holds all
+// the same: records > 0 is a manifest lost to damage, which Open refuses
+// (ErrNoManifest) and ResetForRebuild rebuilds.
+func manifestOf(tx *store.ReadTx) (man store.Manifest, found bool, records int, err error) {
+	if man, found, err = tx.Manifest(); err != nil || found {
+		return man, found, 0, err
+	}
+	live, stored := tx.Counts()
+	return man, false, live + stored, nil
 }

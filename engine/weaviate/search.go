@@ -12,7 +12,6 @@ import (
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	"github.com/weaviate/weaviate/entities/models"
 
-	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
@@ -50,8 +49,9 @@ func (b *Backend) checkVersion(v string) error {
 
 // Search implements pipeline.Sparse: BM25 over title (×2) and text, ties
 // by id, with the compiled filter in Weaviate and the exact §8 check on
-// every hit, and quoted phrases checked on the candidates' texts. An empty Text browses the filter's matches in id order. Hits
-// carry their documents (one round trip; SkipDocs is ignored).
+// every hit, and quoted phrases checked on the candidates' texts. An empty
+// Text browses the filter's matches in id order. Hits carry their
+// documents (one round trip; SkipDocs is ignored).
 func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, error) {
 	if err := b.checkVersion(q.Version); err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 		return nil, err
 	}
 	limit := q.K
-	phrases := index.PhraseMatcher(analysis.Default(), q.Text)
+	phrases := index.PhraseMatcher(b.an, q.Text)
 	if phrases != nil {
 		limit = min(max(phraseDepthPerK*q.K, phraseDepthMin), phraseDepthMax)
 	}

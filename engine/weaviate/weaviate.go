@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rcpgo/rcpgo/engine/analysis"
 	"log/slog"
 	"net/url"
 	"regexp"
@@ -95,6 +96,7 @@ type Backend struct {
 	done      chan struct{}
 
 	words *otter.Cache[string, float64] // WordMax answers (the confidence normaliser)
+	an    *analysis.Analyzer            // analyses quoted phrases and their candidates' texts
 	stats atomic.Pointer[cachedStats]
 }
 
@@ -133,7 +135,7 @@ func Open(cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, log: cfg.Logger, schema: sc, connected: make(chan struct{}), stop: stop, done: make(chan struct{})}
+	b := &Backend{cfg: cfg, log: cfg.Logger, schema: sc, connected: make(chan struct{}), stop: stop, done: make(chan struct{}), an: analysis.Default()}
 	b.words = newWordCache()
 	go b.connectLoop(ctx, u)
 	return b, nil

@@ -1,5 +1,6 @@
 // Package bolttest damages bbolt files the way a bad disk does, for the
-// tests of the checks and the repair that must find it.
+// tests of the checks and the repair that must find it, and edits them
+// below the code that owns them.
 package bolttest
 
 import (
@@ -20,7 +21,7 @@ func DamageLeafPage(t testing.TB, path string, match func([]byte) bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const ps = 4096
+	const ps = pageSize
 	le := binary.LittleEndian
 	found := -1
 	for id := 2; found < 0 && (id+1)*ps <= len(b); id++ {
@@ -78,20 +79,30 @@ func DamageBucketRoot(t testing.TB, path, name string) {
 // path: what losing the key's page, then salvaging the rest, leaves.
 func DeleteKey(t testing.TB, path, bucket, key string) {
 	t.Helper()
+	Update(t, path, func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucket)).Delete([]byte(key)) })
+}
+
+// Update runs fn in a write transaction on the closed bbolt file at path.
+func Update(t testing.TB, path string, fn func(*bolt.Tx) error) {
+	t.Helper()
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucket)).Delete([]byte(key)) }); err != nil {
+	if err := db.Update(fn); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// damage rewrites the id of page id of the file b (4 KB pages) at path.
+// pageSize is the page size of the files the tests write (bbolt's default
+// on the machines they run on).
+const pageSize = 4096
+
+// damage rewrites the id of page id of the file b at path.
 func damage(t testing.TB, path string, b []byte, id int) {
 	t.Helper()
-	binary.LittleEndian.PutUint64(b[id*4096:], uint64(id)+1_000_000)
+	binary.LittleEndian.PutUint64(b[id*pageSize:], uint64(id)+1_000_000)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
