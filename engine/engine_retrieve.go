@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -19,8 +18,6 @@ import (
 	"github.com/rcpgo/rcpgo/engine/pipeline"
 	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/rcp"
-	"github.com/rcpgo/rcpgo/rcp/filter"
-	"github.com/rcpgo/rcpgo/rcp/fusion"
 	"github.com/rcpgo/rcpgo/rcp/vector"
 )
 
@@ -111,317 +108,25 @@ func decodeCursor(s string) (cursor, bool) {
 	return c, true
 }
 
+// retrieve answers retrieve: planRetrieve checks the request into a plan
+// (or answers a graph unit or tree node itself), runRetrieve runs the
+// plan's pipeline, and result shapes the page into the response.
 func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.RetrieveResult, error) {
-	started := time.Now()
-	caps := e.sessionCaps(ctx) // frozen per session (§13.2)
-	strict := p.IsStrict()
-	var notes []string
-	unsupported := func(option, format string, args ...any) error {
-		if strict {
-			return rcp.OptionUnsupported(option, format, args...)
-		}
-		notes = append(notes, fmt.Sprintf(format, args...)+"; ignored (strict:false)")
-		return nil
+	var pl retrievePlan
+	if res, done, err := e.planRetrieve(ctx, p, &pl); done || err != nil {
+		return res, err
 	}
-
-	// Structural validation (-32602), independent of capabilities.
-	if len(p.KRaw) == 0 || string(p.KRaw) == "null" {
-		return nil, rcp.InvalidParams("k", "k is required")
-	}
-	n, ok := rcp.DecodeInteger(p.KRaw)
-	if !ok {
-		return nil, rcp.InvalidParams("k", "k must be a positive integer, got %s", p.KRaw)
-	}
-	if n < 1 {
-		return nil, rcp.InvalidParams("k", "k must be a positive integer, got %d", n)
-	}
-	k := int(min(n, int64(e.cfg.MaxK)+1))
-	if p.Query.IsZero() {
-		return nil, rcp.InvalidParams("query", "query is required")
-	}
-	for i, b := range p.Query.Blocks {
-		if err := b.Validate(); err != nil {
-			return nil, rcp.InvalidParams(fmt.Sprintf("query[%d]", i), "%v", err)
-		}
-	}
-	if n := queryBytes(p.Query.Blocks); n > MaxQueryBytes {
-		return nil, rcp.InvalidParams("query", "the query text is %d bytes; the limit is %d", n, MaxQueryBytes)
-	}
-	if p.CandidateK != nil && *p.CandidateK < 0 {
-		return nil, rcp.InvalidParams("candidateK", "candidateK must be a non-negative integer")
-	}
-	var topN *int
-	if p.Rerank != nil && !p.Rerank.Disabled && p.Rerank.TopN != nil {
-		if *p.Rerank.TopN < 0 {
-			return nil, rcp.InvalidParams("rerank.topN", "rerank.topN must be a non-negative integer")
-		}
-		topN = p.Rerank.TopN
-	}
-	if p.TokenBudget != nil && *p.TokenBudget < 0 {
-		return nil, rcp.InvalidParams("tokenBudget", "tokenBudget must be a non-negative integer")
-	}
-	if p.Level != nil && *p.Level < 0 {
-		return nil, rcp.InvalidParams("level", "level must be a non-negative integer")
-	}
-	if p.MinScore != nil && (math.IsNaN(*p.MinScore) || math.IsInf(*p.MinScore, 0)) {
-		return nil, rcp.InvalidParams("minScore", "minScore must be finite")
-	}
-
-	// Clamp to the advertised limits (never an error, §7.7), then check
-	// the funnel candidateK ≥ rerank.topN ≥ k (§3.3).
-	if k > e.cfg.MaxK {
-		k = e.cfg.MaxK
-	}
-	candK := max(k, DefaultCandidateK)
-	if p.CandidateK != nil {
-		candK = min(*p.CandidateK, e.cfg.MaxCandidates)
-		if *p.CandidateK < k {
-			return nil, rcp.InvalidParams("candidateK", "funnel violated: candidateK (%d) < k (%d)", *p.CandidateK, k)
-		}
-		candK = max(candK, k)
-	}
-	candK = min(candK, e.cfg.MaxCandidates)
-	if topN != nil {
-		if *topN < k {
-			return nil, rcp.InvalidParams("rerank.topN", "funnel violated: rerank.topN (%d) < k (%d)", *topN, k)
-		}
-		if p.CandidateK != nil && *p.CandidateK < *topN {
-			return nil, rcp.InvalidParams("candidateK", "funnel violated: candidateK (%d) < rerank.topN (%d)", *p.CandidateK, *topN)
-		}
-	}
-
-	// Options against the advertised capabilities (-32005 under strict).
-	for _, b := range p.Query.Blocks {
-		if !b.IsText() {
-			return nil, rcp.OptionUnsupported(b.Type, "query content of type %q is not supported (retrieve.modalities: text)", b.Type)
-		}
-	}
-	if p.Modality != "" && p.Modality != rcp.ModalityText {
-		if err := unsupported(p.Modality, "modality %q is not advertised", p.Modality); err != nil {
-			return nil, err
-		}
-	}
-	mode := p.Mode
-	if mode == "" {
-		mode = caps.Retrieve.DefaultMode
-	}
-	if !rcp.Contains(caps.Retrieve.Modes, mode) {
-		if err := unsupported(mode, "mode %q is not advertised", mode); err != nil {
-			return nil, err
-		}
-		notes[len(notes)-1] = fmt.Sprintf("mode %q is not advertised; served %q instead (strict:false)", mode, caps.Retrieve.DefaultMode)
-		mode = caps.Retrieve.DefaultMode
-	}
-	if err := e.resolveBlocks(ctx, p.Query.Blocks, "query"); err != nil {
-		return nil, err
-	}
-	if n := queryBytes(p.Query.Blocks); n > MaxQueryBytes { // fetched uri text counts too
-		return nil, rcp.InvalidParams("query", "the query text is %d bytes; the limit is %d", n, MaxQueryBytes)
-	}
-	req := &pipeline.Request{Query: p.Query.String(), MaxTerms: MaxQueryTerms, K: k, CandidateK: candK, Mode: mode,
-		Confidence: true, IncludeText: p.IncludeText == nil || *p.IncludeText, MinScore: p.MinScore,
-		TokenBudget: p.TokenBudget}
-	// Fusion: the request's options over the server defaults (Config.Fusion).
-	fd := e.cfg.Fusion
-	method, rrfK, alpha := fd.Method, fd.RRFK, fd.Alpha
-	var weights map[string]float64 // only hybrid requests and fusion options need them
-	if mode == rcp.ModeHybrid || p.Fusion != nil {
-		weights = map[string]float64{"sparse": fd.SparseWeight, "dense": fd.DenseWeight}
-	}
-	if p.Fusion != nil {
-		f := p.Fusion
-		if f.Method != "" {
-			method = f.Method
-		}
-		if !rcp.Contains(caps.Retrieve.Fusion, method) {
-			if err := unsupported(method, "fusion method %q is not advertised", method); err != nil {
-				return nil, err
-			}
-			method = fd.Method
-		}
-		for name, w := range f.Weights {
-			if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
-				return nil, rcp.InvalidParams("fusion.weights."+name, "weights must be finite and non-negative")
-			}
-			weights[name] = w
-		}
-		if f.Alpha != nil {
-			if !(*f.Alpha >= 0 && *f.Alpha <= 1) {
-				return nil, rcp.InvalidParams("fusion.alpha", "alpha must be in [0,1]")
-			}
-			alpha = *f.Alpha
-		}
-		if f.RRFK != nil {
-			if !(*f.RRFK > 0) {
-				return nil, rcp.InvalidParams("fusion.rrfK", "rrfK must be positive")
-			}
-			rrfK = *f.RRFK
-		}
-		if mode != rcp.ModeHybrid {
-			notes = append(notes, "fusion applies to mode \"hybrid\" only; ignored")
-		}
-	}
-	if mode == rcp.ModeHybrid {
-		rrfK, alpha := rrfK, alpha // escape only here
-		req.Fusion = fusion.Options{Method: method, RRFK: &rrfK, Alpha: &alpha}
-		if method == rcp.FusionRRF {
-			req.Fusion.Method = ""
-		}
-		req.Weights = weights
-	}
-	if p.Rerank != nil && !p.Rerank.Disabled {
-		m := p.Rerank.Method
-		if m == "" && caps.Rerank != nil {
-			m = e.cfg.RerankMethod
-		}
-		if m == "" {
-			m = "rerank"
-		}
-		if caps.Rerank == nil || !rcp.Contains(caps.Rerank.Methods, m) {
-			if err := unsupported(m, "rerank method %q is not advertised", m); err != nil {
-				return nil, err
-			}
-		} else if p.Rerank.Model != "" && !rcp.Contains(caps.Rerank.Models, p.Rerank.Model) {
-			if err := unsupported(p.Rerank.Model, "rerank model %q is not advertised", p.Rerank.Model); err != nil {
-				return nil, err
-			}
-		} else {
-			req.RerankTopN = e.defaultTopN(k, candK)
-			if topN != nil {
-				req.RerankTopN = min(*topN, e.cfg.RerankMaxCandidates)
-			}
-		}
-	} else if p.Rerank == nil && caps.Rerank != nil {
-		req.RerankTopN = e.defaultTopN(k, candK) // a configured reranker runs by default
-	}
-	if req.RerankTopN > req.CandidateK {
-		req.CandidateK = min(req.RerankTopN, e.cfg.MaxCandidates) // candidateK was server-chosen
-	}
-	if p.MMR != nil {
-		lambda := 0.5
-		if p.MMR.Lambda != nil {
-			lambda = *p.MMR.Lambda
-			if !(lambda >= 0 && lambda <= 1) {
-				return nil, rcp.InvalidParams("mmr.lambda", "lambda must be in [0,1]")
-			}
-		}
-		if !caps.Retrieve.MMR {
-			if err := unsupported("mmr", "mmr is not advertised"); err != nil {
-				return nil, err
-			}
-		} else {
-			req.MMRLambda = &lambda
-		}
-	}
-	plan, note, err := e.planAgentic(p)
+	page, rewritten, err := e.runRetrieve(ctx, &pl)
 	if err != nil {
 		return nil, err
 	}
-	// A single pipeline over the embedded index (whose ranking is a total
-	// order: score, then id) may stop recall at the page when the client
-	// left candidateK to the server; the pipeline decides whether its
-	// stages allow it.
-	req.PageDepth = p.CandidateK == nil && plan == nil && e.cfg.Backend == nil
-	if note != "" {
-		notes = append(notes, note)
-	}
-	passage, treeLeaf := false, false
-	switch p.Unit {
-	case "", rcp.UnitChunk:
-		req.Unit = rcp.UnitChunk
-	case rcp.UnitPassage: // a passage is a chunk, echoed under its own name
-		req.Unit, passage = rcp.UnitChunk, true
-	case rcp.UnitDocument, rcp.UnitPage:
-		req.Unit = p.Unit
-	case rcp.UnitCommunity, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitPath, rcp.UnitSubgraph:
-		if e.kg != nil {
-			return e.retrieveGraphUnit(ctx, p, k, unsupported, &notes, started)
-		}
-		fallthrough
-	case rcp.UnitTreeNode:
-		if t := e.currentTree(); t != nil && p.Unit == rcp.UnitTreeNode {
-			if p.Level != nil && *p.Level > 0 {
-				if err := structuredOptions(p, unsupported); err != nil {
-					return nil, err
-				}
-				return e.retrieveTreeNode(ctx, t, p.Query.String(), *p.Level, k, &notes, started)
-			}
-			req.Unit, treeLeaf = rcp.UnitChunk, true // level 0: the leaves are the units
-			break
-		}
-		fallthrough
-	default:
-		if err := unsupported(p.Unit, "unit %q is not advertised", p.Unit); err != nil {
-			return nil, err
-		}
-		req.Unit = rcp.UnitChunk
-	}
-	if p.Level != nil && *p.Level != 0 {
-		if err := unsupported("level", "level %d is not available (the corpus is flat)", *p.Level); err != nil {
-			return nil, err
-		}
-	}
-	if p.HasFilter() {
-		if caps.Filter == nil {
-			return nil, rcp.OptionUnsupported("filter", "no filter fields are advertised")
-		}
-		node, err := filter.Validate(p.Filter, caps.Filter.FieldTypes(), e.ops)
-		if err != nil {
-			return nil, err
-		}
-		req.Filter = node
-	}
-	if r := p.Recency; r != nil {
-		typ, ok := caps.Filter.FieldTypes()[r.Field]
-		if r.Field == "" || !ok || (typ != filter.TypeDate && typ != filter.TypeInt) {
-			return nil, rcp.InvalidParams("recency.field", "recency.field must name an advertised date (or year int) field")
-		}
-		if !(r.HalfLifeDays > 0) || math.IsInf(r.HalfLifeDays, 0) {
-			return nil, rcp.InvalidParams("recency.halfLifeDays", "halfLifeDays must be positive")
-		}
-		now := time.Now().UTC().Truncate(24 * time.Hour) // stable within a day
-		req.Recency = &pipeline.Recency{Field: r.Field, HalfLife: time.Duration(r.HalfLifeDays * float64(24*time.Hour)), Now: now}
-		notes = append(notes, "recency decay relative to "+now.Format("2006-01-02"))
-	}
-	encoding := ""
-	if p.IncludeVectors != nil && *p.IncludeVectors {
-		if caps.Embed == nil {
-			if err := unsupported("includeVectors", "includeVectors needs a dense encoder (embed is not advertised)"); err != nil {
-				return nil, err
-			}
-		} else {
-			encoding = p.Encoding
-			if encoding == "" {
-				encoding = rcp.EncodingJSON
-			}
-			if !rcp.Contains(caps.Retrieve.Encodings, encoding) {
-				if err := unsupported(encoding, "vector encoding %q is not advertised", encoding); err != nil {
-					return nil, err
-				}
-				encoding = rcp.EncodingJSON
-			}
-			req.Vectors = true
-		}
-	}
+	return e.result(ctx, &pl, page, rewritten)
+}
 
-	// Pagination and snapshot pinning.
-	hash := requestHash(req, p)
-	fromCursor := false
-	req.Version = p.IndexVersion
-	if p.Cursor != "" {
-		c, ok := decodeCursor(p.Cursor)
-		if !ok {
-			return nil, rcp.InvalidParams("cursor", "malformed cursor")
-		}
-		if c.Hash != hash && (!c.v1 || c.Hash != requestHashV1(req, p)) {
-			return nil, rcp.InvalidParams("cursor", "the cursor belongs to a different query or options")
-		}
-		if p.IndexVersion != "" && p.IndexVersion != c.Version {
-			return nil, rcp.InvalidParams("cursor", "the cursor was issued for indexVersion %q, not %q", c.Version, p.IndexVersion)
-		}
-		req.Version, req.Offset, fromCursor = c.Version, c.Offset, true
-	}
-
+// runRetrieve runs pl's pipeline under admission and the read lock, and
+// turns the pipeline's errors into the spec's.
+func (e *Engine) runRetrieve(ctx context.Context, pl *retrievePlan) (*pipeline.Page, string, error) {
+	req := pl.req
 	deps := &pipeline.Deps{Sparse: e.ix, Reranker: e.cfg.Reranker, Compile: e.ix.CompileFilter, Screen: !e.cfg.NoScreen, WireName: WireSource,
 		Trust: trust.Policy{Sources: e.cfg.TrustedSources}}
 	if rcp.ProgressAllowed(ctx) || rcp.LogEnabled(ctx, rcp.LogDebug) { // else stage reports are not even formatted
@@ -434,102 +139,109 @@ func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.Retrieve
 			rcp.Log(ctx, rcp.LogDebug, msg, map[string]any{"stage": stage})
 		}
 	}
-
-	usesDense := mode != rcp.ModeSparse || req.MMRLambda != nil || req.Vectors
+	usesDense := req.Mode != rcp.ModeSparse || req.MMRLambda != nil || req.Vectors
 	if usesDense {
-		g, err := e.denseFor(ctx, caps)
+		g, err := e.denseFor(ctx, pl.caps)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		deps.Dense = e.denseDeps(g, req.Filter)
 		if n := e.denseBacklog(g); n > 0 {
-			notes = append(notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
+			pl.notes = append(pl.notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
 		}
 	}
-	local := plan == nil && req.RerankTopN == 0 && !e.callsOut(usesDense)
+	local := pl.agentic == nil && req.RerankTopN == 0 && !e.callsOut(usesDense)
 	narrowed, err := e.admit.admit(ctx, local)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer e.admit.release(narrowed)
 	unlock, err := e.readLock(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if usesDense {
-		if req.Version != "" && req.Version != e.ix.Version() {
-			unlock()
-			if fromCursor {
-				return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "cursor expired: the index changed and dense retrieval serves only the current snapshot",
-					Data: &rcp.ErrorData{Field: "cursor", Detail: "restart pagination"}}
-			}
-			return nil, backendGone(req.Version, "dense retrieval serves only the current snapshot")
-		}
+	if usesDense && req.Version != "" && req.Version != e.ix.Version() {
+		unlock()
+		return nil, "", pl.snapshotGone("the index changed and dense retrieval serves only the current snapshot",
+			"dense retrieval serves only the current snapshot")
 	}
-	page, rewritten, err := e.runPlanned(ctx, deps, req, plan)
+	page, rewritten, err := e.runPlanned(ctx, deps, req, pl.agentic)
 	unlock()
-	if err != nil {
-		if errors.Is(err, index.ErrSnapshotGone) || errors.Is(err, index.ErrBadVersion) {
-			if fromCursor {
-				return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "cursor expired: its snapshot is no longer retained",
-					Data: &rcp.ErrorData{Field: "cursor", Detail: "restart pagination"}}
-			}
-			return nil, backendGone(req.Version, "the snapshot is not retained")
-		}
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
-		}
-		if errors.Is(err, index.ErrTooManyTerms) {
-			return nil, rcp.InvalidParams("query", "the query has more than %d distinct terms", MaxQueryTerms)
-		}
-		return nil, fmt.Errorf("engine: retrieve: %w", err)
+	switch {
+	case err == nil:
+		return page, rewritten, nil
+	case errors.Is(err, index.ErrSnapshotGone) || errors.Is(err, index.ErrBadVersion):
+		return nil, "", pl.snapshotGone("its snapshot is no longer retained", "the snapshot is not retained")
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return nil, "", err
+	case errors.Is(err, index.ErrTooManyTerms):
+		return nil, "", rcp.InvalidParams("query", "the query has more than %d distinct terms", MaxQueryTerms)
 	}
+	return nil, "", fmt.Errorf("engine: retrieve: %w", err)
+}
 
+// snapshotGone is the error for a pinned snapshot the request cannot be
+// served from: an expired cursor (restart pagination), or an indexVersion
+// no longer served.
+func (pl *retrievePlan) snapshotGone(cursorWhy, versionWhy string) error {
+	if pl.fromCursor {
+		return &rcp.Error{Code: rcp.CodeNotFound, Message: "cursor expired: " + cursorWhy,
+			Data: &rcp.ErrorData{Field: "cursor", Detail: "restart pagination"}}
+	}
+	return backendGone(pl.req.Version, versionWhy)
+}
+
+// result shapes a page into pl's response: the next cursor, vectors in the
+// requested encoding, pages' text, the units the client asked by name,
+// and usage.
+func (e *Engine) result(ctx context.Context, pl *retrievePlan, page *pipeline.Page, rewritten string) (*rcp.RetrieveResult, error) {
+	req := pl.req
 	res := &rcp.RetrieveResult{Hits: page.Hits, IndexVersion: page.Version, RewrittenQuery: rewritten}
 	if page.Next >= 0 {
-		res.NextCursor = encodeCursor(cursor{Version: page.Version, Offset: page.Next, Hash: hash})
+		res.NextCursor = encodeCursor(cursor{Version: page.Version, Offset: page.Next, Hash: pl.hash})
 	}
 	if req.Vectors {
-		for i := range res.Hits {
-			if v := page.Vectors[i]; v != nil {
-				if encoding == rcp.EncodingF32Base64 {
-					res.Hits[i].Vector, _ = json.Marshal(vector.EncodeToString(v))
-				} else if b, err := vector.AppendJSON(nil, v); err == nil {
-					res.Hits[i].Vector = b
-				}
-			}
-		}
-		if encoding == rcp.EncodingF32Base64 {
-			res.Meta = res.Meta.Set("encoding", encoding)
-		}
+		pl.encodeVectors(res, page.Vectors)
 	}
 	if req.Unit == rcp.UnitPage {
 		if err := e.fillPages(ctx, res.Hits, req.IncludeText); err != nil {
 			return nil, err
 		}
 	}
-	if treeLeaf {
-		for i := range res.Hits {
-			h := &res.Hits[i]
+	for i := range res.Hits {
+		h := &res.Hits[i]
+		switch {
+		case pl.treeLeaf:
 			zero := 0
 			h.Unit, h.Level, h.Provenance = rcp.UnitTreeNode, &zero, &rcp.Provenance{Leaves: []string{h.ID.String()}}
-		}
-	}
-	if passage {
-		for i := range res.Hits {
-			if res.Hits[i].Unit == rcp.UnitChunk {
-				res.Hits[i].Unit = rcp.UnitPassage
-			}
+		case pl.passage && h.Unit == rcp.UnitChunk:
+			h.Unit = rcp.UnitPassage
 		}
 	}
 	u := &usageParts{cands: page.Candidates, tokens: page.Tokens, reranked: page.Reranked,
-		lat: float64(time.Since(started).Microseconds()) / 1000}
-	u.usage = rcp.Usage{Candidates: &u.cands, LatencyMs: &u.lat, Tokens: &u.tokens, Notes: append(notes, page.Notes...)}
+		lat: float64(time.Since(pl.started).Microseconds()) / 1000}
+	u.usage = rcp.Usage{Candidates: &u.cands, LatencyMs: &u.lat, Tokens: &u.tokens, Notes: append(pl.notes, page.Notes...)}
 	if page.Reranked > 0 {
 		u.usage.Reranked = &u.reranked
 	}
 	res.Usage = &u.usage
 	return res, nil
+}
+
+// encodeVectors sets each hit's vector in pl's encoding.
+func (pl *retrievePlan) encodeVectors(res *rcp.RetrieveResult, vectors [][]float32) {
+	for i := range res.Hits {
+		if v := vectors[i]; v != nil {
+			if pl.encoding == rcp.EncodingF32Base64 {
+				res.Hits[i].Vector, _ = json.Marshal(vector.EncodeToString(v))
+			} else if b, err := vector.AppendJSON(nil, v); err == nil {
+				res.Hits[i].Vector = b
+			}
+		}
+	}
+	if pl.encoding == rcp.EncodingF32Base64 {
+		res.Meta = res.Meta.Set("encoding", pl.encoding)
+	}
 }
 
 // usageParts holds a retrieve result's usage and what it points to, in one
