@@ -288,103 +288,20 @@ var bucketIdem = []byte("idempotency")
 
 // Open opens (creating when needed) the engine in cfg.Dir.
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
-	if cfg.Dir == "" {
-		return nil, errors.New("engine: Config.Dir is required")
-	}
-	if cfg.MaxK <= 0 {
-		cfg.MaxK = DefaultMaxK
-	}
-	if cfg.MaxCandidates <= 0 {
-		cfg.MaxCandidates = DefaultMaxCandidates
-	}
-	if cfg.MaxCandidates < cfg.MaxK {
-		cfg.MaxCandidates = cfg.MaxK
-	}
-	if cfg.MinFitDocs <= 0 {
-		cfg.MinFitDocs = DefaultMinFitDocs
-	}
-	if cfg.LSAFitSample <= 0 {
-		cfg.LSAFitSample = DefaultLSAFitSample
-	}
-	if cfg.Backend != nil {
-		switch {
-		case cfg.Dense != "" && cfg.Dense != DenseNone || cfg.DenseProvider != nil:
-			return nil, errors.New("engine: with Config.Backend the backend embeds (give it the encoder); Dense must be none")
-		case cfg.Graph:
-			return nil, errors.New("engine: the knowledge graph needs the embedded index (Config.Backend is set)")
-		}
-		cfg.Dense = DenseNone
-	}
-	if cfg.Dense == "" {
-		cfg.Dense = DenseLSA
-	}
-	switch cfg.Dense {
-	case DenseLSA, DenseNone:
-		if cfg.DenseProvider != nil {
-			return nil, fmt.Errorf("engine: Config.DenseProvider is set but Dense is %q (want openai or onnx)", cfg.Dense)
-		}
-	case DenseOpenAI, DenseONNX:
-		if cfg.DenseProvider == nil {
-			return nil, fmt.Errorf("engine: dense provider %q needs Config.DenseProvider", cfg.Dense)
-		}
-		if cfg.DenseProvider.Dimension() <= 0 {
-			return nil, fmt.Errorf("engine: dense provider %s has no dimension", cfg.DenseProvider.Identity())
-		}
-	default:
-		return nil, fmt.Errorf("engine: unknown dense provider %q (want lsa, openai, onnx or none)", cfg.Dense)
-	}
-	cfg.Fusion = cfg.Fusion.withDefaults()
-	cfg.URIPolicy = cfg.URIPolicy.withDefaults()
-	if cfg.Name == "" {
-		cfg.Name = "rcpd"
-	}
-	if cfg.Reranker != nil {
-		if cfg.RerankMethod == "" {
-			cfg.RerankMethod = rcp.RerankCrossEncoder
-		}
-		switch cfg.RerankMethod {
-		case rcp.RerankCrossEncoder, rcp.RerankColBERT, rcp.RerankLLM:
-		default:
-			return nil, fmt.Errorf("engine: unknown rerank method %q", cfg.RerankMethod)
-		}
-		if cfg.RerankMaxCandidates <= 0 {
-			cfg.RerankMaxCandidates = 100
-		}
-	}
-	cfg.maxAddDocs = DefaultMaxAddDocs
-	if cfg.refitQuiet <= 0 {
-		cfg.refitQuiet = refitQuiet
-	}
-	if cfg.backfillBatch <= 0 {
-		cfg.backfillBatch = backfillBatch
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	for name, typ := range cfg.Fields {
-		if _, ok := fieldTypes[typ]; !ok {
-			return nil, fmt.Errorf("engine: field %q has unknown type %q", name, typ)
-		}
-	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	release, err := lockDir(cfg.Dir)
-	tmp := ""
-	if errors.Is(err, ErrLocked) && cfg.SnapshotIfLocked {
-		for attempt := 0; attempt < 3 && errors.Is(err, ErrLocked); attempt++ {
-			if tmp, err = snapshotDir(cfg.Dir); err != nil {
-				return nil, err
-			}
-			log.Warn("engine: data directory in use by another process; serving a read-only snapshot copy",
-				"dir", cfg.Dir, "copy", tmp)
-			cfg.Dir, cfg.ReadOnly, cfg.Preload = tmp, true, nil
-			release, err = lockDir(tmp)
-		}
-	}
+	release, tmp, err := lockData(&cfg, log)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s)", err, cfg.Dir)
+		return nil, err
 	}
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
@@ -396,44 +313,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	go e.watch.run(log, 5*time.Second)
-	iopts := cfg.IndexOpts
-	iopts.Analyzer = e.an
-	iopts.Logger = log
-	iopts.VerifyAfterOpen = true // e.verify waits for these checks
-	iopts.Fields = map[string]index.FieldType{}
-	for name, typ := range cfg.Fields {
-		iopts.Fields[name] = fieldTypes[typ]
-	}
-	// engine.db opens first: the document catalog is checked (and rebuilt
-	// from the index's record store when needed) before the index opens.
-	// A damaged engine.db is refused with its name (store.CheckFile checks
-	// it before bbolt maps it; a panic or fault while reading it becomes an
-	// error): `rcpd repair` moves it aside. Its page walk runs after Open
-	// (e.verify).
 	dbPath := filepath.Join(cfg.Dir, "engine.db")
-	migrated := false
-	if e.db, err = store.OpenBoltUnverified(dbPath, 0o600, &bolt.Options{Timeout: 2 * time.Second}, func(db *bolt.DB) error {
-		var err error
-		migrated, err = e.initEngineDB(db)
-		return err
-	}); err != nil {
+	migrated, err := e.openStores(ctx, dbPath)
+	if err != nil {
 		e.Close()
-		return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
-	}
-	if err := store.Protect(dbPath, func() error { return e.openCatalog(ctx) }); err != nil {
-		e.Close()
-		return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
-	}
-	e.catalogOpen.Store(true)
-	if cfg.Backend != nil {
-		e.ix = cfg.Backend
-	} else {
-		ix, err := index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts)
-		if err != nil {
-			e.Close()
-			return nil, fmt.Errorf("engine: %w%s", err, repairHint(err))
-		}
-		e.ix = ix
+		return nil, err
 	}
 	// engine.db's page walk runs after Open (e.verify): until then a read
 	// that meets a damaged page panics or faults in bbolt, so every step
@@ -476,6 +360,164 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	e.handle()
+	if err := e.startGraph(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.openTree()
+	e.startVerify()
+	return e, nil
+}
+
+// withDefaults checks cfg and fills in what it leaves to the engine.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Dir == "" {
+		return cfg, errors.New("engine: Config.Dir is required")
+	}
+	if cfg.MaxK <= 0 {
+		cfg.MaxK = DefaultMaxK
+	}
+	if cfg.MaxCandidates <= 0 {
+		cfg.MaxCandidates = DefaultMaxCandidates
+	}
+	if cfg.MaxCandidates < cfg.MaxK {
+		cfg.MaxCandidates = cfg.MaxK
+	}
+	if cfg.MinFitDocs <= 0 {
+		cfg.MinFitDocs = DefaultMinFitDocs
+	}
+	if cfg.LSAFitSample <= 0 {
+		cfg.LSAFitSample = DefaultLSAFitSample
+	}
+	if cfg.Backend != nil {
+		switch {
+		case cfg.Dense != "" && cfg.Dense != DenseNone || cfg.DenseProvider != nil:
+			return cfg, errors.New("engine: with Config.Backend the backend embeds (give it the encoder); Dense must be none")
+		case cfg.Graph:
+			return cfg, errors.New("engine: the knowledge graph needs the embedded index (Config.Backend is set)")
+		}
+		cfg.Dense = DenseNone
+	}
+	if cfg.Dense == "" {
+		cfg.Dense = DenseLSA
+	}
+	switch cfg.Dense {
+	case DenseLSA, DenseNone:
+		if cfg.DenseProvider != nil {
+			return cfg, fmt.Errorf("engine: Config.DenseProvider is set but Dense is %q (want openai or onnx)", cfg.Dense)
+		}
+	case DenseOpenAI, DenseONNX:
+		if cfg.DenseProvider == nil {
+			return cfg, fmt.Errorf("engine: dense provider %q needs Config.DenseProvider", cfg.Dense)
+		}
+		if cfg.DenseProvider.Dimension() <= 0 {
+			return cfg, fmt.Errorf("engine: dense provider %s has no dimension", cfg.DenseProvider.Identity())
+		}
+	default:
+		return cfg, fmt.Errorf("engine: unknown dense provider %q (want lsa, openai, onnx or none)", cfg.Dense)
+	}
+	cfg.Fusion = cfg.Fusion.withDefaults()
+	cfg.URIPolicy = cfg.URIPolicy.withDefaults()
+	if cfg.Name == "" {
+		cfg.Name = "rcpd"
+	}
+	if cfg.Reranker != nil {
+		if cfg.RerankMethod == "" {
+			cfg.RerankMethod = rcp.RerankCrossEncoder
+		}
+		switch cfg.RerankMethod {
+		case rcp.RerankCrossEncoder, rcp.RerankColBERT, rcp.RerankLLM:
+		default:
+			return cfg, fmt.Errorf("engine: unknown rerank method %q", cfg.RerankMethod)
+		}
+		if cfg.RerankMaxCandidates <= 0 {
+			cfg.RerankMaxCandidates = 100
+		}
+	}
+	cfg.maxAddDocs = DefaultMaxAddDocs
+	if cfg.refitQuiet <= 0 {
+		cfg.refitQuiet = refitQuiet
+	}
+	if cfg.backfillBatch <= 0 {
+		cfg.backfillBatch = backfillBatch
+	}
+	for name, typ := range cfg.Fields {
+		if _, ok := fieldTypes[typ]; !ok {
+			return cfg, fmt.Errorf("engine: field %q has unknown type %q", name, typ)
+		}
+	}
+	return cfg, nil
+}
+
+// lockData takes the data directory's lock. When another process holds it
+// and cfg.SnapshotIfLocked is set, it serves a read-only copy instead:
+// cfg then names the copy (tmp, removed on Close).
+func lockData(cfg *Config, log *slog.Logger) (release func(), tmp string, err error) {
+	release, err = lockDir(cfg.Dir)
+	if errors.Is(err, ErrLocked) && cfg.SnapshotIfLocked {
+		for attempt := 0; attempt < 3 && errors.Is(err, ErrLocked); attempt++ {
+			if tmp, err = snapshotDir(cfg.Dir); err != nil {
+				return nil, "", err
+			}
+			log.Warn("engine: data directory in use by another process; serving a read-only snapshot copy",
+				"dir", cfg.Dir, "copy", tmp)
+			cfg.Dir, cfg.ReadOnly, cfg.Preload = tmp, true, nil
+			release, err = lockDir(tmp)
+		}
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("%w (%s)", err, cfg.Dir)
+	}
+	return release, tmp, nil
+}
+
+// openStores opens engine.db (checking the document catalog, and
+// rebuilding it from the index's record store when needed) and then the
+// index; migrated reports that engine.db's dense log was upgraded.
+func (e *Engine) openStores(ctx context.Context, dbPath string) (migrated bool, err error) {
+	cfg := e.cfg
+	iopts := cfg.IndexOpts
+	iopts.Analyzer = e.an
+	iopts.Logger = e.log
+	iopts.VerifyAfterOpen = true // e.verify waits for these checks
+	iopts.Fields = map[string]index.FieldType{}
+	for name, typ := range cfg.Fields {
+		iopts.Fields[name] = fieldTypes[typ]
+	}
+	// engine.db opens first: the document catalog is checked (and rebuilt
+	// from the index's record store when needed) before the index opens.
+	// A damaged engine.db is refused with its name (store.CheckFile checks
+	// it before bbolt maps it; a panic or fault while reading it becomes an
+	// error): `rcpd repair` moves it aside. Its page walk runs after Open
+	// (e.verify).
+	if e.db, err = store.OpenBoltUnverified(dbPath, 0o600, &bolt.Options{Timeout: 2 * time.Second}, func(db *bolt.DB) error {
+		var err error
+		migrated, err = e.initEngineDB(db)
+		return err
+	}); err != nil {
+		return false, fmt.Errorf("engine: %w%s", err, repairHint(err))
+	}
+	if err := store.Protect(dbPath, func() error { return e.openCatalog(ctx) }); err != nil {
+		return false, fmt.Errorf("engine: %w%s", err, repairHint(err))
+	}
+	e.catalogOpen.Store(true)
+	if cfg.Backend != nil {
+		e.ix = cfg.Backend
+	} else {
+		ix, err := index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts)
+		if err != nil {
+			return false, fmt.Errorf("engine: %w%s", err, repairHint(err))
+		}
+		e.ix = ix
+	}
+	return migrated, nil
+}
+
+// handle registers the engine's methods on its router: those every engine
+// serves, and those its configuration provides.
+func (e *Engine) handle() {
+	cfg := e.cfg
 	e.router.HandleFunc(rcp.MethodRetrieve, func(ctx context.Context, raw json.RawMessage) (any, error) {
 		p := new(retrieveParams)
 		if !decodeRetrieveFast(raw, p) {
@@ -512,13 +554,6 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			rcp.Handle(e.router, rcp.MethodRCPGoValues, e.fieldValuesMethod)
 		}
 	}
-	if err := e.startGraph(); err != nil {
-		e.Close()
-		return nil, err
-	}
-	e.openTree()
-	e.startVerify()
-	return e, nil
 }
 
 // engineBuckets are the top-level buckets of engine.db.
