@@ -354,53 +354,108 @@ func (ix *Index) noOrphanSegments() error {
 // Options.VerifyAfterOpen it adds the segment files whose checksums it
 // left unverified to unsummed.
 func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
-	var man store.Manifest
-	var found bool
-	live := &Bitset{}   // the live document numbers, a bit each (125 KB at 1 M), filled in id order
-	var killed []uint64 // the killed journal, ascending: no live scan
-	records := 0        // without a manifest: the records stored all the same
+	r, err := ix.readRecovery()
+	if err != nil {
+		return err
+	}
+	migrated, err := ix.checkManifest(ctx, &r.man)
+	if err != nil {
+		return err
+	}
+	views, stale, err := ix.openViews(&r, unsummed)
+	if err != nil {
+		return err
+	}
+	ix.removeDebris(r.man)
+	views, replayed, err := ix.replay(ctx, r.man.FlushedSeq, views)
+	if err != nil {
+		return fmt.Errorf("index: replay: %w", err)
+	}
+	man := r.man
+	// After a clean Close every committed document is in a segment file
+	// and the rebuilt layout is the one served before: the version stays,
+	// so pinned versions and cursors issued before the restart still
+	// resolve. Documents committed after the last flush (a crash) were
+	// replayed without the deleted ones the lost in-memory segments held,
+	// and migrated records may screen differently: the statistics or the
+	// results can differ, so that is a new version.
+	if !r.found || man.NextSeq-1 > man.FlushedSeq || migrated {
+		man.Version++
+	}
+	if err := ix.st.Update(ctx, func(tx *store.Tx) error { return commitRecovery(tx, &man, views, stale) }); err != nil {
+		return fmt.Errorf("index: open: %w", err)
+	}
+	ix.man, ix.epoch = man, man.Epoch
+	ix.publish(views, man.Version)
+	ix.log.Debug("index: opened", "dir", ix.dir, "version", man.Version, "segments", len(man.Segments), "replayed", replayed, "liveScan", ix.liveScanned)
+	return nil
+}
+
+// recovery is what recover reads from the store before it opens segments.
+type recovery struct {
+	man    store.Manifest
+	found  bool     // the store holds a manifest (else man is a fresh one)
+	live   *Bitset  // without the journal: the live document numbers, a bit each (125 KB at 1 M)
+	killed []uint64 // the killed journal, ascending: no live scan
+}
+
+// readRecovery reads the manifest and the deletions: the killed journal,
+// or, for a store written before it, the live document numbers. A store
+// without a manifest gets a fresh one, unless it holds records or segment
+// files (a lost manifest: refused, so that nothing is overwritten).
+func (ix *Index) readRecovery() (recovery, error) {
+	r := recovery{live: &Bitset{}}
+	records := 0 // without a manifest: the records stored all the same
 	err := ix.st.View(func(tx *store.ReadTx) error {
 		var err error
-		if man, found, records, err = manifestOf(tx); err != nil || records > 0 {
+		if r.man, r.found, records, err = manifestOf(tx); err != nil || records > 0 {
 			return err // records without a manifest: refused below
 		}
-		if found && man.Killed {
-			return tx.ForEachKilled(func(seq uint64) error { killed = append(killed, seq); return nil })
+		if r.found && r.man.Killed {
+			return tx.ForEachKilled(func(seq uint64) error { r.killed = append(r.killed, seq); return nil })
 		}
 		limit := uint64(math.MaxUint32) // document numbers are below the manifest's next one
-		if found {
-			limit = man.NextSeq
-			live = NewBitset(int(limit))
+		if r.found {
+			limit = r.man.NextSeq
+			r.live = NewBitset(int(limit))
 		}
 		return tx.ForEachLiveSeq(func(seq uint64) error {
 			if seq >= limit {
 				return fmt.Errorf("%w: live document number %d, the manifest's next is %d", store.ErrCorrupt, seq, limit)
 			}
-			live.grow(int(seq) + 1)
-			live.Set(uint32(seq))
+			r.live.grow(int(seq) + 1)
+			r.live.Set(uint32(seq))
 			return nil
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("index: open: %w", err)
+		return r, fmt.Errorf("index: open: %w", err)
 	}
-	if !found {
-		if records > 0 {
-			// A fresh manifest would number new documents from 1 again,
-			// over the stored ones.
-			return fmt.Errorf("%w: %s holds %d document records (lost or damaged manifest?); refusing to start so that nothing is overwritten: restore %s from a backup, or run `rcpd repair`, which rebuilds the manifest and the segments from the records",
-				ErrNoManifest, filepath.Join(ix.dir, storeFile), records, storeFile)
-		}
-		if err := ix.noOrphanSegments(); err != nil {
-			return err
-		}
-		var e [4]byte
-		rand.Read(e[:])
-		man = store.Manifest{Format: formatLevel, Epoch: hex.EncodeToString(e[:]), NextSeq: 1, NextSegID: 1, Analyzer: ix.an.Fingerprint(),
-			ScreenRules: trust.RulesVersion}
+	if r.found {
+		return r, nil
 	}
+	if records > 0 {
+		// A fresh manifest would number new documents from 1 again,
+		// over the stored ones.
+		return r, fmt.Errorf("%w: %s holds %d document records (lost or damaged manifest?); refusing to start so that nothing is overwritten: restore %s from a backup, or run `rcpd repair`, which rebuilds the manifest and the segments from the records",
+			ErrNoManifest, filepath.Join(ix.dir, storeFile), records, storeFile)
+	}
+	if err := ix.noOrphanSegments(); err != nil {
+		return r, err
+	}
+	var e [4]byte
+	rand.Read(e[:])
+	r.man = store.Manifest{Format: formatLevel, Epoch: hex.EncodeToString(e[:]), NextSeq: 1, NextSegID: 1, Analyzer: ix.an.Fingerprint(),
+		ScreenRules: trust.RulesVersion}
+	return r, nil
+}
+
+// checkManifest refuses a format or an analyzer this build cannot serve,
+// and migrates records stored in an older format or screened under other
+// rules (migrated).
+func (ix *Index) checkManifest(ctx context.Context, man *store.Manifest) (migrated bool, err error) {
 	if man.Format != formatLevel && man.Format != 1 {
-		return fmt.Errorf("index: unsupported index format %d", man.Format)
+		return false, fmt.Errorf("index: unsupported index format %d", man.Format)
 	}
 	if man.Analyzer == "" && len(man.Segments) == 0 && man.FlushedSeq == 0 {
 		// A manifest rebuilt by ResetForRebuild: nothing analysed is
@@ -408,41 +463,41 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		man.Analyzer = ix.an.Fingerprint()
 	}
 	if man.Analyzer != ix.an.Fingerprint() {
-		return fmt.Errorf("%w (index %s, configured %s)", ErrAnalyzerMismatch, man.Analyzer, ix.an.Fingerprint())
+		return false, fmt.Errorf("%w (index %s, configured %s)", ErrAnalyzerMismatch, man.Analyzer, ix.an.Fingerprint())
 	}
-	migrated := man.Format != formatLevel || man.ScreenRules != trust.RulesVersion
+	migrated = man.Format != formatLevel || man.ScreenRules != trust.RulesVersion
 	if migrated {
-		if err := ix.migrateRecords(ctx, &man); err != nil {
-			return err
+		if err := ix.migrateRecords(ctx, man); err != nil {
+			return false, err
 		}
 	}
-	isLive := func(seq uint64) bool { return seq < uint64(live.Len()) && live.Has(uint32(seq)) }
-	journaled := found && man.Killed
-	ix.liveScanned = !journaled
-	held := NewBitset(len(killed)) // the journal's numbers some segment holds
+	return migrated, nil
+}
 
-	// Segments named in the manifest; anything else in the directory is
-	// debris from an interrupted flush or merge.
-	keep := map[string]bool{}
-	var views []segView
-	for _, ref := range man.Segments {
-		keep[ref.Name] = true
+// openViews opens the manifest's segments with their deletions, and
+// returns the journal's kills no segment holds (stale).
+func (ix *Index) openViews(r *recovery, unsummed *[]*segment) (views []segView, stale []uint64, err error) {
+	journaled := r.found && r.man.Killed
+	ix.liveScanned = !journaled
+	held := NewBitset(len(r.killed)) // the journal's numbers some segment holds
+	isLive := func(seq uint64) bool { return seq < uint64(r.live.Len()) && r.live.Has(uint32(seq)) }
+	for _, ref := range r.man.Segments {
 		seg, err := openSegmentFile(filepath.Join(ix.dir, segDir), ref.Name, ref.Size, !ix.opts.VerifyAfterOpen)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if seg.crc != ref.CRC {
-			return fmt.Errorf("%w %s: checksum differs from manifest", ErrCorruptSegment, ref.Name)
+			return nil, nil, fmt.Errorf("%w %s: checksum differs from manifest", ErrCorruptSegment, ref.Name)
 		}
 		if ix.opts.VerifyAfterOpen {
 			*unsummed = append(*unsummed, seg)
 		}
 		if ref.Docs > 0 && seg.n != ref.Docs {
-			return fmt.Errorf("%w %s: %d documents, manifest says %d", ErrCorruptSegment, ref.Name, seg.n, ref.Docs)
+			return nil, nil, fmt.Errorf("%w %s: %d documents, manifest says %d", ErrCorruptSegment, ref.Name, seg.n, ref.Docs)
 		}
 		v := segView{seg: seg}
 		if journaled {
-			v.del, v.ndel = killedIn(seg, killed, held)
+			v.del, v.ndel = killedIn(seg, r.killed, held)
 		} else {
 			for i := 0; i < seg.n; i++ {
 				if !isLive(seg.seq(uint32(i))) {
@@ -456,21 +511,34 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		}
 		views = append(views, v)
 	}
-	if ents, err := os.ReadDir(filepath.Join(ix.dir, segDir)); err == nil {
-		for _, e := range ents {
-			if !keep[e.Name()] {
-				ix.log.Info("index: removing unreferenced segment file", "file", e.Name())
-				os.Remove(filepath.Join(ix.dir, segDir, e.Name()))
-			}
+	return views, unheld(r.killed, held), nil
+}
+
+// removeDebris removes the segment files man does not name: debris from an
+// interrupted flush or merge.
+func (ix *Index) removeDebris(man store.Manifest) {
+	keep := map[string]bool{}
+	for _, ref := range man.Segments {
+		keep[ref.Name] = true
+	}
+	ents, err := os.ReadDir(filepath.Join(ix.dir, segDir))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !keep[e.Name()] {
+			ix.log.Info("index: removing unreferenced segment file", "file", e.Name())
+			os.Remove(filepath.Join(ix.dir, segDir, e.Name()))
 		}
 	}
+}
 
-	stale := unheld(killed, held) // journaled kills no segment file holds
-	// Replay documents committed after the last flush.
+// replay indexes the documents committed after flushedSeq (after the last
+// flush) that are still live, into in-memory segments appended to views.
+func (ix *Index) replay(ctx context.Context, flushedSeq uint64, views []segView) (_ []segView, replayed int, _ error) {
 	b := newSegBuilder()
 	var sc prepScratch
-	replayed := 0
-	flushB := func() error {
+	flush := func() error {
 		if b.len() == 0 {
 			return nil
 		}
@@ -482,8 +550,8 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 		b = newSegBuilder()
 		return nil
 	}
-	err = ix.st.View(func(tx *store.ReadTx) error {
-		return tx.ForEachDocFrom(man.FlushedSeq+1, func(seq uint64, d *Document) error {
+	err := ix.st.View(func(tx *store.ReadTx) error {
+		return tx.ForEachDocFrom(flushedSeq+1, func(seq uint64, d *Document) error {
 			if s, ok := tx.LookupID(d.ID); !ok || s != seq {
 				return nil // killed (replaced or deleted)
 			}
@@ -500,51 +568,36 @@ func (ix *Index) recover(ctx context.Context, unsummed *[]*segment) error {
 			b.add(in)
 			replayed++
 			if b.len() >= ix.opts.FlushDocs {
-				return flushB()
+				return flush()
 			}
 			return nil
 		})
 	})
 	if err == nil {
-		err = flushB()
+		err = flush()
 	}
-	if err != nil {
-		return fmt.Errorf("index: replay: %w", err)
-	}
+	return views, replayed, err
+}
 
-	// After a clean Close every committed document is in a segment file
-	// and the rebuilt layout is the one served before: the version stays,
-	// so pinned versions and cursors issued before the restart still
-	// resolve. Documents committed after the last flush (a crash) were
-	// replayed without the deleted ones the lost in-memory segments held,
-	// and migrated records may screen differently: the statistics or the
-	// results can differ, so that is a new version.
-	if !found || man.NextSeq-1 > man.FlushedSeq || migrated {
-		man.Version++
+// commitRecovery saves what recover settled: dead records purged, the
+// deletions in the journal (written whole for a store from before it,
+// else pruned of the stale kills) and the manifest.
+func commitRecovery(tx *store.Tx, man *store.Manifest, views []segView, stale []uint64) error {
+	if _, err := tx.PurgeDead(man.Version); err != nil {
+		return err
 	}
-	if err := ix.st.Update(ctx, func(tx *store.Tx) error {
-		if _, err := tx.PurgeDead(man.Version); err != nil {
-			return err
-		}
-		if err := tx.DropSavedDeletions(); err != nil {
-			return err
-		}
-		if !man.Killed { // a store written before the journal existed
-			if err := tx.ResetKilled(deletedSeqs(views)); err != nil {
-				return err
-			}
-			man.Killed = true
-		} else if err := tx.Unkill(stale); err != nil {
-			return err
-		}
-		return tx.PutManifest(man)
-	}); err != nil {
-		return fmt.Errorf("index: open: %w", err)
+	if err := tx.DropSavedDeletions(); err != nil {
+		return err
 	}
-	ix.man, ix.epoch = man, man.Epoch
-	ix.publish(views, man.Version)
-	ix.log.Debug("index: opened", "dir", ix.dir, "version", man.Version, "segments", len(man.Segments), "replayed", replayed, "liveScan", ix.liveScanned)
-	return nil
+	if !man.Killed { // a store written before the journal existed
+		if err := tx.ResetKilled(deletedSeqs(views)); err != nil {
+			return err
+		}
+		man.Killed = true
+	} else if err := tx.Unkill(stale); err != nil {
+		return err
+	}
+	return tx.PutManifest(*man)
 }
 
 // migrateRecords rewrites every stored record that is not in the current
