@@ -217,6 +217,14 @@ func TestRetrieveErrors(t *testing.T) {
 		{"vector encoding", `{"query":"bm25","k":3,"includeVectors":true,"encoding":"f16"}`, rcp.CodeOptionUnsupported, "", "f16"},
 		{"vector encoding f32-base64", `{"query":"bm25","k":3,"includeVectors":true,"encoding":"f32-base64"}`, rcp.CodeOptionUnsupported, "", "f32-base64"},
 		{"params not object", `[1]`, rcp.CodeInvalidParams, "params", ""},
+		// Two faults: structure first, then the funnel, then each option
+		// against the capabilities in the order planRetrieve checks them.
+		{"k before mode", `{"query":"bm25","k":0,"mode":"colbert"}`, rcp.CodeInvalidParams, "k", ""},
+		{"funnel before mode", `{"query":"bm25","k":10,"candidateK":2,"mode":"colbert"}`, rcp.CodeInvalidParams, "candidateK", ""},
+		{"mode before fusion", `{"query":"bm25","k":3,"mode":"colbert","fusion":{"method":"borda"}}`, rcp.CodeOptionUnsupported, "", "colbert"},
+		{"mmr before unit", `{"query":"bm25","k":3,"mmr":{"lambda":2},"unit":"community"}`, rcp.CodeInvalidParams, "mmr.lambda", ""},
+		{"unit before cursor", `{"query":"bm25","k":3,"unit":"community","cursor":"garbage"}`, rcp.CodeOptionUnsupported, "", "community"},
+		{"filter before cursor", `{"query":"bm25","k":3,"filter":{"and":[]},"cursor":"garbage"}`, rcp.CodeInvalidParams, "filter.and", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
