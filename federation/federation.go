@@ -281,31 +281,14 @@ func (f *Federation) Retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.
 	if p.K < 0 {
 		return nil, rcp.InvalidParams("k", "k must be ≥ 0")
 	}
+	fo, err := f.fusionOf(p)
+	if err != nil {
+		return nil, err
+	}
 	hop, ok := HopOf(p.Meta)
 	if !ok {
 		hop = Hop{Depth: f.opts.Depth, Path: []string{}}
 	}
-	method := f.opts.Fusion
-	var weights map[string]float64
-	rrfK, alpha := f.opts.RRFK, f.opts.Alpha
-	if p.Fusion != nil {
-		if p.Fusion.Method != "" {
-			method = p.Fusion.Method
-		}
-		weights = p.Fusion.Weights
-		if p.Fusion.RRFK != nil {
-			rrfK = p.Fusion.RRFK
-		}
-		if p.Fusion.Alpha != nil {
-			alpha = p.Fusion.Alpha
-		}
-	}
-	switch method {
-	case "", rcp.FusionRRF, rcp.FusionWeighted, rcp.FusionConvex, FusionAuto:
-	default:
-		return nil, rcp.OptionUnsupported("fusion.method", "unknown fusion method %q", method)
-	}
-
 	// The per-engine request: fusion is the federation's, the budget and
 	// hop are rewritten, the caller's progress token is not forwarded.
 	q := *p
@@ -313,7 +296,87 @@ func (f *Federation) Retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.
 	q.MinScore = nil // applies to the fused scores, see below
 	q.K = p.K * f.opts.Overfetch
 	q.Meta = forwardMeta(p.Meta, hop)
+	byID, err := f.fanOut(ctx, &q, hop)
+	if err != nil {
+		return nil, err
+	}
+	g := f.gather(byID, fo.weights)
+	if len(g.lists) == 0 {
+		if err := f.noAnswer(byID, g, p.Mode); err != nil {
+			return nil, err
+		}
+	}
+	eff := fo.method
+	switch fo.method {
+	case FusionAuto:
+		eff = fusion.EffectiveMethod(g.lists, rcp.FusionConvex)
+	case rcp.FusionConvex:
+		if eff = fusion.EffectiveMethod(g.lists, fo.method); eff != fo.method {
+			g.notes = append(g.notes, "fusion: convex needs every engine to advertise retrieve.scoreFloor; fell back to rrf")
+		}
+	}
+	k := p.K
+	fused, err := fusion.FuseContext(ctx, g.lists, fusion.Options{Method: eff, RRFK: fo.rrfK, Alpha: fo.alpha, K: &k, Key: f.keyFunc()})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, rcp.NewError(rcp.CodeInternalError, "fusion failed: %v", err)
+	}
+	hits := make([]rcp.Hit, 0, len(fused))
+	for _, r := range fused {
+		// minScore is read on the scale of the scores this call returns:
+		// the fused ones. Engine scores are not comparable (§4.6), so it is
+		// not forwarded.
+		if p.MinScore == nil || r.Score >= *p.MinScore {
+			hits = append(hits, r.Hit)
+		}
+	}
+	latency := float64(time.Since(start).Microseconds()) / 1000
+	res := &rcp.RetrieveResult{Hits: hits, Usage: &rcp.Usage{Candidates: &g.cand, LatencyMs: &latency, Notes: g.notes}}
+	res.Meta = res.Meta.Set(MetaEngines, g.statuses)
+	res.Meta = res.Meta.Set("fusion", map[string]any{"method": fusionName(eff)})
+	if len(g.degraded) > 0 {
+		res.Meta = res.Meta.Set(rcp.MetaDegraded, g.degraded)
+	}
+	return res, nil
+}
 
+// federatedFusion is the fusion a federated retrieve applies: the
+// request's fusion options over the federation's.
+type federatedFusion struct {
+	method  string
+	weights map[string]float64 // per engine id; absent: the engine's weight
+	rrfK    *float64
+	alpha   *float64
+}
+
+// fusionOf reads p.fusion over the federation's options.
+func (f *Federation) fusionOf(p *rcp.RetrieveParams) (federatedFusion, error) {
+	fo := federatedFusion{method: f.opts.Fusion, rrfK: f.opts.RRFK, alpha: f.opts.Alpha}
+	if p.Fusion != nil {
+		if p.Fusion.Method != "" {
+			fo.method = p.Fusion.Method
+		}
+		fo.weights = p.Fusion.Weights
+		if p.Fusion.RRFK != nil {
+			fo.rrfK = p.Fusion.RRFK
+		}
+		if p.Fusion.Alpha != nil {
+			fo.alpha = p.Fusion.Alpha
+		}
+	}
+	switch fo.method {
+	case "", rcp.FusionRRF, rcp.FusionWeighted, rcp.FusionConvex, FusionAuto:
+		return fo, nil
+	}
+	return fo, rcp.OptionUnsupported("fusion.method", "unknown fusion method %q", fo.method)
+}
+
+// fanOut sends q to every engine concurrently and collects their outcomes
+// by engine id. A failing required engine fails the call with its code,
+// and the others are not waited for.
+func (f *Federation) fanOut(ctx context.Context, q *rcp.RetrieveParams, hop Hop) (map[string]*outcome, error) {
 	fanCtx, cancelFan := context.WithCancel(ctx)
 	defer cancelFan()
 	progress, _ := ctx.Value(progressKey{}).(func(string, rcp.ProgressParams))
@@ -322,7 +385,7 @@ func (f *Federation) Retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.
 	results := make(chan *outcome, len(f.engines))
 	var wg sync.WaitGroup
 	for _, e := range f.engines {
-		wg.Go(func() { results <- f.retrieveOne(fanCtx, e, &q, hop, progress) })
+		wg.Go(func() { results <- f.retrieveOne(fanCtx, e, q, hop, progress) })
 	}
 	go func() { wg.Wait(); close(results) }()
 
@@ -348,28 +411,37 @@ func (f *Federation) Retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.
 		e.Message = "required " + e.Message
 		return nil, e
 	}
+	return byID, nil
+}
 
-	var (
-		lists    []fusion.List
-		notes    []string
-		degraded []Degraded
-		statuses []EngineStatus
-		failed   []string
-		cand     int
-	)
+// gathered is what the engines' outcomes give a federated retrieve, in the
+// federation's engine order.
+type gathered struct {
+	lists    []fusion.List // the answering engines' hits, weighted
+	notes    []string      // cycles, failures and the engines' own notes
+	degraded []Degraded
+	statuses []EngineStatus
+	failed   []string // a note per failed engine
+	cand     int      // the hits fused
+}
+
+// gather turns the outcomes into fusion lists (weights: the request's per
+// engine, else the engine's), notes and statuses.
+func (f *Federation) gather(byID map[string]*outcome, weights map[string]float64) gathered {
+	var g gathered
 	for _, e := range f.engines {
 		o := byID[e.ID()]
-		statuses = append(statuses, o.status)
+		g.statuses = append(g.statuses, o.status)
 		switch {
 		case o.skipped != "":
 			if o.cycle {
-				notes = append(notes, o.skipped)
+				g.notes = append(g.notes, o.skipped)
 			}
 		case o.err != nil:
 			note := fmt.Sprintf("engine %s failed (%d %s): %s", e.ID(), int(o.status.Code), o.status.Code, o.status.Message)
-			notes = append(notes, note)
-			failed = append(failed, note)
-			degraded = append(degraded, Degraded{Engine: e.ID(), Code: o.status.Code, Message: o.status.Message})
+			g.notes = append(g.notes, note)
+			g.failed = append(g.failed, note)
+			g.degraded = append(g.degraded, Degraded{Engine: e.ID(), Code: o.status.Code, Message: o.status.Message})
 		default:
 			w := e.spec.EffectiveWeight()
 			if ww, ok := weights[e.ID()]; ok {
@@ -379,63 +451,35 @@ func (f *Federation) Retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.
 			if o.caps != nil && o.caps.Retrieve != nil {
 				l.ScoreFloor = o.caps.Retrieve.ScoreFloor
 			}
-			lists = append(lists, l)
-			cand += len(o.res.Hits)
+			g.lists = append(g.lists, l)
+			g.cand += len(o.res.Hits)
 			if o.res.Usage != nil {
 				for _, n := range o.res.Usage.Notes {
-					notes = append(notes, e.ID()+": "+n)
+					g.notes = append(g.notes, e.ID()+": "+n)
 				}
 			}
 		}
 	}
-	if len(lists) == 0 {
-		if e := commonCallerError(f.engines, byID); e != nil {
-			return nil, e
-		}
-		if len(failed) > 0 {
-			return nil, &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "no federated engine answered",
-				Data: &rcp.ErrorData{Retryable: ptrTo(true), Detail: strings.Join(failed, "; ")}}
-		}
-		if len(notes) == 0 { // nothing was attempted and no cycle explains it
-			return nil, &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "no reachable engine advertises retrieve" + modeSuffix(p.Mode),
-				Data: &rcp.ErrorData{Retryable: ptrTo(true)}}
-		}
-	}
+	return g
+}
 
-	eff := method
-	switch method {
-	case FusionAuto:
-		eff = fusion.EffectiveMethod(lists, rcp.FusionConvex)
-	case rcp.FusionConvex:
-		if eff = fusion.EffectiveMethod(lists, method); eff != method {
-			notes = append(notes, "fusion: convex needs every engine to advertise retrieve.scoreFloor; fell back to rrf")
-		}
+// noAnswer is the error of a federated retrieve no engine answered: the
+// error every attempted engine gave the caller, -32010 when engines
+// failed, or when none could be asked; nil when cycles alone explain it
+// (the answer is then empty, with the cycles noted).
+func (f *Federation) noAnswer(byID map[string]*outcome, g gathered, mode string) error {
+	if e := commonCallerError(f.engines, byID); e != nil {
+		return e
 	}
-	k := p.K
-	fused, err := fusion.FuseContext(ctx, lists, fusion.Options{Method: eff, RRFK: rrfK, Alpha: alpha, K: &k, Key: f.keyFunc()})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, rcp.NewError(rcp.CodeInternalError, "fusion failed: %v", err)
+	if len(g.failed) > 0 {
+		return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "no federated engine answered",
+			Data: &rcp.ErrorData{Retryable: ptrTo(true), Detail: strings.Join(g.failed, "; ")}}
 	}
-	hits := make([]rcp.Hit, 0, len(fused))
-	for _, r := range fused {
-		// minScore is read on the scale of the scores this call returns:
-		// the fused ones. Engine scores are not comparable (§4.6), so it is
-		// not forwarded.
-		if p.MinScore == nil || r.Score >= *p.MinScore {
-			hits = append(hits, r.Hit)
-		}
+	if len(g.notes) == 0 { // nothing was attempted and no cycle explains it
+		return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "no reachable engine advertises retrieve" + modeSuffix(mode),
+			Data: &rcp.ErrorData{Retryable: ptrTo(true)}}
 	}
-	latency := float64(time.Since(start).Microseconds()) / 1000
-	res := &rcp.RetrieveResult{Hits: hits, Usage: &rcp.Usage{Candidates: &cand, LatencyMs: &latency, Notes: notes}}
-	res.Meta = res.Meta.Set(MetaEngines, statuses)
-	res.Meta = res.Meta.Set("fusion", map[string]any{"method": fusionName(eff)})
-	if len(degraded) > 0 {
-		res.Meta = res.Meta.Set(rcp.MetaDegraded, degraded)
-	}
-	return res, nil
+	return nil
 }
 
 // commonCallerError returns the error every attempted engine answered when
