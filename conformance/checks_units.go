@@ -11,6 +11,15 @@ import (
 // allUnits are the retrieval units of §7.7.2.
 var allUnits = []string{"chunk", "passage", "document", "node", "triplet", "path", "subgraph", "community", "tree-node", "page"}
 
+// advertisedUnits are the units the server may be asked for: retrieve.units,
+// or chunk and passage when it is absent (§6.1).
+func advertisedUnits(s *suite) []string {
+	if units := s.capStrings("retrieve.units"); len(units) > 0 {
+		return units
+	}
+	return []string{"chunk", "passage"}
+}
+
 // hierUnits are the units with abstraction levels (RAPTOR depth, community level).
 var hierUnits = []string{"community", "tree-node"}
 
@@ -118,11 +127,7 @@ func unitChecks() []Check {
 			}},
 		{ID: "retrieve.unit-unsupported", Name: "an un-advertised unit is rejected with -32005 naming the option", Level: L1, Section: "§7.7, §7.7.2, §12", Requirement: Must, Needs: []string{"retrieve"},
 			run: func(ctx context.Context, s *suite) outcome {
-				units := s.capStrings("retrieve.units")
-				if len(units) == 0 {
-					units = []string{"chunk"} // absent: classic chunks only
-				}
-				u := missing(units, allUnits...)
+				u := missing(advertisedUnits(s), allUnits...)
 				if u == "" {
 					return skip("every unit is advertised")
 				}

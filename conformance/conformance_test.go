@@ -73,6 +73,14 @@ var variants = map[string]func(caps map[string]any){
 	},
 	"catalog.list":    func(c map[string]any) { c["catalog"] = map[string]any{"engines": 0} },
 	"index.read-only": func(c map[string]any) { c["index"] = map[string]any{"writable": false} },
+	// retrieve.units absent means chunk and passage (§6.1): neither may be
+	// taken for an un-advertised unit.
+	"retrieve.unit-unsupported": func(c map[string]any) {
+		r := maps.Clone(c["retrieve"].(map[string]any))
+		delete(r, "units")
+		delete(r, "levels")
+		c["retrieve"] = r
+	},
 }
 
 func modesDenseHybrid(c map[string]any) {

@@ -17,9 +17,9 @@ import (
 )
 
 // TestOurServersCertify is the CI gate of issue 4: the suite runs against
-// this repository's own servers — the example server and rcpd — over stdio
-// and HTTP, and each must certify at exactly the level it declares with no
-// MUST failing.
+// this repository's own servers — the example server, rcpd and its gateway
+// (over toy engines) — over stdio and HTTP, and each must certify at
+// exactly the level it declares with no MUST failing.
 func TestOurServersCertify(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs real servers; skipped with -short")
@@ -27,6 +27,7 @@ func TestOurServersCertify(t *testing.T) {
 	bin := t.TempDir()
 	memserver := buildBinary(t, bin, "memserver", "./examples/memserver")
 	rcpd := buildBinary(t, bin, "rcpd", "./cmd/rcpd")
+	gateway := buildBinary(t, bin, "gwdemo", "./cmd/rcpd/internal/gwdemo") // rcpd gateway over three toy engines
 
 	servers := []struct {
 		name  string
@@ -38,6 +39,7 @@ func TestOurServersCertify(t *testing.T) {
 			func(addr string) []string {
 				return []string{rcpd, "serve", "--demo", "--http", addr, "--data", filepath.Join(bin, "http-data")}
 			}},
+		{"gateway", []string{gateway, "--stdio"}, func(addr string) []string { return []string{gateway, "--http", addr} }},
 	}
 	for _, s := range servers {
 		t.Run(s.name+"/stdio", func(t *testing.T) {

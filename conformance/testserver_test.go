@@ -1829,7 +1829,11 @@ func (ss *tsession) unitParams(p map[string]json.RawMessage) (string, int, *rpcE
 	unit, level := "chunk", 0
 	if present(p, "unit") {
 		_ = json.Unmarshal(p["unit"], &unit)
-		if !slices.Contains(ss.capList("retrieve.units"), unit) && !ss.srv.bad("retrieve.unit-unsupported") {
+		units := ss.capList("retrieve.units")
+		if len(units) == 0 {
+			units = []string{"chunk", "passage"} // absent (§6.1)
+		}
+		if !slices.Contains(units, unit) && !ss.srv.bad("retrieve.unit-unsupported") {
 			return "", 0, eOption("unit", "unit not advertised")
 		}
 	}

@@ -545,6 +545,8 @@ func TestGatewayRetrieveOptions(t *testing.T) {
 		{map[string]any{"query": "x", "k": 3, "mmr": map[string]any{}}, rcp.CodeOptionUnsupported},
 		{map[string]any{"query": "x", "k": 3, "cursor": "abc"}, rcp.CodeOptionUnsupported},
 		{map[string]any{"query": "x", "k": 3, "fusion": map[string]any{"method": "bogus"}}, rcp.CodeOptionUnsupported},
+		{map[string]any{"query": "x", "k": 3, "rewrite": "step-back"}, rcp.CodeOptionUnsupported}, // no engine advertises transform
+		{map[string]any{"query": "federated", "k": 3, "rewrite": false}, 0},
 		{map[string]any{"query": "federated", "k": 3, "mode": "dense", "strict": false}, 0},
 		{map[string]any{"query": "federated", "k": 500}, 0},
 		{map[string]any{"query": "federated", "k": 3, "fusion": map[string]any{"method": "convex"}}, 0},
@@ -562,6 +564,14 @@ func TestGatewayRetrieveOptions(t *testing.T) {
 	}
 	if !notesContain(&res, "fell back to rrf") {
 		t.Errorf("notes = %v", res.Usage.Notes)
+	}
+	// strict:false drops an un-advertised rewrite and says so.
+	res = rcp.RetrieveResult{}
+	if err := c.Call(ctx, rcp.MethodRetrieve, map[string]any{"query": "federated", "k": 3, "rewrite": "step-back", "strict": false}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) == 0 || !notesContain(&res, `query rewrite "step-back" is not advertised; ignored`) {
+		t.Errorf("hits %d, notes %v", len(res.Hits), res.Usage.Notes)
 	}
 }
 
