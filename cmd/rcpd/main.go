@@ -28,6 +28,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/internal/buildinfo"
 	"github.com/rcpgo/rcpgo/internal/completion"
+	"github.com/rcpgo/rcpgo/internal/didyoumean"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
@@ -65,7 +66,11 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "rcpd: unknown command %q\n\n", args[0])
+		fmt.Fprintf(stderr, "rcpd: unknown command %q", args[0])
+		if near := didyoumean.Nearest(args[0], maps.Keys(commands)); near != "" {
+			fmt.Fprintf(stderr, "; did you mean %q?", near)
+		}
+		fmt.Fprint(stderr, "\n\n")
 		usage(stderr)
 		return 2
 	}

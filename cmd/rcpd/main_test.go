@@ -23,8 +23,12 @@ func TestDispatch(t *testing.T) {
 		t.Fatalf("no args: %d %q", code, errb.String())
 	}
 	errb.Reset()
-	if code := dispatch(context.Background(), []string{"frobnicate"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "unknown command") {
+	if code := dispatch(context.Background(), []string{"frobnicate"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "unknown command") || strings.Contains(errb.String(), "did you mean") {
 		t.Fatalf("unknown: %d %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := dispatch(context.Background(), []string{"sevre"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown command "sevre"; did you mean "serve"?`) {
+		t.Fatalf("typo: %d %q", code, errb.String())
 	}
 	if code := dispatch(context.Background(), []string{"version"}, nil, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "rcpd ") {
 		t.Fatalf("version: %d %q", code, out.String())

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	neturl "net/url"
 	"os"
 	"os/signal"
@@ -21,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/internal/didyoumean"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -41,7 +43,7 @@ var commands map[string]command
 func init() {
 	commands = map[string]command{
 		"query":       {"retrieve hits for a query", runQuery},
-		"index":       {"index add PATH… | index delete ID…", runIndex},
+		"index":       {"store, list and delete documents: index add|sync|list|delete (rcp index -h)", runIndex},
 		"info":        {"print the server's identity and capabilities", runInfo},
 		"ping":        {"measure a round trip", runPing},
 		"conformance": {"certify a server against RCP/1 (see rcp conformance -h)", runConformance},
@@ -62,7 +64,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "rcp: unknown command %q\n\n", args[0])
+		fmt.Fprintf(stderr, "rcp: unknown command %q", args[0])
+		if near := didyoumean.Nearest(args[0], maps.Keys(commands)); near != "" {
+			fmt.Fprintf(stderr, "; did you mean %q?", near)
+		}
+		fmt.Fprint(stderr, "\n\n")
 		usage(stderr)
 		return 2
 	}
@@ -246,6 +252,9 @@ func (t *target) spawn(ctx context.Context, env *Env, o *rcp.ClientOptions) (*rc
 // explain turns an initialize timeout into an error naming the flag and the
 // likely cause.
 func (t *target) explain(err error, what string) error {
+	if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("no server listens at %s (%w)\nhint: start one (rcpd serve --demo answers at http://127.0.0.1:7700/rcp), or name another with --http URL ($RCP_URL), --registry FILE --engine ID, or -- CMD ARGS… to spawn one over stdio", what, err)
+	}
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

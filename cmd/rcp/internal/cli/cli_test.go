@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -162,6 +164,36 @@ func TestHTTPBasePathHint(t *testing.T) {
 	code, _, errs = rcpRun("ping", "--http", srv.URL+"/rcp")
 	if code != 1 || strings.Contains(errs, "hint") {
 		t.Fatalf("with a path: exit %d %q", code, errs)
+	}
+}
+
+// A target nobody listens at is named, with what to do about it.
+func TestConnectionRefusedHint(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/rcp"
+	l.Close()
+	code, _, errs := rcpRun("ping", "--http", url)
+	if code != 1 || !strings.Contains(errs, "no server listens at "+url) || !strings.Contains(errs, "hint: start one (rcpd serve --demo") {
+		t.Fatalf("exit %d %q", code, errs)
+	}
+}
+
+// A mistyped command gets the nearest name; a word far from every name
+// gets none.
+func TestUnknownCommandSuggests(t *testing.T) {
+	for _, tc := range []struct{ arg, want string }{
+		{"querry", `did you mean "query"?`}, {"idnex", `did you mean "index"?`}, {"conformence", `did you mean "conformance"?`}, {"xyzzy", ""},
+	} {
+		code, _, errs := rcpRun(tc.arg)
+		if code != 2 || !strings.Contains(errs, fmt.Sprintf("unknown command %q", tc.arg)) {
+			t.Fatalf("%s: exit %d %q", tc.arg, code, errs)
+		}
+		if got := strings.Contains(errs, "did you mean"); got != (tc.want != "") || tc.want != "" && !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.arg, errs, tc.want)
+		}
 	}
 }
 
