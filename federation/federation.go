@@ -342,6 +342,14 @@ func (f *Federation) Retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.
 	return res, nil
 }
 
+// rewriteMethod is the query rewrite q asks for, or "".
+func rewriteMethod(q *rcp.RetrieveParams) string {
+	if q.Rewrite == nil {
+		return ""
+	}
+	return string(*q.Rewrite)
+}
+
 // federatedFusion is the fusion a federated retrieve applies: the
 // request's fusion options over the federation's.
 type federatedFusion struct {
@@ -551,6 +559,7 @@ func (f *Federation) retrieveOne(ctx context.Context, e *Engine, q *rcp.Retrieve
 	ectx, cancel, budget := f.engineDeadline(ctx)
 	defer cancel()
 	var res *rcp.RetrieveResult
+	unrewritten := "" // the rewrite method this engine does not advertise, left out of its request
 	err := e.Do(ectx, func(c *rcp.Client) error {
 		init := c.InitializeResult()
 		o.caps = &init.Capabilities
@@ -559,6 +568,11 @@ func (f *Federation) retrieveOne(ctx context.Context, e *Engine, q *rcp.Retrieve
 			return nil
 		}
 		eq := *q
+		if m := rewriteMethod(q); m != "" && (init.Capabilities.Transform == nil || !slices.Contains(init.Capabilities.Transform.Methods, m)) {
+			// The gateway advertised the method (another engine serves
+			// it); this engine still answers the query as asked.
+			eq.Rewrite, unrewritten = nil, m
+		}
 		eq.Meta = rcp.Meta(copyMeta(q.Meta)).Set(rcp.MetaDeadlineMs, max(budget.Milliseconds(), 1))
 		cctx := ectx
 		if progress != nil {
@@ -592,6 +606,12 @@ func (f *Federation) retrieveOne(ctx context.Context, e *Engine, q *rcp.Retrieve
 			o.status.Status, o.status.Code, o.status.Message = "failed", rcp.CodeInternalError, "malformed answer: hit without id"
 			return o
 		}
+	}
+	if unrewritten != "" {
+		if res.Usage == nil {
+			res.Usage = &rcp.Usage{}
+		}
+		res.Usage.Notes = append([]string{fmt.Sprintf("query rewrite %q is not advertised by this engine; its query was sent as is", unrewritten)}, res.Usage.Notes...)
 	}
 	o.res = res
 	o.status.Status, o.status.Hits = "ok", len(res.Hits)

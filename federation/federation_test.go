@@ -2,6 +2,7 @@ package federation_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -112,5 +113,33 @@ func TestFederationNoEngine(t *testing.T) {
 	_, err := f.Retrieve(ctxT(t, 5*time.Second), &rcp.RetrieveParams{Query: rcp.TextQuery("x"), K: 1})
 	if codeOf(err) != rcp.CodeBackendUnavailable {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A rewrite method one engine serves goes to that engine; the others get
+// the query as asked, and say so, instead of failing the method (-32005).
+func TestFederationRewritePerEngine(t *testing.T) {
+	alpha := fedtest.New("alpha", fedtest.Features{Rewrites: []string{"multi-query"}})
+	beta := fedtest.New("beta", fedtest.Features{})
+	f := federation.NewFromEngines([]*federation.Engine{
+		inProcess(t, alpha, federation.EngineSpec{ID: "alpha"}),
+		inProcess(t, beta, federation.EngineSpec{ID: "beta"}),
+	}, &federation.Options{Logger: quiet})
+	m := rcp.Rewrite("multi-query")
+	res, err := f.Retrieve(ctxT(t, 20*time.Second), &rcp.RetrieveParams{Query: rcp.TextQuery("federated search fusion"), K: 4, Rewrite: &m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var engines []federation.EngineStatus
+	res.Meta.Get(federation.MetaEngines, &engines)
+	for _, e := range engines {
+		if e.Status != "ok" {
+			t.Errorf("engine %s: %s %s", e.ID, e.Status, e.Message)
+		}
+	}
+	for _, want := range []string{`alpha: query rewrite "multi-query" applied`, `beta: query rewrite "multi-query" is not advertised by this engine; its query was sent as is`} {
+		if !slices.Contains(res.Usage.Notes, want) {
+			t.Errorf("notes %q lack %q", res.Usage.Notes, want)
+		}
 	}
 }

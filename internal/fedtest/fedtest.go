@@ -59,6 +59,11 @@ type Features struct {
 	GraphOps   []string // graph ops served (any op returns the top docs as hits)
 	ScoreFloor *float64 // retrieve.scoreFloor
 	Modes      []string // retrieve modes (default hybrid only)
+	// Rewrites are the query/transform methods served, which retrieve's
+	// rewrite accepts too (it then notes the method; the toy query is
+	// unchanged). Any other rewrite is -32005 under strict, as in a
+	// conformant engine.
+	Rewrites []string
 }
 
 // Engine is one test engine.
@@ -107,6 +112,9 @@ func (e *Engine) Describe(context.Context) rcp.Description {
 	if len(e.Features.GraphOps) > 0 {
 		caps.Graph = &rcp.GraphCap{Ops: e.Features.GraphOps}
 	}
+	if len(e.Features.Rewrites) > 0 {
+		caps.Transform = &rcp.TransformCap{Methods: e.Features.Rewrites}
+	}
 	return rcp.Description{Server: rcp.PeerInfo{Name: "fedtest-" + e.Name, Version: "1.0"}, Capabilities: caps, Conformance: rcp.LevelL1}
 }
 
@@ -123,7 +131,18 @@ func (e *Engine) Router() *rcp.Router {
 	if len(e.Features.GraphOps) > 0 {
 		rcp.Handle(r, rcp.MethodGraph, e.graph)
 	}
+	if len(e.Features.Rewrites) > 0 {
+		rcp.Handle(r, rcp.MethodTransform, e.transform)
+	}
 	return r
+}
+
+// transform answers the query and its words as the rewritten queries.
+func (e *Engine) transform(_ context.Context, p *rcp.TransformParams) (*rcp.TransformResult, error) {
+	if !slices.Contains(e.Features.Rewrites, p.Method) {
+		return nil, rcp.OptionUnsupported("method", "transform method %q is not advertised", p.Method)
+	}
+	return &rcp.TransformResult{Queries: append([]string{p.Query}, tokens(p.Query)...)}, nil
 }
 
 func tokens(s string) []string {
@@ -205,6 +224,18 @@ func (e *Engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 	if p.CandidateK != nil && *p.CandidateK < p.K {
 		return nil, rcp.InvalidParams("candidateK", "candidateK < k")
 	}
+	var notes []string
+	if p.Rewrite != nil && *p.Rewrite != "" {
+		m := string(*p.Rewrite)
+		if !slices.Contains(e.Features.Rewrites, m) {
+			if p.IsStrict() {
+				return nil, rcp.OptionUnsupported("rewrite", "query rewrite %q is not advertised", m)
+			}
+			notes = append(notes, fmt.Sprintf("query rewrite %q is not advertised; ignored", m))
+		} else {
+			notes = append(notes, fmt.Sprintf("query rewrite %q applied", m))
+		}
+	}
 	hits := e.ranked(q)
 	if p.MinScore != nil {
 		hits = slices.DeleteFunc(hits, func(h rcp.Hit) bool { return h.Score < *p.MinScore })
@@ -216,7 +247,11 @@ func (e *Engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 	if hits == nil {
 		hits = []rcp.Hit{}
 	}
-	return &rcp.RetrieveResult{Hits: hits}, nil
+	res := &rcp.RetrieveResult{Hits: hits}
+	if notes != nil {
+		res.Usage = &rcp.Usage{Notes: notes}
+	}
+	return res, nil
 }
 
 func hashVec(s string) []float64 {
