@@ -476,7 +476,7 @@ func lockData(cfg *Config, log *slog.Logger) (release func(), tmp string, err er
 // rebuilding it from the index's record store when needed) and then the
 // index; migrated reports that engine.db's dense log was upgraded.
 func (e *Engine) openStores(ctx context.Context, dbPath string) (migrated bool, err error) {
-	cfg := e.cfg
+	cfg := &e.cfg
 	iopts := cfg.IndexOpts
 	iopts.Analyzer = e.an
 	iopts.Logger = e.log
@@ -517,7 +517,7 @@ func (e *Engine) openStores(ctx context.Context, dbPath string) (migrated bool, 
 // handle registers the engine's methods on its router: those every engine
 // serves, and those its configuration provides.
 func (e *Engine) handle() {
-	cfg := e.cfg
+	cfg := &e.cfg
 	e.router.HandleFunc(rcp.MethodRetrieve, func(ctx context.Context, raw json.RawMessage) (any, error) {
 		p := new(retrieveParams)
 		if !decodeRetrieveFast(raw, p) {

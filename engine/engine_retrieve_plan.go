@@ -52,7 +52,7 @@ func (e *Engine) planRetrieve(ctx context.Context, p *retrieveParams, pl *retrie
 	if err != nil {
 		return nil, false, err
 	}
-	k, candK, err := e.funnel(p, k, pl.topN)
+	candK, err := e.funnel(p, k, pl.topN)
 	if err != nil {
 		return nil, false, err
 	}
@@ -84,7 +84,7 @@ func (e *Engine) planRetrieve(ctx context.Context, p *retrieveParams, pl *retrie
 }
 
 // checkRetrieveParams checks p's structure, independent of capabilities
-// (-32602), and returns k, clamped to one above maxK (funnel clamps it).
+// (-32602), and returns k clamped to maxK (never an error, §7.7).
 func checkRetrieveParams(p *retrieveParams, maxK int) (int, error) {
 	if len(p.KRaw) == 0 || string(p.KRaw) == "null" {
 		return 0, rcp.InvalidParams("k", "k is required")
@@ -96,7 +96,7 @@ func checkRetrieveParams(p *retrieveParams, maxK int) (int, error) {
 	if n < 1 {
 		return 0, rcp.InvalidParams("k", "k must be a positive integer, got %d", n)
 	}
-	k := int(min(n, int64(maxK)+1))
+	k := int(min(n, int64(maxK)))
 	if p.Query.IsZero() {
 		return 0, rcp.InvalidParams("query", "query is required")
 	}
@@ -131,27 +131,26 @@ func rerankTopN(p *retrieveParams) *int {
 	return p.Rerank.TopN
 }
 
-// funnel clamps k and candidateK to the advertised limits (never an error,
-// §7.7), then checks candidateK ≥ rerank.topN ≥ k (§3.3).
-func (e *Engine) funnel(p *retrieveParams, k int, topN *int) (int, int, error) {
-	k = min(k, e.cfg.MaxK)
+// funnel clamps candidateK to the advertised limit (never an error, §7.7),
+// then checks candidateK ≥ rerank.topN ≥ k (§3.3); k is already clamped.
+func (e *Engine) funnel(p *retrieveParams, k int, topN *int) (int, error) {
 	candK := max(k, DefaultCandidateK)
 	if p.CandidateK != nil {
 		if *p.CandidateK < k {
-			return 0, 0, rcp.InvalidParams("candidateK", "funnel violated: candidateK (%d) < k (%d)", *p.CandidateK, k)
+			return 0, rcp.InvalidParams("candidateK", "funnel violated: candidateK (%d) < k (%d)", *p.CandidateK, k)
 		}
 		candK = max(min(*p.CandidateK, e.cfg.MaxCandidates), k)
 	}
 	candK = min(candK, e.cfg.MaxCandidates)
 	if topN != nil {
 		if *topN < k {
-			return 0, 0, rcp.InvalidParams("rerank.topN", "funnel violated: rerank.topN (%d) < k (%d)", *topN, k)
+			return 0, rcp.InvalidParams("rerank.topN", "funnel violated: rerank.topN (%d) < k (%d)", *topN, k)
 		}
 		if p.CandidateK != nil && *p.CandidateK < *topN {
-			return 0, 0, rcp.InvalidParams("candidateK", "funnel violated: candidateK (%d) < rerank.topN (%d)", *p.CandidateK, *topN)
+			return 0, rcp.InvalidParams("candidateK", "funnel violated: candidateK (%d) < rerank.topN (%d)", *p.CandidateK, *topN)
 		}
 	}
-	return k, candK, nil
+	return candK, nil
 }
 
 // planQuery checks the query's content and the mode against the

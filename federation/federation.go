@@ -342,12 +342,17 @@ func (f *Federation) Retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.
 	return res, nil
 }
 
-// rewriteMethod is the query rewrite q asks for, or "".
-func rewriteMethod(q *rcp.RetrieveParams) string {
-	if q.Rewrite == nil {
+// unadvertisedRewrite is the query rewrite q asks for when caps do not
+// advertise it as a transform method, or "".
+func unadvertisedRewrite(q *rcp.RetrieveParams, caps *rcp.Capabilities) string {
+	if q.Rewrite == nil || *q.Rewrite == "" {
 		return ""
 	}
-	return string(*q.Rewrite)
+	m := string(*q.Rewrite)
+	if caps.Transform != nil && slices.Contains(caps.Transform.Methods, m) {
+		return ""
+	}
+	return m
 }
 
 // federatedFusion is the fusion a federated retrieve applies: the
@@ -568,7 +573,7 @@ func (f *Federation) retrieveOne(ctx context.Context, e *Engine, q *rcp.Retrieve
 			return nil
 		}
 		eq := *q
-		if m := rewriteMethod(q); m != "" && (init.Capabilities.Transform == nil || !slices.Contains(init.Capabilities.Transform.Methods, m)) {
+		if m := unadvertisedRewrite(q, &init.Capabilities); m != "" {
 			// The gateway advertised the method (another engine serves
 			// it); this engine still answers the query as asked.
 			eq.Rewrite, unrewritten = nil, m

@@ -496,10 +496,10 @@ func (g *Gateway) checkRetrieve(ctx context.Context, p *rcp.RetrieveParams) ([]s
 			return nil, err
 		}
 	}
-	if p.Rewrite != nil && *p.Rewrite != "" && (caps.Transform == nil || !slices.Contains(caps.Transform.Methods, string(*p.Rewrite))) {
+	if m := unadvertisedRewrite(p, &caps); m != "" {
 		// An un-advertised method is the gateway's to refuse (§7.7), not
 		// each engine's to ignore or refuse on its own.
-		if err := problem("rewrite", fmt.Sprintf("query rewrite %q is not advertised", *p.Rewrite), func() { p.Rewrite = nil }); err != nil {
+		if err := problem("rewrite", fmt.Sprintf("query rewrite %q is not advertised", m), func() { p.Rewrite = nil }); err != nil {
 			return nil, err
 		}
 	}

@@ -62,12 +62,15 @@ func BenchmarkScatteredRead(b *testing.B) {
 	for i := range picks {
 		picks[i] = r.IntN(blocks) * block
 	}
-	for _, ahead := range []bool{true, false} {
-		b.Run(map[bool]string{true: "prefetched", false: "plain"}[ahead], func(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		ahead bool
+	}{{"prefetched", true}, {"plain", false}} {
+		b.Run(tc.name, func(b *testing.B) {
 			var sum byte
 			for i := range b.N {
 				set := picks[i*fanout%len(picks):][:fanout]
-				if ahead {
+				if tc.ahead {
 					for _, off := range set {
 						Lines(unsafe.Pointer(&mem[off]), block/64)
 					}
@@ -86,7 +89,7 @@ func BenchmarkScatteredRead(b *testing.B) {
 var sink int32
 
 // cycle returns n lines of 16 int32s whose first entries link every line
-// into one random cycle (entry = the next line's first index).
+// into one random cycle: a line's first entry is the number of the next.
 func cycle(n int, r *rand.Rand) []int32 {
 	order := r.Perm(n)
 	next := make([]int32, n*16)

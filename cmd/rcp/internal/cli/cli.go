@@ -252,7 +252,7 @@ func (t *target) spawn(ctx context.Context, env *Env, o *rcp.ClientOptions) (*rc
 // explain turns an initialize timeout into an error naming the flag and the
 // likely cause.
 func (t *target) explain(err error, what string) error {
-	if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
+	if errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("no server listens at %s (%w)\nhint: start one (rcpd serve --demo answers at http://127.0.0.1:7700/rcp), or name another with --http URL ($RCP_URL), --registry FILE --engine ID, or -- CMD ARGS… to spawn one over stdio", what, err)
 	}
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
