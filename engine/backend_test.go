@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -77,12 +78,12 @@ func TestConfigBackend(t *testing.T) {
 // a remote backend's batch import, which takes seconds. It hides the
 // embedded index's Prepare/Commit, as a remote backend has none.
 type blockingAdd struct {
-	Backend
+	search.Backend
 	armed            atomic.Bool
 	entered, release chan struct{}
 }
 
-func (b *blockingAdd) Add(ctx context.Context, docs []index.Document) ([]string, error) {
+func (b *blockingAdd) Add(ctx context.Context, docs []search.Document) ([]string, error) {
 	if b.armed.CompareAndSwap(true, false) {
 		close(b.entered)
 		<-b.release

@@ -44,6 +44,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/memory"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/session"
 	"github.com/rcpgo/rcpgo/engine/store"
 	"github.com/rcpgo/rcpgo/engine/transform"
@@ -179,7 +180,7 @@ type Config struct {
 	// sparse recall and filters live there (engine/weaviate), and a
 	// DenseBackend stores the vectors too. Dense must then be "" or "none"
 	// and Graph false; the engine closes Backend at Close.
-	Backend Backend
+	Backend search.Backend
 	// Graph builds the knowledge graph (entities, triples, communities)
 	// in the background and serves graph and memory (engine_graph.go).
 	Graph bool
@@ -216,7 +217,7 @@ type Engine struct {
 	cfg    Config
 	log    *slog.Logger
 	an     *analysis.Analyzer
-	ix     Backend // the embedded index unless Config.Backend is set
+	ix     search.Backend // the embedded index unless Config.Backend is set
 	db     *bolt.DB
 	router *rcp.Router
 	fields map[string]string
@@ -264,7 +265,7 @@ type Engine struct {
 	kg *knowledge // graph and memory (engine_graph.go); nil when disabled
 	rt *raptor    // the summary tree (engine_tree.go); nil when disabled
 
-	remote DenseBackend // Config.Backend when it serves dense recall
+	remote search.DenseBackend // Config.Backend when it serves dense recall
 
 	// keyNums remembers the document number each ann key last resolved
 	// to, so dense recall resolves its hits without reading engine.db or
@@ -682,7 +683,7 @@ func (e *Engine) Call(ctx context.Context, method string, params json.RawMessage
 func (e *Engine) Handles(method string) bool { return e.router.Handles(method) }
 
 // Stats reports index statistics (for metrics).
-func (e *Engine) Stats() index.Stats { return e.ix.Stats() }
+func (e *Engine) Stats() search.Stats { return e.ix.Stats() }
 
 // DenseIdentity is the identity of the published dense generation ("" when
 // none).

@@ -8,7 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // Backfilling the dense log. An engine with dense off (Config.Dense none)
@@ -256,7 +256,7 @@ func (dv *deriver) backfillDead(ctx context.Context, after []byte) (seq uint64, 
 // numser is the embedded index's lookup of live document numbers
 // (index.Index.Nums): it reads no record.
 type numser interface {
-	Nums(ctx context.Context, ids []string) ([]index.DocNum, error)
+	Nums(ctx context.Context, ids []string) ([]search.DocNum, error)
 }
 
 // liveUnits reports which of ids the index holds.

@@ -29,8 +29,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/graph"
-	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
@@ -101,7 +101,7 @@ func newCatalogBuilder(e *Engine) *catalogBuilder {
 }
 
 // add takes the unit id, as stored in the index.
-func (b *catalogBuilder) add(id string, d *index.Document) {
+func (b *catalogBuilder) add(id string, d *search.Document) {
 	b.live[id] = true
 	if d.Chunk == nil || d.Chunk.DocID == "" {
 		b.recs[id] = &docRecord{Title: d.Title, Size: int64(len(d.Text)), Values: b.e.fieldValues(d.Meta), Kinds: metaKinds(d.Meta)}
@@ -195,10 +195,10 @@ func (e *Engine) reconcileCatalog(ctx context.Context) (int, error) {
 	}
 	ids := pending
 	b := newCatalogBuilder(e)
-	units := map[string]*index.Document{} // the live units of those documents
+	units := map[string]*search.Document{} // the live units of those documents
 	err := e.viewIndexStore(false, func(tx *store.ReadTx) error {
 		ids = unionSorted(pending, tx.WriteNames())
-		get := func(id string) (*index.Document, error) {
+		get := func(id string) (*search.Document, error) {
 			seq, ok := tx.LookupID(id)
 			if !ok {
 				return nil, nil
@@ -253,7 +253,7 @@ func (e *Engine) reconcileCatalog(ctx context.Context) (int, error) {
 // syncDenseLog makes the dense log's units of the documents ids those of
 // the index (units): the index's text for each live unit, no record for
 // the others.
-func syncDenseLog(d denseTx, ids []string, units map[string]*index.Document) error {
+func syncDenseLog(d denseTx, ids []string, units map[string]*search.Document) error {
 	for _, u := range unitsOf(d.recs, ids) {
 		if units[u] == nil {
 			if err := d.del(u); err != nil {

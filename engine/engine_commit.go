@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -108,12 +108,6 @@ func (e *Engine) commitWrite(w *writeReq) error {
 	return w.err
 }
 
-// unchanger is the embedded index's test for a batch that would change
-// nothing (index.Index.Unchanged).
-type unchanger interface {
-	Unchanged(b *index.Batch) (bool, error)
-}
-
 // unchangedWrite answers w without a commit when it changes nothing: an
 // identical re-add, every document stored exactly as given, none chunked
 // and no idempotency key to record. Such a commit would write no document,
@@ -123,7 +117,7 @@ type unchanger interface {
 // published a version since the documents were compared, so it is the one
 // a commit in arrival order would give (w.version is set).
 func (e *Engine) unchangedWrite(w *writeReq) bool {
-	un, ok := e.ix.(unchanger)
+	un, ok := e.ix.(search.Preparer)
 	if !ok || w.plan.batch == nil || w.key != "" || w.plan.nchunks > 0 || len(w.plan.idocs) == 0 || e.writable() != nil {
 		return false
 	}
@@ -220,7 +214,8 @@ func (e *Engine) commitGroup(group []*writeReq) {
 	// The group commits with no deadline of its own: a write that has begun
 	// is finished for every member, whichever request leads it.
 	ctx := context.WithoutCancel(live[0].ctx)
-	err := e.commitLocked(ctx, mergePlans(live), mergeShapes(shapes))
+	pr, _ := e.ix.(search.Preparer)
+	err := e.commitLocked(ctx, mergePlans(pr, live), mergeShapes(shapes))
 	if err == nil {
 		err = e.writable() // written into a deleted directory: not durable
 	}
@@ -282,13 +277,14 @@ func (e *Engine) storeResults(ws []*writeReq) {
 	}
 }
 
-// mergePlans joins the plans of a group (their ids are disjoint) into one.
-func mergePlans(ws []*writeReq) *writePlan {
+// mergePlans joins the plans of a group (their ids are disjoint) into one;
+// pr joins their prepared batches.
+func mergePlans(pr search.Preparer, ws []*writeReq) *writePlan {
 	if len(ws) == 1 {
 		return ws[0].plan
 	}
 	out := &writePlan{catalog: map[string]*docRecord{}}
-	var batches []*index.Batch
+	var batches []search.Batch
 	for _, w := range ws {
 		p := w.plan
 		out.docs = append(out.docs, p.docs...)
@@ -302,7 +298,7 @@ func mergePlans(ws []*writeReq) *writePlan {
 		}
 	}
 	if len(batches) == len(ws) {
-		out.batch = index.JoinBatches(batches...)
+		out.batch = pr.JoinBatches(batches...)
 	}
 	return out
 }

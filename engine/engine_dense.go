@@ -14,8 +14,9 @@ import (
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
-	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/query"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/vector"
 )
@@ -103,8 +104,8 @@ func (b denseBackend) damaged(err error) error {
 		Data: &rcp.ErrorData{Retryable: &no, Detail: "re-initialize the session once it is offered again (sparse retrieval is unaffected)"}}
 }
 
-func (b denseBackend) Recall(ctx context.Context, query string, k, ef int, keep func(*index.Document) bool) ([]*pipeline.Candidate, error) {
-	qv, err := b.g.model.Embed(ctx, []string{index.RankText(query)}, embed.KindQuery) // "~N" is syntax
+func (b denseBackend) Recall(ctx context.Context, text string, k, ef int, keep func(*search.Document) bool) ([]*pipeline.Candidate, error) {
+	qv, err := b.g.model.Embed(ctx, []string{query.RankText(text)}, embed.KindQuery) // "~N" is syntax
 	if err != nil {
 		return nil, b.damaged(fmt.Errorf("engine: embedding query: %w", err))
 	}
@@ -117,10 +118,10 @@ func (b denseBackend) Recall(ctx context.Context, query string, k, ef int, keep 
 	var out []*pipeline.Candidate
 	err = b.e.db.View(func(tx *bolt.Tx) error {
 		keys := tx.Bucket(bucketDenseKeys)
-		docs := map[uint64]*index.Document{}
+		docs := map[uint64]*search.Document{}
 		// resolve maps an ann key to its live document; a unit the index
 		// lacks (deleted, or lost to a crash) resolves to nil and is dropped.
-		resolve := func(key uint64) *index.Document {
+		resolve := func(key uint64) *search.Document {
 			doc, ok := docs[key]
 			if !ok {
 				if id := keys.Get(be64(key)); id != nil {
@@ -168,7 +169,7 @@ func (b denseBackend) recallStored(ctx context.Context, lk numLookup, qv []float
 	if err != nil {
 		return nil, b.damaged(fmt.Errorf("engine: dense search: %w", err))
 	}
-	nums := make([]index.DocNum, len(res))
+	nums := make([]search.DocNum, len(res))
 	b.e.keyNums.load(res, nums)
 	ids, err := lk.LiveIDs(nums)
 	if err != nil {
@@ -193,7 +194,7 @@ func (b denseBackend) recallStored(ctx context.Context, lk numLookup, qv []float
 // resolveKeys looks up the hits keyNums could not resolve (ids[i] == "")
 // by their keys' ids: the id in engine.db, its live number in the index
 // (one read transaction each); it remembers the numbers found.
-func (b denseBackend) resolveKeys(ctx context.Context, lk numLookup, res []ann.Result, nums []index.DocNum, ids []string) error {
+func (b denseBackend) resolveKeys(ctx context.Context, lk numLookup, res []ann.Result, nums []search.DocNum, ids []string) error {
 	var miss []int
 	for i, r := range res {
 		if ids[i] == "" && r.Score > 0 {
@@ -236,8 +237,8 @@ func (b denseBackend) resolveKeys(ctx context.Context, lk numLookup, res []ann.R
 // (index.Index.Nums) and its in-memory check of remembered numbers
 // (index.Index.LiveIDs).
 type numLookup interface {
-	Nums(ctx context.Context, ids []string) ([]index.DocNum, error)
-	LiveIDs(nums []index.DocNum) ([]string, error)
+	Nums(ctx context.Context, ids []string) ([]search.DocNum, error)
+	LiveIDs(nums []search.DocNum) ([]string, error)
 }
 
 // sortDense orders dense candidates best first, ties by id.

@@ -9,7 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/ann"
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // keyNums maps ann keys to the document number each last resolved to.
@@ -29,12 +29,12 @@ type keyNums struct {
 }
 
 // load sets nums[i] to the number remembered for res[i]'s key (0: none).
-func (c *keyNums) load(res []ann.Result, nums []index.DocNum) {
+func (c *keyNums) load(res []ann.Result, nums []search.DocNum) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for i, r := range res {
 		if r.ID < uint64(len(c.nums)) {
-			nums[i] = index.DocNum(c.nums[r.ID].Load())
+			nums[i] = search.DocNum(c.nums[r.ID].Load())
 		}
 	}
 }
@@ -42,7 +42,7 @@ func (c *keyNums) load(res []ann.Result, nums []index.DocNum) {
 // store remembers num for key; keys above maxKey (the highest assigned,
 // so a damaged checkpoint cannot make the array grow without bound) are
 // not remembered.
-func (c *keyNums) store(key uint64, num index.DocNum, maxKey uint64) {
+func (c *keyNums) store(key uint64, num search.DocNum, maxKey uint64) {
 	if key > maxKey {
 		return
 	}

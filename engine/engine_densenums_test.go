@@ -9,7 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/ann"
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -77,9 +77,9 @@ func TestKeyNumsBounds(t *testing.T) {
 	c.store(1<<40, 7, 1000) // above the highest key: not remembered
 	c.store(900, 90, 1000)
 	res := []ann.Result{{ID: 5}, {ID: 900}, {ID: 1 << 40}, {ID: 6}}
-	nums := make([]index.DocNum, len(res))
+	nums := make([]search.DocNum, len(res))
 	c.load(res, nums)
-	if want := []index.DocNum{50, 90, 0, 0}; !slices.Equal(nums, want) {
+	if want := []search.DocNum{50, 90, 0, 0}; !slices.Equal(nums, want) {
 		t.Fatalf("loaded %v, want %v", nums, want)
 	}
 	if len(c.nums) > 1001 {
@@ -122,7 +122,7 @@ func TestKeyNumsWarmedAtOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make([]index.DocNum, 1)
+		got := make([]search.DocNum, 1)
 		e.keyNums.load([]ann.Result{{ID: key}}, got)
 		if got[0] == 0 || got[0] != want[0] {
 			t.Fatalf("key %d (%s): remembered number %d, want %d", key, id, got[0], want[0])

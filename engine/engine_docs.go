@@ -60,8 +60,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
 	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -480,7 +480,7 @@ func parseChunkID(id string) (string, int, bool) {
 
 // liveChunk returns a live chunk of parent among its first n, or nil
 // (caller holds e.rmu).
-func (e *Engine) liveChunk(ctx context.Context, parent string, n int) (*index.Document, error) {
+func (e *Engine) liveChunk(ctx context.Context, parent string, n int) (*search.Document, error) {
 	for i := 0; i < n; i++ {
 		d, err := e.ix.Get(ctx, chunkID(parent, i))
 		if err != nil {
@@ -541,7 +541,7 @@ func (e *Engine) storedDocument(ctx context.Context, id string, rec *docRecord) 
 	if id == "" {
 		return nil, nil
 	}
-	var src *index.Document
+	var src *search.Document
 	title, text := "", ""
 	if rec != nil && rec.Chunks > 0 {
 		c, err := e.liveChunk(ctx, id, rec.Chunks)

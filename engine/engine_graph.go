@@ -20,8 +20,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/graph"
-	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/memory"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/fusion"
@@ -371,7 +371,7 @@ func (e *Engine) graphDrift(ctx context.Context, pl *graphPlan) (*graphResult, e
 	followups := make([]string, 0, len(clues))
 	for _, c := range clues {
 		followups = append(followups, c.Query)
-		res, err := e.ix.Search(ctx, index.Query{Text: c.Query, K: pl.k, SkipDocs: true})
+		res, err := e.ix.Search(ctx, search.Query{Text: c.Query, K: pl.k, SkipDocs: true})
 		if err != nil {
 			return nil, err
 		}

@@ -16,8 +16,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/chunk"
-	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -34,7 +34,7 @@ type addDoc struct {
 	contextual bool
 	// units are the chunks of a chunked document, split and annotated by
 	// planWrite before the write lock is taken.
-	units []index.Document
+	units []search.Document
 }
 
 // wireDoc is index/add's document with presence-aware fields.
@@ -193,8 +193,8 @@ func (e *Engine) write(ctx context.Context, docs []addDoc, _ bool) ([]string, in
 type writePlan struct {
 	ids     []string // in input order
 	docs    []addDoc // the documents written: the last one of each id
-	idocs   []index.Document
-	batch   *index.Batch          // idocs prepared, when the backend is a preparer
+	idocs   []search.Document
+	batch   search.Batch          // idocs prepared, when the backend is a search.Preparer
 	catalog map[string]*docRecord // top-level id → its new catalog record
 	dense   []denseUnit           // the dense log's records of idocs (dense on)
 	nchunks int
@@ -214,12 +214,12 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 		if last[d.id] != i {
 			continue // a later document with the same id wins
 		}
-		src := &index.Source{Name: d.source, URI: d.uri, Page: d.page}
+		src := &search.Source{Name: d.source, URI: d.uri, Page: d.page}
 		if !d.chunk && strings.Contains(d.text, "\f") {
 			d.chunk, d.wholePages = true, true
 		}
 		if !d.chunk {
-			p.idocs = append(p.idocs, index.Document{ID: d.id, Title: d.title, Text: d.text, Meta: d.meta, Source: src})
+			p.idocs = append(p.idocs, search.Document{ID: d.id, Title: d.title, Text: d.text, Meta: d.meta, Source: src})
 			p.catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Values: e.fieldValues(d.meta), Kinds: metaKinds(d.meta)}
 			p.docs = append(p.docs, d)
 			continue
@@ -255,7 +255,7 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 			p.dense[i] = u
 		}
 	}
-	if pr, ok := e.ix.(preparer); ok {
+	if pr, ok := e.ix.(search.Preparer); ok {
 		var err error
 		if p.batch, err = pr.Prepare(ctx, p.idocs); err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
@@ -451,7 +451,7 @@ func (w *catalogWrite) restore() error {
 func (e *Engine) addToBackend(ctx context.Context, p *writePlan) error {
 	var err error
 	if p.batch != nil {
-		_, err = e.ix.(preparer).Commit(ctx, p.batch)
+		_, err = e.ix.(search.Preparer).Commit(ctx, p.batch)
 	} else {
 		_, err = e.ix.Add(ctx, p.idocs)
 	}
@@ -461,7 +461,7 @@ func (e *Engine) addToBackend(ctx context.Context, p *writePlan) error {
 // chunkUnits splits d into its chunk documents (Source left to the
 // writer). Character offsets are counted incrementally: the chunks' starts
 // and ends only move forward, so the whole is linear in the text.
-func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]index.Document, error) {
+func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]search.Document, error) {
 	pieces, pages, err := splitPages(ctx, d.text, e.cfg.Chunk, d.wholePages)
 	if err != nil {
 		return nil, err
@@ -474,7 +474,7 @@ func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]index.Document, er
 		kp = keyphrases(e, d.text, 5)
 	}
 	starts, ends := runeOffsets{text: d.text}, runeOffsets{text: d.text}
-	units := make([]index.Document, 0, len(pieces))
+	units := make([]search.Document, 0, len(pieces))
 	for j, pc := range pieces {
 		if j&255 == 255 {
 			if err := ctx.Err(); err != nil {
@@ -503,8 +503,8 @@ func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]index.Document, er
 			meta[k] = v
 		}
 		meta[pipeline.MetaKey] = info
-		units = append(units, index.Document{ID: chunkID(d.id, pc.Index), Title: title, Text: pc.Text, Meta: meta,
-			Chunk: &index.ChunkRef{DocID: d.id, Index: pc.Index, Start: pc.Start, End: pc.End}})
+		units = append(units, search.Document{ID: chunkID(d.id, pc.Index), Title: title, Text: pc.Text, Meta: meta,
+			Chunk: &search.ChunkRef{DocID: d.id, Index: pc.Index, Start: pc.Start, End: pc.End}})
 	}
 	return units, nil
 }
@@ -584,7 +584,7 @@ func (e *Engine) chunkIDFree(ctx context.Context, id, parent string) error {
 // (chunked ↔ whole transitions, chunk ids taken by other documents). A
 // Config.Backend applies shape changes itself in Add, and wire ids cannot
 // take the chunk form: nothing is read there (a round trip per document).
-func (e *Engine) shapeGet(ctx context.Context, id string) (*index.Document, error) {
+func (e *Engine) shapeGet(ctx context.Context, id string) (*search.Document, error) {
 	if e.cfg.Backend != nil {
 		return nil, nil
 	}
@@ -629,7 +629,7 @@ func hasLoneSurrogate(lit []byte) bool {
 }
 
 // denseText is what the dense encoder sees of a document.
-func denseText(d *index.Document) string {
+func denseText(d *search.Document) string {
 	if d.Title == "" {
 		return d.Text
 	}

@@ -41,7 +41,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
@@ -113,7 +113,7 @@ func valueKind(v any) string {
 	case []any:
 		return stringsKind(len(x), func(i int) (string, bool) { s, ok := x[i].(string); return s, ok })
 	}
-	f, ok := index.ToFloat(v)
+	f, ok := search.MetaNumber(v)
 	switch {
 	case !ok || math.IsNaN(f) || math.IsInf(f, 0):
 		return kindOther

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -54,8 +54,8 @@ func (e *Engine) fillPages(ctx context.Context, hits []rcp.Hit, withText bool) e
 }
 
 // pageChunks returns, in order, the chunks of doc on the page of chunk at.
-func (e *Engine) pageChunks(ctx context.Context, doc string, at int) ([]*index.Document, error) {
-	get := func(i int) (*index.Document, error) {
+func (e *Engine) pageChunks(ctx context.Context, doc string, at int) ([]*search.Document, error) {
+	get := func(i int) (*search.Document, error) {
 		if i < 0 {
 			return nil, nil
 		}
@@ -73,7 +73,7 @@ func (e *Engine) pageChunks(ctx context.Context, doc string, at int) ([]*index.D
 		return nil, err
 	}
 	page := pageOfUnit(hit)
-	out := []*index.Document{hit}
+	out := []*search.Document{hit}
 	for i := at - 1; i >= 0 && len(out) < maxPageChunks; i-- {
 		d, err := get(i)
 		if err != nil {
@@ -82,7 +82,7 @@ func (e *Engine) pageChunks(ctx context.Context, doc string, at int) ([]*index.D
 		if d == nil || pageOfUnit(d) != page {
 			break
 		}
-		out = append([]*index.Document{d}, out...)
+		out = append([]*search.Document{d}, out...)
 	}
 	for i := at + 1; len(out) < maxPageChunks; i++ {
 		d, err := get(i)
@@ -97,7 +97,7 @@ func (e *Engine) pageChunks(ctx context.Context, doc string, at int) ([]*index.D
 	return out, nil
 }
 
-func pageOfUnit(d *index.Document) int {
+func pageOfUnit(d *search.Document) int {
 	if d.Source != nil && d.Source.Page > 0 {
 		return d.Source.Page
 	}
@@ -106,7 +106,7 @@ func pageOfUnit(d *index.Document) int {
 
 // joinSpans rebuilds the text the chunks cover from their byte spans in
 // the parent: overlapping sentences once, a space across a gap.
-func joinSpans(chunks []*index.Document) string {
+func joinSpans(chunks []*search.Document) string {
 	var sb strings.Builder
 	end := -1
 	for _, c := range chunks {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/vector"
@@ -170,11 +170,11 @@ func (e *Engine) runRetrieve(ctx context.Context, pl *retrievePlan) (*pipeline.P
 	switch {
 	case err == nil:
 		return page, rewritten, nil
-	case errors.Is(err, index.ErrSnapshotGone) || errors.Is(err, index.ErrBadVersion):
+	case errors.Is(err, search.ErrSnapshotGone) || errors.Is(err, search.ErrBadVersion):
 		return nil, "", pl.snapshotGone("its snapshot is no longer retained", "the snapshot is not retained")
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return nil, "", err
-	case errors.Is(err, index.ErrTooManyTerms):
+	case errors.Is(err, search.ErrTooManyTerms):
 		return nil, "", rcp.InvalidParams("query", "the query has more than %d distinct terms", MaxQueryTerms)
 	}
 	return nil, "", fmt.Errorf("engine: retrieve: %w", err)

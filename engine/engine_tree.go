@@ -30,7 +30,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/tree"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -267,7 +267,7 @@ func (e *Engine) retrieveTreeNode(ctx context.Context, t *tree.Tree, query strin
 		*notes = append(*notes, fmt.Sprintf("level %d clamped to the tree's top level %d", level, t.Depth()-1))
 		level = t.Depth() - 1
 	}
-	res, err := e.ix.Search(ctx, index.Query{Text: query, K: treeCandidates, SkipDocs: true})
+	res, err := e.ix.Search(ctx, search.Query{Text: query, K: treeCandidates, SkipDocs: true})
 	if err != nil {
 		return nil, fmt.Errorf("engine: tree-node: %w", err)
 	}

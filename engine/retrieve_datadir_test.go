@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/eval"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -110,7 +111,7 @@ func TestHybridPartsDataDir(t *testing.T) {
 	}
 	ctx := context.Background()
 	parts := map[string]func(q string){
-		"sparse": func(q string) { ix.Search(ctx, index.Query{Text: q, K: 20, SkipDocs: true}) },
+		"sparse": func(q string) { ix.Search(ctx, search.Query{Text: q, K: 20, SkipDocs: true}) },
 		"dense":  func(q string) { denseBackend{e: e, g: g}.Recall(ctx, q, 20, 20, nil) },
 	}
 	lat := map[string][]time.Duration{}

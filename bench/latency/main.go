@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -127,7 +128,7 @@ func inProcess(dir string, k, rounds int, qs []string) (lat []float64, withHits 
 		lat, withHits = lat[:0], 0
 		for _, q := range qs {
 			t := time.Now()
-			res, err := ix.Search(ctx, index.Query{Text: q, K: k, SkipDocs: true})
+			res, err := ix.Search(ctx, search.Query{Text: q, K: k, SkipDocs: true})
 			if err != nil {
 				return nil, 0, err
 			}

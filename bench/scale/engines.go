@@ -13,6 +13,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/bench/gen"
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // ---------------------------------------------------------------- ours
@@ -44,9 +45,9 @@ func openOurs(ctx context.Context, dir string, create bool) (engine, error) {
 }
 
 func (o *ours) add(ctx context.Context, docs []gen.Doc) error {
-	in := make([]index.Document, len(docs))
+	in := make([]search.Document, len(docs))
 	for i, d := range docs {
-		in[i] = index.Document{ID: d.ID, Title: d.Title, Text: d.Text, Meta: d.Meta.MetaMap()}
+		in[i] = search.Document{ID: d.ID, Title: d.Title, Text: d.Text, Meta: d.Meta.MetaMap()}
 	}
 	if _, err := o.ix.Add(ctx, in); err != nil {
 		return err
@@ -67,7 +68,7 @@ func (o *ours) finish(ctx context.Context) error {
 }
 
 func (o *ours) search(ctx context.Context, q string, k int) ([]string, error) {
-	r, err := o.ix.Search(ctx, index.Query{Text: q, K: k, SkipDocs: true})
+	r, err := o.ix.Search(ctx, search.Query{Text: q, K: k, SkipDocs: true})
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 func main() {
@@ -54,7 +55,7 @@ func run(dir string, merge bool) error {
 	return ix.Close()
 }
 
-func report(state string, st index.Stats, took time.Duration) {
+func report(state string, st search.Stats, took time.Duration) {
 	out := map[string]any{
 		"state": state, "docs": st.Docs, "segments": st.Segments, "segmentBytes": st.SegmentBytes,
 		"parts": st.SegmentParts, "terms": st.Terms,

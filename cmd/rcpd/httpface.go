@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine"
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -124,7 +124,7 @@ func requireAuth(h http.Handler, authed func(*http.Request) bool) http.Handler {
 // engineState is what /healthz and /metrics read of the engine.
 type engineState interface {
 	Health() error
-	Stats() index.Stats
+	Stats() search.Stats
 	Documents() (int, error)
 	DenseBuild() (engine.DenseBuild, bool)
 }

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/rcpgo/rcpgo/engine"
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -136,11 +136,11 @@ func (o *openingEngine) Health() error {
 }
 
 // Stats implements engineState (zero until the engine is open).
-func (o *openingEngine) Stats() index.Stats {
+func (o *openingEngine) Stats() search.Stats {
 	if eng, ok := o.opened(); ok {
 		return eng.Stats()
 	}
-	return index.Stats{}
+	return search.Stats{}
 }
 
 // DenseBuild implements engineState (none until the engine is open).

@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // TestBackgroundStepAtClose: Close marks the index closed before it stops
@@ -16,7 +18,7 @@ func TestBackgroundStepAtClose(t *testing.T) {
 	var logs bytes.Buffer
 	ix := openTest(t, "", Options{NoBackground: true,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	mustAdd(t, ix, Document{ID: "a", Text: "shock waves in a tube"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "shock waves in a tube"})
 	ix.closed.Store(true)
 	ix.backgroundStep(context.Background())
 	ix.closed.Store(false)

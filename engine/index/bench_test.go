@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // cpuTime is the process's user+system CPU time: on a shared, loaded
@@ -55,10 +57,10 @@ func synthVocab(n int) []string {
 
 // synthCorpus generates n documents (title ~8 words, body ~60–180 words)
 // with Zipfian word frequencies; the same seed gives the same corpus.
-func synthCorpus(seed uint64, n int, vocab []string) []Document {
+func synthCorpus(seed uint64, n int, vocab []string) []search.Document {
 	r := rand.New(rand.NewPCG(seed, 42))
 	z := rand.NewZipf(r, 1.07, 3, uint64(len(vocab)-1))
-	docs := make([]Document, n)
+	docs := make([]search.Document, n)
 	var b strings.Builder
 	for i := range docs {
 		b.Reset()
@@ -79,7 +81,7 @@ func synthCorpus(seed uint64, n int, vocab []string) []Document {
 				b.WriteByte('.')
 			}
 		}
-		docs[i] = Document{ID: fmt.Sprintf("doc-%07d", i), Title: title, Text: b.String(),
+		docs[i] = search.Document{ID: fmt.Sprintf("doc-%07d", i), Title: title, Text: b.String(),
 			Meta: map[string]any{"lang": []string{"en", "de", "fr"}[i%3], "year": 1990 + i%35}}
 	}
 	return docs
@@ -123,7 +125,7 @@ func BenchmarkAdd(b *testing.B) {
 	i := 0
 	cpu0 := cpuTime()
 	for b.Loop() {
-		batch := make([]Document, 1000)
+		batch := make([]search.Document, 1000)
 		copy(batch, docs[(i*1000)%len(docs):])
 		for j := range batch {
 			batch[j].ID = fmt.Sprintf("%s-%d", batch[j].ID, i)
@@ -203,13 +205,15 @@ func BenchmarkSearchTop10(b *testing.B) {
 	ctx := context.Background()
 	for _, mode := range []struct {
 		name string
-		q    func(string) Query
+		q    func(string) search.Query
 	}{
-		{"ids", func(s string) Query { return Query{Text: s, K: 10, SkipDocs: true} }},
-		{"docs", func(s string) Query { return Query{Text: s, K: 10} }},
-		{"filtered", func(s string) Query { return Query{Text: s, K: 10, SkipDocs: true, Filter: Eq("lang", "de")} }},
-		{"unpruned", func(s string) Query { return Query{Text: s, K: 10, SkipDocs: true} }},
-		{"phrase", func(s string) Query { return Query{Text: quoteFirstTwo(s), K: 10, SkipDocs: true} }},
+		{"ids", func(s string) search.Query { return search.Query{Text: s, K: 10, SkipDocs: true} }},
+		{"docs", func(s string) search.Query { return search.Query{Text: s, K: 10} }},
+		{"filtered", func(s string) search.Query {
+			return search.Query{Text: s, K: 10, SkipDocs: true, Filter: Eq("lang", "de")}
+		}},
+		{"unpruned", func(s string) search.Query { return search.Query{Text: s, K: 10, SkipDocs: true} }},
+		{"phrase", func(s string) search.Query { return search.Query{Text: quoteFirstTwo(s), K: 10, SkipDocs: true} }},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			noPruning = mode.name == "unpruned"
@@ -284,7 +288,7 @@ func TestPruningWork(t *testing.T) {
 	scored, matched := 0, 0
 	qs := synthQueries(9, 100, benchVocab())
 	for _, q := range qs {
-		res := search(t, ix, Query{Text: q, K: 10, SkipDocs: true})
+		res := mustSearch(t, ix, search.Query{Text: q, K: 10, SkipDocs: true})
 		scored += res.Scored
 		union := NewBitset(seg.n)
 		for _, term := range res.Terms {
@@ -345,12 +349,12 @@ func BenchmarkSearchIndexDir(b *testing.B) {
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			for _, q := range qs { // warm the page cache and the pools
-				ix.Search(ctx, Query{Text: mode.text(q), K: mode.k, SkipDocs: true})
+				ix.Search(ctx, search.Query{Text: mode.text(q), K: mode.k, SkipDocs: true})
 			}
 			i := 0
 			cpu0 := cpuTime()
 			for b.Loop() {
-				if _, err := ix.Search(ctx, Query{Text: mode.text(qs[i%len(qs)]), K: mode.k, SkipDocs: true}); err != nil {
+				if _, err := ix.Search(ctx, search.Query{Text: mode.text(qs[i%len(qs)]), K: mode.k, SkipDocs: true}); err != nil {
 					b.Fatal(err)
 				}
 				i++

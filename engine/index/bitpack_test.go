@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 func TestBitPack(t *testing.T) {
@@ -59,7 +61,7 @@ func TestSegmentSizePerToken(t *testing.T) {
 	for i := 0; i < s.nTerms; i++ {
 		postings += int(s.termInfo(i).df)
 	}
-	var parts SegmentParts
+	var parts search.SegmentParts
 	s.addParts(&parts)
 	perToken := float64(parts.Positions) / float64(tokens)
 	perPosting := float64(parts.Postings) / float64(postings)

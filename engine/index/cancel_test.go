@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // TestMergeStopsWhenCancelled: a merge whose context ends while it
@@ -19,7 +21,7 @@ import (
 func TestMergeStopsWhenCancelled(t *testing.T) {
 	dir, _ := goldenIndex(t, 2, nil)
 	ix := openTest(t, dir, Options{NoBackground: true})
-	mustAdd(t, ix, Document{ID: "late", Text: "Nothing here but a fence."})
+	mustAdd(t, ix, search.Document{ID: "late", Text: "Nothing here but a fence."})
 	if err := ix.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 const (
@@ -82,9 +84,9 @@ func TestCrashChild(t *testing.T) {
 				os.Exit(2)
 			}
 		} else {
-			docs := make([]Document, len(op.Add))
+			docs := make([]search.Document, len(op.Add))
 			for i, d := range op.Add {
-				docs[i] = Document{ID: d.ID, Title: "crash test " + d.Token, Text: strings.Repeat("filler words about aerodynamics ", 1+r.IntN(8)) + d.Token,
+				docs[i] = search.Document{ID: d.ID, Title: "crash test " + d.Token, Text: strings.Repeat("filler words about aerodynamics ", 1+r.IntN(8)) + d.Token,
 					Meta: map[string]any{"step": step}}
 			}
 			if _, err := ix.Add(ctx, docs); err != nil {
@@ -240,7 +242,7 @@ func verifyCrashState(t *testing.T, trial int, dir string, model map[string]stri
 		if !ok || got != tok {
 			t.Fatalf("trial %d: acknowledged doc %s: got %q (present %v), want %q", trial, id, got, ok, tok)
 		}
-		res, err := ix.Search(ctx, Query{Text: tok, K: 3, SkipDocs: true})
+		res, err := ix.Search(ctx, search.Query{Text: tok, K: 3, SkipDocs: true})
 		if err != nil {
 			t.Fatalf("trial %d: search: %v", trial, err)
 		}

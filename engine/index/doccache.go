@@ -1,6 +1,9 @@
 package index
 
-import "github.com/maypok86/otter/v2"
+import (
+	"github.com/maypok86/otter/v2"
+	"github.com/rcpgo/rcpgo/engine/search"
+)
 
 // docCache keeps recently loaded documents decoded, so a hit that is
 // returned again costs a map lookup instead of a bbolt read, a record
@@ -10,12 +13,12 @@ import "github.com/maypok86/otter/v2"
 // the bytes it holds). Cached documents are shared between readers: Load's
 // callers must not modify them.
 type docCache struct {
-	c *otter.Cache[DocNum, cachedDoc]
+	c *otter.Cache[search.DocNum, cachedDoc]
 }
 
 type cachedDoc struct {
-	doc      *Document
-	facts    Facts
+	doc      *search.Document
+	facts    search.Facts
 	withText bool
 }
 
@@ -30,9 +33,9 @@ func newDocCache(maxBytes int64) *docCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	c, err := otter.New(&otter.Options[DocNum, cachedDoc]{
+	c, err := otter.New(&otter.Options[search.DocNum, cachedDoc]{
 		MaximumWeight: uint64(maxBytes),
-		Weigher:       func(_ DocNum, v cachedDoc) uint32 { return docWeight(v.doc) },
+		Weigher:       func(_ search.DocNum, v cachedDoc) uint32 { return docWeight(v.doc) },
 	})
 	if err != nil { // only for invalid options, which these are not
 		panic(err)
@@ -40,7 +43,7 @@ func newDocCache(maxBytes int64) *docCache {
 	return &docCache{c: c}
 }
 
-func docWeight(d *Document) uint32 {
+func docWeight(d *search.Document) uint32 {
 	n := docOverhead + len(d.ID) + len(d.Title) + len(d.Text)
 	if d.Source != nil {
 		n += len(d.Source.Name) + len(d.Source.URI)
@@ -51,18 +54,18 @@ func docWeight(d *Document) uint32 {
 
 // get returns the cached document numbered n if it holds what the caller
 // needs (its text when withText).
-func (dc *docCache) get(n DocNum, withText bool) (*Document, Facts, bool) {
+func (dc *docCache) get(n search.DocNum, withText bool) (*search.Document, search.Facts, bool) {
 	if dc == nil {
-		return nil, Facts{}, false
+		return nil, search.Facts{}, false
 	}
 	v, ok := dc.c.GetIfPresent(n)
 	if !ok || withText && !v.withText {
-		return nil, Facts{}, false
+		return nil, search.Facts{}, false
 	}
 	return v.doc, v.facts, true
 }
 
-func (dc *docCache) put(n DocNum, d *Document, f Facts, withText bool) {
+func (dc *docCache) put(n search.DocNum, d *search.Document, f search.Facts, withText bool) {
 	if dc != nil {
 		dc.c.Set(n, cachedDoc{doc: d, facts: f, withText: withText})
 	}
@@ -74,6 +77,6 @@ func (dc *docCache) purge(seqs []uint64) {
 		return
 	}
 	for _, s := range seqs {
-		dc.c.Invalidate(DocNum(s))
+		dc.c.Invalidate(search.DocNum(s))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // TestLoadCache: Load serves a repeated document from the decoded-record
@@ -23,17 +25,17 @@ func TestLoadCache(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ix := openTest(t, "", Options{NoBackground: true, RetainVersions: 1, DocCacheBytes: tc.bytes})
-			mustAdd(t, ix, Document{ID: "a", Text: "laminar flow", Meta: map[string]any{"k": "v"}})
-			num := search(t, ix, Query{Text: "laminar", SkipDocs: true}).Hits[0].DocNum
-			head, _, err := ix.Load(ctx, []DocNum{num}, false)
+			mustAdd(t, ix, search.Document{ID: "a", Text: "laminar flow", Meta: map[string]any{"k": "v"}})
+			num := mustSearch(t, ix, search.Query{Text: "laminar", SkipDocs: true}).Hits[0].DocNum
+			head, _, err := ix.Load(ctx, []search.DocNum{num}, false)
 			if err != nil || head[0].Text != "" || head[0].Meta["k"] != "v" {
 				t.Fatalf("load without text: %+v, %v", head, err)
 			}
-			d1, f1, err := ix.Load(ctx, []DocNum{num}, true)
+			d1, f1, err := ix.Load(ctx, []search.DocNum{num}, true)
 			if err != nil || d1[0].Text != "laminar flow" || f1[0].Runes != len("laminar flow") {
 				t.Fatalf("load with text: %+v %+v, %v", d1, f1, err)
 			}
-			d2, _, err := ix.Load(ctx, []DocNum{num}, true)
+			d2, _, err := ix.Load(ctx, []search.DocNum{num}, true)
 			if err != nil || d2[0].Text != "laminar flow" {
 				t.Fatalf("second load: %+v, %v", d2, err)
 			}
@@ -44,9 +46,9 @@ func TestLoadCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 3 { // move the oldest retained version past the delete: its record is purged
-				mustAdd(t, ix, Document{ID: fmt.Sprint("f", i), Text: "filler"})
+				mustAdd(t, ix, search.Document{ID: fmt.Sprint("f", i), Text: "filler"})
 			}
-			if _, _, err := ix.Load(ctx, []DocNum{num}, true); !errors.Is(err, ErrSnapshotGone) {
+			if _, _, err := ix.Load(ctx, []search.DocNum{num}, true); !errors.Is(err, search.ErrSnapshotGone) {
 				t.Fatalf("load of a purged document: err = %v", err)
 			}
 		})

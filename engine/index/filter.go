@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
@@ -109,10 +110,10 @@ type FieldReader interface {
 	// Exists returns the documents that have field (non-null).
 	Exists(field string) *Bitset
 	// DocNum returns the engine-wide document number of local ordinal i.
-	DocNum(i int) DocNum
+	DocNum(i int) search.DocNum
 	// Doc loads the stored document of local ordinal i (slow path for
 	// predicates no index answers).
-	Doc(i int) (*Document, error)
+	Doc(i int) (*search.Document, error)
 	// Err is non-nil once the search compiling the filter was cancelled
 	// or timed out: loops over documents or filter operands check it, so
 	// a cancelled search stops compiling within milliseconds.
@@ -132,7 +133,7 @@ type Filter interface {
 
 // DocFilter is the simplest Filter: a predicate on document numbers.
 type DocFilter interface {
-	Match(DocNum) bool
+	Match(search.DocNum) bool
 }
 
 // FilterFunc adapts a DocFilter (evaluated for every document of a segment).
@@ -175,7 +176,7 @@ func (e eqFilter) Compile(r FieldReader) (*Bitset, error) {
 		ms := timeMillis(v)
 		return r.Range(e.field, ms, ms, true, true), nil
 	}
-	f, ok := ToFloat(e.value)
+	f, ok := search.MetaNumber(e.value)
 	if !ok {
 		return nil, fmt.Errorf("index: filter on %q: unsupported value type %T", e.field, e.value)
 	}
@@ -234,9 +235,9 @@ func (c containsFilter) Compile(r FieldReader) (*Bitset, error) {
 
 // Predicate evaluates fn on every stored document of a segment. Slow; for
 // operators no metadata index answers.
-func Predicate(fn func(*Document) bool) Filter { return predFilter(fn) }
+func Predicate(fn func(*search.Document) bool) Filter { return predFilter(fn) }
 
-type predFilter func(*Document) bool
+type predFilter func(*search.Document) bool
 
 func (p predFilter) Compile(r FieldReader) (*Bitset, error) {
 	b := NewBitset(r.Len())
@@ -313,40 +314,12 @@ func (n notFilter) Compile(r FieldReader) (*Bitset, error) {
 	return b, nil
 }
 
-// ToFloat reads a metadata value as a number: any Go numeric type a
-// caller may have stored, or a json.Number. NaN and ±Inf pass through; a
-// caller that cannot store them checks.
-func ToFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case interface{ Float64() (float64, error) }: // json.Number
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
 // segFields implements FieldReader over one segment of a snapshot.
 type segFields struct {
 	ctx    context.Context // the search's; nil: never cancelled
 	seg    *segment
 	fields map[string]FieldType
-	load   func(seq uint64) (*Document, error)
+	load   func(seq uint64) (*search.Document, error)
 	err    error // first stored-document error of a fallback scan
 }
 
@@ -453,9 +426,9 @@ func (s *segFields) Range(field string, lo, hi float64, loInc, hiInc bool) *Bits
 	return b
 }
 
-func (s *segFields) DocNum(i int) DocNum { return DocNum(s.seg.seq(uint32(i))) }
+func (s *segFields) DocNum(i int) search.DocNum { return search.DocNum(s.seg.seq(uint32(i))) }
 
-func (s *segFields) Doc(i int) (*Document, error) { return s.load(s.seg.seq(uint32(i))) }
+func (s *segFields) Doc(i int) (*search.Document, error) { return s.load(s.seg.seq(uint32(i))) }
 
 // Metadata dictionary keys: a kind byte, the field, NUL, the value.
 func scalarKey(field, value string) string { return "s" + field + "\x00" + value }

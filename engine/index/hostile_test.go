@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
@@ -34,13 +35,13 @@ func wordsWith(prefix string, n int) string {
 // collection or another process.
 func TestQueryAnalysisIsLinear(t *testing.T) {
 	ix := openTest(t, "", Options{NoBackground: true})
-	mustAdd(t, ix, Document{ID: "a", Text: "w1 w2 w3"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "w1 w2 w3"})
 	// Fresh words for every run: the analyzer's stem cache would favour
 	// repeated ones.
 	run := func(prefix string, n int) time.Duration {
 		q := wordsWith(prefix, n)
 		start := cpuTime()
-		res, err := ix.Search(context.Background(), Query{Text: q, K: 3, SkipDocs: true})
+		res, err := ix.Search(context.Background(), search.Query{Text: q, K: 3, SkipDocs: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,11 +67,11 @@ func TestQueryAnalysisIsLinear(t *testing.T) {
 // A cancelled query stops during analysis instead of running to the end.
 func TestQueryAnalysisHonoursContext(t *testing.T) {
 	ix := openTest(t, "", Options{})
-	mustAdd(t, ix, Document{ID: "a", Text: "w1 w2 w3"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "w1 w2 w3"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	start := time.Now()
-	if _, err := ix.Search(ctx, Query{Text: hugeQuery(40000), K: 3}); !errors.Is(err, context.Canceled) {
+	if _, err := ix.Search(ctx, search.Query{Text: hugeQuery(40000), K: 3}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if d := time.Since(start); d > 250*time.Millisecond {
@@ -97,13 +98,13 @@ func TestCutPiece(t *testing.T) {
 
 func TestQueryMaxTerms(t *testing.T) {
 	ix := openTest(t, "", Options{})
-	mustAdd(t, ix, Document{ID: "a", Text: "w1 w2 w3"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "w1 w2 w3"})
 	for _, tc := range []struct {
 		words, max int
 		wantErr    bool
 	}{{10, 10, false}, {11, 10, true}, {5000, 0, false}} {
-		_, err := ix.Search(context.Background(), Query{Text: hugeQuery(tc.words) + " w1 w1", K: 3, MaxTerms: tc.max})
-		if got := errors.Is(err, ErrTooManyTerms); got != tc.wantErr {
+		_, err := ix.Search(context.Background(), search.Query{Text: hugeQuery(tc.words) + " w1 w1", K: 3, MaxTerms: tc.max})
+		if got := errors.Is(err, search.ErrTooManyTerms); got != tc.wantErr {
 			t.Errorf("%d words, max %d: err = %v", tc.words, tc.max, err)
 		}
 	}
@@ -115,7 +116,7 @@ func TestQueryMaxTerms(t *testing.T) {
 func TestOrphanSegmentsRefused(t *testing.T) {
 	dir := t.TempDir()
 	ix := openTest(t, dir, Options{NoBackground: true})
-	mustAdd(t, ix, Document{ID: "a", Text: "alpha"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "alpha"})
 	if err := ix.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -141,15 +142,15 @@ func TestOrphanSegmentsRefused(t *testing.T) {
 // (not indexed: equality on it reads the stored documents).
 func textFieldIndex(t *testing.T) *Index {
 	ix := openTest(t, "", Options{NoBackground: true, Fields: map[string]FieldType{"note": FieldText}})
-	docs := make([]Document, 2000)
+	docs := make([]search.Document, 2000)
 	for i := range docs {
-		docs[i] = Document{ID: "d" + strconv.Itoa(i), Text: "common words", Meta: map[string]any{"note": "n" + strconv.Itoa(i)}}
+		docs[i] = search.Document{ID: "d" + strconv.Itoa(i), Text: "common words", Meta: map[string]any{"note": "n" + strconv.Itoa(i)}}
 	}
 	mustAdd(t, ix, docs...)
 	return ix
 }
 
-func compileTree(t *testing.T, ix *Index, tree map[string]any) Filter {
+func compileTree(t *testing.T, ix *Index, tree map[string]any) search.Filter {
 	t.Helper()
 	n, err := filter.Validate(tree, map[string]string{"note": filter.TypeText}, nil)
 	if err != nil {
@@ -176,7 +177,7 @@ func TestFilterCompileHonoursContext(t *testing.T) {
 		for _, text := range []string{"common", ""} { // scored, and browsing
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			start := time.Now()
-			_, err := ix.Search(ctx, Query{Text: text, K: 10, Filter: f})
+			_, err := ix.Search(ctx, search.Query{Text: text, K: 10, Filter: f})
 			cancel()
 			d := time.Since(start)
 			t.Logf("query %q: a search with a 100 ms deadline returned after %v", text, d)
@@ -204,7 +205,7 @@ func TestTextFieldInListIsOnePass(t *testing.T) {
 	}{{"in", 2}, {"nin", 1998}} {
 		f := compileTree(t, ix, map[string]any{"field": "note", "op": tc.op, "value": vals})
 		start := time.Now()
-		res, err := ix.Search(context.Background(), Query{K: 3000, Filter: f, SkipDocs: true})
+		res, err := ix.Search(context.Background(), search.Query{K: 3000, Filter: f, SkipDocs: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // TestIdleMerge: once writes are quiet for Options.IdleMerge, Merge makes
@@ -32,7 +34,7 @@ func TestIdleMerge(t *testing.T) {
 			n := 0
 			for _, size := range tc.sizes {
 				for range size {
-					mustAdd(t, ix, Document{ID: fmt.Sprint("d", n), Text: fmt.Sprint("supersonic wings number ", n)})
+					mustAdd(t, ix, search.Document{ID: fmt.Sprint("d", n), Text: fmt.Sprint("supersonic wings number ", n)})
 					n++
 				}
 				if err := ix.Flush(ctx); err != nil {
@@ -40,8 +42,8 @@ func TestIdleMerge(t *testing.T) {
 				}
 			}
 			v := ix.Version()
-			q := Query{Text: "supersonic wings", K: 50}
-			before := hitScores(search(t, ix, q))
+			q := search.Query{Text: "supersonic wings", K: 50}
+			before := hitScores(mustSearch(t, ix, q))
 			if err := ix.Merge(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +54,7 @@ func TestIdleMerge(t *testing.T) {
 			if st := ix.Stats(); st.Segments != want || st.Docs != n {
 				t.Fatalf("segments %d docs %d, want %d and %d", st.Segments, st.Docs, want, n)
 			}
-			if got := hitScores(search(t, ix, q)); ix.Version() != v || !slices.Equal(got, before) {
+			if got := hitScores(mustSearch(t, ix, q)); ix.Version() != v || !slices.Equal(got, before) {
 				t.Fatalf("version %s → %s, hits %q → %q", v, ix.Version(), before, got)
 			}
 		})

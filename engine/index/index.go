@@ -68,32 +68,13 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
 	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/internal/outcome"
 )
 
-// Document is an indexable document or chunk (see package store).
-type Document = store.Document
-
-// Source and ChunkRef describe a document's origin and chunk lineage;
-// Facts are what the index derives from a document when it writes it.
-type (
-	Source   = store.Source
-	ChunkRef = store.ChunkRef
-	Facts    = store.Facts
-)
-
-// DocNum is an engine-wide document number: unique per stored version of a
-// document (an upsert gets a new one), stable across merges and restarts.
-type DocNum uint64
-
 var (
-	// ErrSnapshotGone means a pinned version is no longer retained (or was
-	// never served by this index).
-	ErrSnapshotGone = errors.New("index: snapshot no longer available")
-	// ErrBadVersion means a version string is malformed.
-	ErrBadVersion = errors.New("index: malformed version")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("index: closed")
 	// ErrAnalyzerMismatch means the index was built with another analysis chain.
@@ -184,6 +165,13 @@ func (o *Options) fill() {
 		o.DocCacheBytes = DefaultDocCacheBytes
 	}
 }
+
+// The embedded index is the engine's default backend (search.Backend) and
+// prepares its adds outside the engine's write lock (search.Preparer).
+var (
+	_ search.Backend  = (*Index)(nil)
+	_ search.Preparer = (*Index)(nil)
+)
 
 // Index is an open index directory. Safe for concurrent use.
 type Index struct {
@@ -551,7 +539,7 @@ func (ix *Index) replay(ctx context.Context, flushedSeq uint64, views []segView)
 		return nil
 	}
 	err := ix.st.View(func(tx *store.ReadTx) error {
-		return tx.ForEachDocFrom(flushedSeq+1, func(seq uint64, d *Document) error {
+		return tx.ForEachDocFrom(flushedSeq+1, func(seq uint64, d *search.Document) error {
 			if s, ok := tx.LookupID(d.ID); !ok || s != seq {
 				return nil // killed (replaced or deleted)
 			}
@@ -724,10 +712,10 @@ func (ix *Index) snapshotFor(version string) (*snapshot, error) {
 	epoch, num, ok := strings.Cut(version, ".")
 	v, err := strconv.ParseUint(num, 10, 64)
 	if !ok || err != nil || epoch == "" {
-		return nil, fmt.Errorf("%w: %q", ErrBadVersion, version)
+		return nil, fmt.Errorf("%w: %q", search.ErrBadVersion, version)
 	}
 	if epoch != ix.epoch {
-		return nil, fmt.Errorf("%w: %q belongs to another index", ErrSnapshotGone, version)
+		return nil, fmt.Errorf("%w: %q belongs to another index", search.ErrSnapshotGone, version)
 	}
 	ix.rmu.Lock()
 	defer ix.rmu.Unlock()
@@ -736,7 +724,7 @@ func (ix *Index) snapshotFor(version string) (*snapshot, error) {
 	if i < len(ix.retained) && ix.retained[i].version == v {
 		return ix.retained[i], nil
 	}
-	return nil, fmt.Errorf("%w: %s", ErrSnapshotGone, version)
+	return nil, fmt.Errorf("%w: %s", search.ErrSnapshotGone, version)
 }
 
 // Analyzer returns the analysis chain used for documents and queries.
@@ -753,7 +741,7 @@ var errNoChange = errors.New("no change")
 // one. Chunk documents (Chunk set) added together replace the previous
 // chunks of their parent that are not in the batch. Add returns after the
 // change is durable and visible to the next Search.
-func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
+func (ix *Index) Add(ctx context.Context, docs []search.Document) ([]string, error) {
 	b, err := ix.Prepare(ctx, docs)
 	if err != nil {
 		return nil, err
@@ -763,7 +751,7 @@ func (ix *Index) Add(ctx context.Context, docs []Document) ([]string, error) {
 
 // Batch is documents validated and analysed for Commit.
 type Batch struct {
-	docs   []Document
+	docs   []search.Document
 	inputs []*docInput
 	names  []string // SetNames
 }
@@ -779,7 +767,7 @@ func (b *Batch) SetNames(names []string) { b.names = names }
 // taking any lock, so that a caller can do it before entering its own
 // write path: a large add then does not delay small ones while it is
 // analysed. It checks ctx as it goes.
-func (ix *Index) Prepare(ctx context.Context, docs []Document) (*Batch, error) {
+func (ix *Index) Prepare(ctx context.Context, docs []search.Document) (search.Batch, error) {
 	for i := range docs {
 		if err := validateDoc(&docs[i]); err != nil {
 			return nil, err
@@ -792,20 +780,31 @@ func (ix *Index) Prepare(ctx context.Context, docs []Document) (*Batch, error) {
 	return &Batch{docs: docs, inputs: inputs}, nil
 }
 
-// JoinBatches returns one batch holding bs in order, for a caller that
-// commits several prepared adds at once (group commit: one store
-// transaction and one segment for all of them). The batches must not share
-// ids: within one batch a later document replaces an earlier one.
-func JoinBatches(bs ...*Batch) *Batch {
+// JoinBatches returns one batch holding bs (batches of this index's
+// Prepare) in order, for a caller that commits several prepared adds at
+// once (group commit: one store transaction and one segment for all of
+// them). The batches must not share ids: within one batch a later document
+// replaces an earlier one.
+func (ix *Index) JoinBatches(bs ...search.Batch) search.Batch {
 	if len(bs) == 1 {
 		return bs[0]
 	}
 	out := &Batch{}
-	for _, b := range bs {
+	for _, sb := range bs {
+		b := sb.(*Batch)
 		out.docs = append(out.docs, b.docs...)
 		out.inputs = append(out.inputs, b.inputs...)
 	}
 	return out
+}
+
+// batch is sb as this index prepared it.
+func batch(sb search.Batch) (*Batch, error) {
+	b, ok := sb.(*Batch)
+	if !ok {
+		return nil, fmt.Errorf("index: batch %T was not prepared by an index", sb)
+	}
+	return b, nil
 }
 
 // Unchanged reports whether committing b would change nothing: every
@@ -814,12 +813,16 @@ func JoinBatches(bs ...*Batch) *Batch {
 // replaces its parent's other chunks). It reads the current snapshot of
 // the store and takes no lock: a caller that answers a write from it must
 // itself exclude concurrent writes to those ids.
-func (ix *Index) Unchanged(b *Batch) (bool, error) {
+func (ix *Index) Unchanged(sb search.Batch) (bool, error) {
 	if ix.closed.Load() {
 		return false, ErrClosed
 	}
+	b, err := batch(sb)
+	if err != nil {
+		return false, err
+	}
 	same := true
-	err := ix.st.View(func(tx *store.ReadTx) error {
+	err = ix.st.View(func(tx *store.ReadTx) error {
 		for i := range b.docs {
 			d := &b.docs[i]
 			if d.ID == "" || d.Chunk != nil || b.inputs[i].enc == nil {
@@ -845,7 +848,11 @@ func (ix *Index) Unchanged(b *Batch) (bool, error) {
 }
 
 // Commit writes a prepared batch: Add after Prepare.
-func (ix *Index) Commit(ctx context.Context, b *Batch) ([]string, error) {
+func (ix *Index) Commit(ctx context.Context, sb search.Batch) ([]string, error) {
+	b, err := batch(sb)
+	if err != nil {
+		return nil, err
+	}
 	docs, inputs := b.docs, b.inputs
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
@@ -858,7 +865,7 @@ func (ix *Index) Commit(ctx context.Context, b *Batch) ([]string, error) {
 	var added []*docInput
 	var kills, purged []uint64
 	oldest := ix.oldestRetained()
-	err := ix.st.Update(ctx, func(tx *store.Tx) error {
+	err = ix.st.Update(ctx, func(tx *store.Tx) error {
 		added, kills = added[:0], kills[:0]
 		m = ix.man
 		inBatch := map[string]bool{}
@@ -1049,36 +1056,10 @@ func applyKills(segs []segView, kills []uint64) {
 	}
 }
 
-// Stats describes the current state.
-type Stats struct {
-	Version          string
-	Docs             int          // live documents
-	Deleted          int          // deleted documents still occupying segments
-	Segments         int          // all segments
-	MemSegments      int          // segments not yet flushed to disk
-	SegmentBytes     int64        // bytes of segment images
-	PositionBytes    int64        // of which positions (for phrase queries)
-	SegmentParts     SegmentParts // SegmentBytes by what they hold
-	Terms            int          // sum of per-segment dictionary sizes
-	RetainedVersions int
-}
-
-// SegmentParts splits segment bytes by what they hold, summed over
-// segments.
-type SegmentParts struct {
-	Documents int64 // sequence numbers, field lengths, ids
-	Terms     int64 // the term dictionary
-	Postings  int64
-	Positions int64 // for phrase queries
-	Keywords  int64 // metadata keyword dictionary and doc lists
-	Numbers   int64 // numeric metadata columns
-	Framing   int64 // header, section table, footer
-}
-
 // Stats returns statistics of the current snapshot.
-func (ix *Index) Stats() Stats {
+func (ix *Index) Stats() search.Stats {
 	s := ix.cur.Load()
-	st := Stats{Version: s.str, Docs: s.live, Segments: len(s.segs)}
+	st := search.Stats{Version: s.str, Docs: s.live, Segments: len(s.segs)}
 	for _, v := range s.segs {
 		st.Deleted += v.ndel
 		st.SegmentBytes += int64(len(v.seg.data))
@@ -1096,11 +1077,11 @@ func (ix *Index) Stats() Stats {
 }
 
 // Get returns the live stored document with id, or nil.
-func (ix *Index) Get(ctx context.Context, id string) (*Document, error) {
+func (ix *Index) Get(ctx context.Context, id string) (*search.Document, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var d *Document
+	var d *search.Document
 	err := ix.st.View(func(tx *store.ReadTx) error {
 		seq, ok := tx.LookupID(id)
 		if !ok {

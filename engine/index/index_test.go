@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -35,7 +36,7 @@ func openTest(t testing.TB, dir string, opts Options) *Index {
 	return ix
 }
 
-func mustAdd(t testing.TB, ix *Index, docs ...Document) []string {
+func mustAdd(t testing.TB, ix *Index, docs ...search.Document) []string {
 	t.Helper()
 	ids, err := ix.Add(context.Background(), docs)
 	if err != nil {
@@ -44,7 +45,7 @@ func mustAdd(t testing.TB, ix *Index, docs ...Document) []string {
 	return ids
 }
 
-func search(t testing.TB, ix *Index, q Query) *Result {
+func mustSearch(t testing.TB, ix *Index, q search.Query) *search.Result {
 	t.Helper()
 	res, err := ix.Search(context.Background(), q)
 	if err != nil {
@@ -53,7 +54,7 @@ func search(t testing.TB, ix *Index, q Query) *Result {
 	return res
 }
 
-func hitIDs(r *Result) []string {
+func hitIDs(r *search.Result) []string {
 	out := make([]string, len(r.Hits))
 	for i, h := range r.Hits {
 		out[i] = h.ID
@@ -64,15 +65,15 @@ func hitIDs(r *Result) []string {
 func TestAddSearch(t *testing.T) {
 	ix := openTest(t, "", Options{NoBackground: true})
 	ids := mustAdd(t, ix,
-		Document{ID: "b", Title: "Supersonic flow", Text: "shock waves in supersonic flow over wings"},
-		Document{ID: "a", Title: "Heat transfer", Text: "heat transfer in laminar boundary layers"},
-		Document{ID: "c", Text: "the boundary layer of a flat plate"},
-		Document{Text: "no id given: the engine mints one"},
+		search.Document{ID: "b", Title: "Supersonic flow", Text: "shock waves in supersonic flow over wings"},
+		search.Document{ID: "a", Title: "Heat transfer", Text: "heat transfer in laminar boundary layers"},
+		search.Document{ID: "c", Text: "the boundary layer of a flat plate"},
+		search.Document{Text: "no id given: the engine mints one"},
 	)
 	if ids[0] != "b" || ids[1] != "a" || ids[2] != "c" || ids[3] == "" {
 		t.Fatalf("ids = %q", ids)
 	}
-	res := search(t, ix, Query{Text: "boundary layer", K: 10, Highlight: true})
+	res := mustSearch(t, ix, search.Query{Text: "boundary layer", K: 10, Highlight: true})
 	if got := hitIDs(res); !slices.Equal(got, []string{"c", "a"}) {
 		t.Fatalf("hits %q", got)
 	}
@@ -87,10 +88,10 @@ func TestAddSearch(t *testing.T) {
 	if len(res.Hits[0].Matches) != 2 || res.Version != ix.Version() {
 		t.Fatalf("matches %+v version %s/%s", res.Hits[0].Matches, res.Version, ix.Version())
 	}
-	if got := hitIDs(search(t, ix, Query{Text: "minted"})); len(got) != 1 || got[0] != ids[3] {
+	if got := hitIDs(mustSearch(t, ix, search.Query{Text: "minted"})); len(got) != 1 || got[0] != ids[3] {
 		t.Fatalf("minted id search %q", got)
 	}
-	if r := search(t, ix, Query{Text: "the of a"}); len(r.Hits) != 0 {
+	if r := mustSearch(t, ix, search.Query{Text: "the of a"}); len(r.Hits) != 0 {
 		t.Fatalf("stop-word query matched %q", hitIDs(r))
 	}
 	if st := ix.Stats(); st.Docs != 4 || st.Segments != 1 {
@@ -101,11 +102,11 @@ func TestAddSearch(t *testing.T) {
 func TestTiesBrokenByID(t *testing.T) {
 	ix := openTest(t, "", Options{NoBackground: true})
 	for _, id := range []string{"m", "z", "a", "k"} {
-		mustAdd(t, ix, Document{ID: id, Text: "identical text about turbulence"})
+		mustAdd(t, ix, search.Document{ID: id, Text: "identical text about turbulence"})
 	}
-	mustAdd(t, ix, Document{ID: "0", Text: "other"})
+	mustAdd(t, ix, search.Document{ID: "0", Text: "other"})
 	for k := 1; k <= 4; k++ {
-		got := hitIDs(search(t, ix, Query{Text: "turbulence", K: k}))
+		got := hitIDs(mustSearch(t, ix, search.Query{Text: "turbulence", K: k}))
 		if want := []string{"a", "k", "m", "z"}[:k]; !slices.Equal(got, want) {
 			t.Fatalf("k=%d: %q, want %q", k, got, want)
 		}
@@ -115,7 +116,7 @@ func TestTiesBrokenByID(t *testing.T) {
 func TestUpsertAndIdempotentAdd(t *testing.T) {
 	ctx := context.Background()
 	ix := openTest(t, "", Options{NoBackground: true})
-	d := Document{ID: "x", Title: "Wing", Text: "flutter of a swept wing", Meta: map[string]any{"year": 1962, "tags": []any{"a", "b"}}}
+	d := search.Document{ID: "x", Title: "Wing", Text: "flutter of a swept wing", Meta: map[string]any{"year": 1962, "tags": []any{"a", "b"}}}
 	mustAdd(t, ix, d)
 	v1 := ix.Version()
 	mustAdd(t, ix, d) // identical: observationally a no-op
@@ -127,10 +128,10 @@ func TestUpsertAndIdempotentAdd(t *testing.T) {
 	if ix.Version() == v1 || ix.Stats().Docs != 1 {
 		t.Fatalf("upsert: %+v", ix.Stats())
 	}
-	if r := search(t, ix, Query{Text: "flutter"}); len(r.Hits) != 0 {
+	if r := mustSearch(t, ix, search.Query{Text: "flutter"}); len(r.Hits) != 0 {
 		t.Fatalf("old version still found: %q", hitIDs(r))
 	}
-	if r := search(t, ix, Query{Text: "buckling"}); !slices.Equal(hitIDs(r), []string{"x"}) {
+	if r := mustSearch(t, ix, search.Query{Text: "buckling"}); !slices.Equal(hitIDs(r), []string{"x"}) {
 		t.Fatalf("new version not found: %q", hitIDs(r))
 	}
 	got, err := ix.Get(ctx, "x")
@@ -138,11 +139,11 @@ func TestUpsertAndIdempotentAdd(t *testing.T) {
 		t.Fatalf("Get = %+v, %v", got, err)
 	}
 	// Duplicate ids inside one batch: the last wins.
-	mustAdd(t, ix, Document{ID: "y", Text: "first"}, Document{ID: "y", Text: "second"})
-	if r := search(t, ix, Query{Text: "first"}); len(r.Hits) != 0 {
+	mustAdd(t, ix, search.Document{ID: "y", Text: "first"}, search.Document{ID: "y", Text: "second"})
+	if r := mustSearch(t, ix, search.Query{Text: "first"}); len(r.Hits) != 0 {
 		t.Fatalf("in-batch duplicate kept: %q", hitIDs(r))
 	}
-	if r := search(t, ix, Query{Text: "second"}); len(r.Hits) != 1 {
+	if r := mustSearch(t, ix, search.Query{Text: "second"}); len(r.Hits) != 1 {
 		t.Fatalf("in-batch last copy missing")
 	}
 }
@@ -150,7 +151,7 @@ func TestUpsertAndIdempotentAdd(t *testing.T) {
 func TestDelete(t *testing.T) {
 	ctx := context.Background()
 	ix := openTest(t, "", Options{NoBackground: true})
-	mustAdd(t, ix, Document{ID: "a", Text: "alpha"}, Document{ID: "b", Text: "alpha beta"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "alpha"}, search.Document{ID: "b", Text: "alpha beta"})
 	tests := []struct {
 		ids  []string
 		want int
@@ -166,7 +167,7 @@ func TestDelete(t *testing.T) {
 			t.Fatalf("Delete(%q) = %d, %v; want %d", tt.ids, n, err, tt.want)
 		}
 	}
-	if r := search(t, ix, Query{Text: "alpha"}); len(r.Hits) != 0 {
+	if r := mustSearch(t, ix, search.Query{Text: "alpha"}); len(r.Hits) != 0 {
 		t.Fatalf("deleted docs found: %q", hitIDs(r))
 	}
 	if st := ix.Stats(); st.Docs != 0 {
@@ -177,23 +178,23 @@ func TestDelete(t *testing.T) {
 func TestChunks(t *testing.T) {
 	ctx := context.Background()
 	ix := openTest(t, "", Options{NoBackground: true})
-	chunk := func(parent string, i int, text string) Document {
-		return Document{ID: fmt.Sprintf("%s#%d", parent, i), Text: text, Chunk: &ChunkRef{DocID: parent, Index: i, Start: 10 * i, End: 10*i + len(text)}}
+	chunk := func(parent string, i int, text string) search.Document {
+		return search.Document{ID: fmt.Sprintf("%s#%d", parent, i), Text: text, Chunk: &search.ChunkRef{DocID: parent, Index: i, Start: 10 * i, End: 10*i + len(text)}}
 	}
 	mustAdd(t, ix, chunk("P", 0, "rotor blades"), chunk("P", 1, "helicopter rotor noise"), chunk("P", 2, "rotor wake"), chunk("Q", 0, "rotor hub"))
-	r := search(t, ix, Query{Text: "rotor", K: 10, Filter: Eq(ParentField, "P")})
+	r := mustSearch(t, ix, search.Query{Text: "rotor", K: 10, Filter: Eq(ParentField, "P")})
 	if len(r.Hits) != 3 || r.Hits[0].Doc.Chunk == nil || r.Hits[0].Doc.Chunk.DocID != "P" {
 		t.Fatalf("chunk filter: %q", hitIDs(r))
 	}
 	// Re-chunking P into two chunks drops the stale third one.
 	mustAdd(t, ix, chunk("P", 0, "rotor blades"), chunk("P", 1, "helicopter rotor noise and vibration"))
-	if got := hitIDs(search(t, ix, Query{Text: "wake"})); len(got) != 0 {
+	if got := hitIDs(mustSearch(t, ix, search.Query{Text: "wake"})); len(got) != 0 {
 		t.Fatalf("stale chunk still found: %q", got)
 	}
 	if n, err := ix.Delete(ctx, []string{"P"}); err != nil || n != 1 {
 		t.Fatalf("Delete(P) = %d, %v", n, err)
 	}
-	if got := hitIDs(search(t, ix, Query{Text: "rotor"})); !slices.Equal(got, []string{"Q#0"}) {
+	if got := hitIDs(mustSearch(t, ix, search.Query{Text: "rotor"})); !slices.Equal(got, []string{"Q#0"}) {
 		t.Fatalf("after parent delete: %q", got)
 	}
 }
@@ -201,9 +202,9 @@ func TestChunks(t *testing.T) {
 func TestSnapshots(t *testing.T) {
 	ctx := context.Background()
 	ix := openTest(t, "", Options{NoBackground: true, RetainVersions: 3})
-	mustAdd(t, ix, Document{ID: "a", Text: "laminar flow"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "laminar flow"})
 	v1 := ix.Version()
-	mustAdd(t, ix, Document{ID: "a", Text: "turbulent flow"}, Document{ID: "b", Text: "laminar jets"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "turbulent flow"}, search.Document{ID: "b", Text: "laminar jets"})
 	if _, err := ix.Delete(ctx, []string{"b"}); err != nil {
 		t.Fatal(err)
 	}
@@ -211,25 +212,25 @@ func TestSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Pinned: the old state, old stored text included.
-	r := search(t, ix, Query{Text: "laminar", Version: v1})
+	r := mustSearch(t, ix, search.Query{Text: "laminar", Version: v1})
 	if r.Version != v1 || !slices.Equal(hitIDs(r), []string{"a"}) || r.Hits[0].Doc.Text != "laminar flow" {
 		t.Fatalf("pinned search: %+v", r)
 	}
-	if got := hitIDs(search(t, ix, Query{Text: "laminar"})); len(got) != 0 {
+	if got := hitIDs(mustSearch(t, ix, search.Query{Text: "laminar"})); len(got) != 0 {
 		t.Fatalf("current search sees old state: %q", got)
 	}
 	for i := 0; i < 4; i++ {
-		mustAdd(t, ix, Document{ID: fmt.Sprint("n", i), Text: "filler"})
+		mustAdd(t, ix, search.Document{ID: fmt.Sprint("n", i), Text: "filler"})
 	}
-	if _, err := ix.Search(ctx, Query{Text: "laminar", Version: v1}); !errors.Is(err, ErrSnapshotGone) {
+	if _, err := ix.Search(ctx, search.Query{Text: "laminar", Version: v1}); !errors.Is(err, search.ErrSnapshotGone) {
 		t.Fatalf("expired pin: err = %v", err)
 	}
 	for _, bad := range []string{"garbage", "x.y", "."} {
-		if _, err := ix.Search(ctx, Query{Text: "flow", Version: bad}); !errors.Is(err, ErrBadVersion) {
+		if _, err := ix.Search(ctx, search.Query{Text: "flow", Version: bad}); !errors.Is(err, search.ErrBadVersion) {
 			t.Fatalf("version %q: err = %v", bad, err)
 		}
 	}
-	if _, err := ix.Search(ctx, Query{Text: "flow", Version: "ffffffff.1"}); !errors.Is(err, ErrSnapshotGone) {
+	if _, err := ix.Search(ctx, search.Query{Text: "flow", Version: "ffffffff.1"}); !errors.Is(err, search.ErrSnapshotGone) {
 		t.Fatalf("foreign version: err = %v", err)
 	}
 }
@@ -242,7 +243,7 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 10; i++ {
-		mustAdd(t, ix, Document{ID: fmt.Sprint(i), Text: fmt.Sprintf("document number %d about wings", i), Meta: map[string]any{"n": i}})
+		mustAdd(t, ix, search.Document{ID: fmt.Sprint(i), Text: fmt.Sprintf("document number %d about wings", i), Meta: map[string]any{"n": i}})
 		if i%3 == 2 {
 			if err := ix.Flush(ctx); err != nil {
 				t.Fatal(err)
@@ -252,7 +253,7 @@ func TestReopen(t *testing.T) {
 	if _, err := ix.Delete(ctx, []string{"1", "7"}); err != nil {
 		t.Fatal(err)
 	}
-	before := search(t, ix, Query{Text: "wings", K: 20, Filter: Gte("n", 3)})
+	before := mustSearch(t, ix, search.Query{Text: "wings", K: 20, Filter: Gte("n", 3)})
 	v := ix.Version()
 	// Simulate a crash: drop the Index without Close (the store lock is
 	// released by closing the bbolt file directly).
@@ -260,11 +261,11 @@ func TestReopen(t *testing.T) {
 	ix.st.Close()
 
 	ix2 := openTest(t, dir, Options{NoBackground: true, MergeFactor: 2})
-	after := search(t, ix2, Query{Text: "wings", K: 20, Filter: Gte("n", 3)})
+	after := mustSearch(t, ix2, search.Query{Text: "wings", K: 20, Filter: Gte("n", 3)})
 	if !slices.Equal(hitIDs(before), hitIDs(after)) {
 		t.Fatalf("after reopen %q, before %q", hitIDs(after), hitIDs(before))
 	}
-	if _, err := ix2.Search(ctx, Query{Text: "wings", Version: v}); !errors.Is(err, ErrSnapshotGone) {
+	if _, err := ix2.Search(ctx, search.Query{Text: "wings", Version: v}); !errors.Is(err, search.ErrSnapshotGone) {
 		t.Fatalf("pre-restart version: %v", err)
 	}
 	if err := ix2.Merge(ctx); err != nil {
@@ -273,7 +274,7 @@ func TestReopen(t *testing.T) {
 	if st := ix2.Stats(); st.Docs != 8 || st.Segments > 3 {
 		t.Fatalf("stats after merge %+v", st)
 	}
-	if got := hitIDs(search(t, ix2, Query{Text: "wings", K: 20, Filter: Gte("n", 3)})); !slices.Equal(got, hitIDs(before)) {
+	if got := hitIDs(mustSearch(t, ix2, search.Query{Text: "wings", K: 20, Filter: Gte("n", 3)})); !slices.Equal(got, hitIDs(before)) {
 		t.Fatalf("after merge %q", got)
 	}
 	if err := ix2.Close(); err != nil {
@@ -292,7 +293,7 @@ func TestCorruptSegmentDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAdd(t, ix, Document{ID: "a", Text: "some text to flush"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "some text to flush"})
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +308,7 @@ func TestCorruptSegmentDetected(t *testing.T) {
 func TestFilters(t *testing.T) {
 	ctx := context.Background()
 	ix := openTest(t, "", Options{NoBackground: true, Fields: map[string]FieldType{"published": FieldDate, "code": FieldKeyword}})
-	docs := []Document{
+	docs := []search.Document{
 		{ID: "1", Text: "jet engine", Meta: map[string]any{"lang": "en", "year": 1999, "open": true, "tags": []any{"aero", "engine"}, "published": "2020-01-02T00:00:00Z", "code": 7, "author": map[string]any{"name": "Ada"}}},
 		{ID: "2", Text: "jet noise", Meta: map[string]any{"lang": "de", "year": 2005, "open": false, "tags": []any{"acoustics"}, "published": "2023-06-01T12:00:00Z"}},
 		{ID: "3", Text: "jet stream", Meta: map[string]any{"lang": "en", "year": 2021.5, "summary": "about the atmosphere"}},
@@ -342,7 +343,7 @@ func TestFilters(t *testing.T) {
 	}
 	check := func(stage string) {
 		for _, tt := range tests {
-			got := hitIDs(search(t, ix, Query{Text: "jet", K: 10, Filter: tt.f}))
+			got := hitIDs(mustSearch(t, ix, search.Query{Text: "jet", K: 10, Filter: tt.f}))
 			slices.Sort(got)
 			if !slices.Equal(got, tt.want) && len(got)+len(tt.want) > 0 {
 				t.Errorf("%s %s: got %q, want %q", stage, tt.name, got, tt.want)
@@ -358,14 +359,14 @@ func TestFilters(t *testing.T) {
 
 type docNumIs struct{}
 
-func (docNumIs) Match(n DocNum) bool { return n%2 == 0 }
+func (docNumIs) Match(n search.DocNum) bool { return n%2 == 0 }
 
 // randomCorpus generates a deterministic corpus over a Zipf vocabulary.
-func randomCorpus(seed uint64, n int) []Document {
+func randomCorpus(seed uint64, n int) []search.Document {
 	r := rand.New(rand.NewPCG(seed, 1))
 	z := rand.NewZipf(r, 1.1, 2, 5000)
 	word := func() string { return fmt.Sprintf("w%d", z.Uint64()) }
-	docs := make([]Document, n)
+	docs := make([]search.Document, n)
 	for i := range docs {
 		var title, body []string
 		for range 1 + r.IntN(6) {
@@ -374,7 +375,7 @@ func randomCorpus(seed uint64, n int) []Document {
 		for range 5 + r.IntN(120) {
 			body = append(body, word())
 		}
-		docs[i] = Document{ID: fmt.Sprintf("d%06d", i), Title: strings.Join(title, " "), Text: strings.Join(body, " "),
+		docs[i] = search.Document{ID: fmt.Sprintf("d%06d", i), Title: strings.Join(title, " "), Text: strings.Join(body, " "),
 			Meta: map[string]any{"bucket": fmt.Sprint(i % 7), "n": i}}
 	}
 	return docs
@@ -477,7 +478,7 @@ func TestPruningMatchesExhaustive(t *testing.T) {
 			if q%5 == 0 {
 				filt = Eq("bucket", "3")
 			}
-			got := search(t, ix, Query{Text: text, K: k, Filter: filt, SkipDocs: true})
+			got := mustSearch(t, ix, search.Query{Text: text, K: k, Filter: filt, SkipDocs: true})
 			want := exhaustive(ix, text, k, filt)
 			if len(got.Hits) != len(want) {
 				t.Fatalf("%s %q k=%d: %d hits, want %d", stage, text, k, len(got.Hits), len(want))
@@ -514,7 +515,7 @@ func TestConcurrentReadersDuringWrites(t *testing.T) {
 					return
 				default:
 				}
-				res, err := ix.Search(ctx, Query{Text: "w2 w3 w17", K: 10})
+				res, err := ix.Search(ctx, search.Query{Text: "w2 w3 w17", K: 10})
 				if err != nil {
 					errs <- err
 					return
@@ -523,8 +524,8 @@ func TestConcurrentReadersDuringWrites(t *testing.T) {
 				// hits — or, when a starved reader fell more than
 				// RetainVersions behind the writer, refuses it (§7.7.1):
 				// never a different snapshot.
-				res2, err := ix.Search(ctx, Query{Text: "w2 w3 w17", K: 10, Version: res.Version})
-				if errors.Is(err, ErrSnapshotGone) {
+				res2, err := ix.Search(ctx, search.Query{Text: "w2 w3 w17", K: 10, Version: res.Version})
+				if errors.Is(err, search.ErrSnapshotGone) {
 					continue
 				}
 				if err != nil {
@@ -565,38 +566,38 @@ var testAnalyzer = analysis.Default()
 func TestContextAndRetention(t *testing.T) {
 	const retain = time.Second
 	ix := openTest(t, "", Options{NoBackground: true, RetainFor: retain})
-	mustAdd(t, ix, Document{ID: "a", Text: "shock tube"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "shock tube"})
 	v := ix.Version()
 	time.Sleep(retain + 200*time.Millisecond) // v has been current longer than RetainFor
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := ix.Add(ctx, []Document{{ID: "b", Text: "never"}}); !errors.Is(err, context.Canceled) {
+	if _, err := ix.Add(ctx, []search.Document{{ID: "b", Text: "never"}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Add with canceled ctx: %v", err)
 	}
-	if _, err := ix.Search(ctx, Query{Text: "shock"}); !errors.Is(err, context.Canceled) {
+	if _, err := ix.Search(ctx, search.Query{Text: "shock"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Search with canceled ctx: %v", err)
 	}
 	if d, _ := ix.Get(context.Background(), "b"); d != nil {
 		t.Fatal("canceled Add left a document")
 	}
-	mustAdd(t, ix, Document{ID: "c", Text: "shock wave"})
-	if r := search(t, ix, Query{Text: "shock", Version: v}); len(r.Hits) != 1 {
+	mustAdd(t, ix, search.Document{ID: "c", Text: "shock wave"})
+	if r := mustSearch(t, ix, search.Query{Text: "shock", Version: v}); len(r.Hits) != 1 {
 		t.Fatalf("pin of the version just replaced: %q", hitIDs(r))
 	}
 	time.Sleep(retain + 200*time.Millisecond)
-	mustAdd(t, ix, Document{ID: "d", Text: "expansion fan"})
-	if _, err := ix.Search(context.Background(), Query{Text: "shock", Version: v}); !errors.Is(err, ErrSnapshotGone) {
+	mustAdd(t, ix, search.Document{ID: "d", Text: "expansion fan"})
+	if _, err := ix.Search(context.Background(), search.Query{Text: "shock", Version: v}); !errors.Is(err, search.ErrSnapshotGone) {
 		t.Fatalf("pin older than RetainFor: %v", err)
 	}
 	// The current version is always servable, however old.
 	time.Sleep(retain + 200*time.Millisecond)
-	if _, err := ix.Search(context.Background(), Query{Text: "shock", Version: ix.Version()}); err != nil {
+	if _, err := ix.Search(context.Background(), search.Query{Text: "shock", Version: ix.Version()}); err != nil {
 		t.Fatalf("current version pinned: %v", err)
 	}
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ix.Search(context.Background(), Query{Text: "shock"}); !errors.Is(err, ErrClosed) {
+	if _, err := ix.Search(context.Background(), search.Query{Text: "shock"}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("search after close: %v", err)
 	}
 }
@@ -604,29 +605,36 @@ func TestContextAndRetention(t *testing.T) {
 func TestBrowseAndBM25Override(t *testing.T) {
 	ix := openTest(t, "", Options{NoBackground: true})
 	mustAdd(t, ix,
-		Document{ID: "c", Title: "flutter", Text: "wing", Meta: map[string]any{"k": "x"}},
-		Document{ID: "a", Text: "flutter flutter wing", Meta: map[string]any{"k": "x"}},
-		Document{ID: "b", Text: "other", Meta: map[string]any{"k": "y"}},
+		search.Document{ID: "c", Title: "flutter", Text: "wing", Meta: map[string]any{"k": "x"}},
+		search.Document{ID: "a", Text: "flutter flutter wing", Meta: map[string]any{"k": "x"}},
+		search.Document{ID: "b", Text: "other", Meta: map[string]any{"k": "y"}},
 	)
-	if got := hitIDs(search(t, ix, Query{Filter: Eq("k", "x"), K: 5})); !slices.Equal(got, []string{"a", "c"}) {
+	if got := hitIDs(mustSearch(t, ix, search.Query{Filter: Eq("k", "x"), K: 5})); !slices.Equal(got, []string{"a", "c"}) {
 		t.Fatalf("browse: %q", got)
 	}
-	if r := search(t, ix, Query{Text: "the", Filter: Eq("k", "x")}); len(r.Hits) != 0 {
+	if r := mustSearch(t, ix, search.Query{Text: "the", Filter: Eq("k", "x")}); len(r.Hits) != 0 {
 		t.Fatalf("stop-word query browsed: %q", hitIDs(r))
 	}
 	// Title weight decides between a title match and a doubled body match.
 	titleHeavy := BM25{K1: 1.2, Title: FieldParams{Weight: 10, B: 0.75}, Body: FieldParams{Weight: 1, B: 0.75}}
 	bodyOnly := BM25{K1: 1.2, Title: FieldParams{Weight: 0, B: 0.75}, Body: FieldParams{Weight: 1, B: 0.75}}
-	if got := hitIDs(search(t, ix, Query{Text: "flutter", BM25: &titleHeavy})); got[0] != "c" {
+	withBM25 := func(p BM25) []string {
+		r, err := ix.searchBM25(context.Background(), search.Query{Text: "flutter"}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hitIDs(r)
+	}
+	if got := withBM25(titleHeavy); got[0] != "c" {
 		t.Fatalf("title-heavy: %q", got)
 	}
-	if got := hitIDs(search(t, ix, Query{Text: "flutter", BM25: &bodyOnly})); !slices.Equal(got, []string{"a"}) {
+	if got := withBM25(bodyOnly); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("body-only: %q", got)
 	}
 }
 
 // hitScores is the ranked list of r as "id:score" strings.
-func hitScores(r *Result) []string {
+func hitScores(r *search.Result) []string {
 	out := make([]string, len(r.Hits))
 	for i, h := range r.Hits {
 		out[i] = fmt.Sprintf("%s:%.12g", h.ID, h.Score)
@@ -647,12 +655,12 @@ func TestVersionTracksResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAdd(t, ix, Document{ID: "a", Text: "shock waves over wings"}, Document{ID: "b", Text: "laminar flow over wings"})
-	mustAdd(t, ix, Document{ID: "a", Text: "shock waves over swept wings"}) // upsert: a deleted doc in a memory segment
-	mustAdd(t, ix, Document{ID: "c", Text: "wings and shock tubes"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "shock waves over wings"}, search.Document{ID: "b", Text: "laminar flow over wings"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "shock waves over swept wings"}) // upsert: a deleted doc in a memory segment
+	mustAdd(t, ix, search.Document{ID: "c", Text: "wings and shock tubes"})
 	v := ix.Version()
-	q := Query{Text: "shock wings", K: 10}
-	before := hitScores(search(t, ix, q))
+	q := search.Query{Text: "shock wings", K: 10}
+	before := hitScores(mustSearch(t, ix, q))
 
 	if err := ix.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -660,7 +668,7 @@ func TestVersionTracksResults(t *testing.T) {
 	if ix.Version() != v {
 		t.Fatalf("flush changed the version %s → %s", v, ix.Version())
 	}
-	if got := hitScores(search(t, ix, q)); !slices.Equal(got, before) {
+	if got := hitScores(mustSearch(t, ix, q)); !slices.Equal(got, before) {
 		t.Fatalf("after flush %q, before %q", got, before)
 	}
 	if err := ix.Close(); err != nil {
@@ -677,26 +685,26 @@ func TestVersionTracksResults(t *testing.T) {
 	}
 	pinned := q
 	pinned.Version = v
-	if got := hitScores(search(t, ix, pinned)); !slices.Equal(got, before) {
+	if got := hitScores(mustSearch(t, ix, pinned)); !slices.Equal(got, before) {
 		t.Fatalf("pinned after restart %q, before %q", got, before)
 	}
 
 	// A merge of segments without deletions changes nothing visible.
 	for _, id := range []string{"d", "e"} {
-		mustAdd(t, ix, Document{ID: id, Text: "supersonic wings " + id})
+		mustAdd(t, ix, search.Document{ID: id, Text: "supersonic wings " + id})
 		if err := ix.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	v2 := ix.Version()
-	before2 := hitScores(search(t, ix, q))
+	before2 := hitScores(mustSearch(t, ix, q))
 	if err := ix.Merge(ctx); err != nil { // the cheapest window: d and e
 		t.Fatal(err)
 	}
 	if st := ix.Stats(); ix.Version() != v2 || st.Segments != 2 || st.Deleted != 1 {
 		t.Fatalf("a merge that dropped nothing: version %s → %s, %+v", v2, ix.Version(), st)
 	}
-	if got := hitScores(search(t, ix, q)); !slices.Equal(got, before2) {
+	if got := hitScores(mustSearch(t, ix, q)); !slices.Equal(got, before2) {
 		t.Fatalf("after merge %q, before %q", got, before2)
 	}
 	// Merging the first segment drops the deleted "a": N and df change, so
@@ -708,12 +716,12 @@ func TestVersionTracksResults(t *testing.T) {
 		t.Fatalf("a merge that dropped deleted documents kept version %s (%+v)", v2, ix.Stats())
 	}
 	pinned.Version = v2
-	if got := hitScores(search(t, ix, pinned)); !slices.Equal(got, before2) {
+	if got := hitScores(mustSearch(t, ix, pinned)); !slices.Equal(got, before2) {
 		t.Fatalf("pinned to the pre-merge version %q, want %q", got, before2)
 	}
 
 	// A crash with unflushed writes: a new version.
-	mustAdd(t, ix, Document{ID: "h", Text: "shock"})
+	mustAdd(t, ix, search.Document{ID: "h", Text: "shock"})
 	v5 := ix.Version()
 	ix.closed.Store(true)
 	ix.st.Close()
@@ -721,7 +729,7 @@ func TestVersionTracksResults(t *testing.T) {
 	if ix.Version() == v5 {
 		t.Fatalf("restart after a crash kept version %s", v5)
 	}
-	if _, err := ix.Search(ctx, Query{Text: "shock", Version: v5}); !errors.Is(err, ErrSnapshotGone) {
+	if _, err := ix.Search(ctx, search.Query{Text: "shock", Version: v5}); !errors.Is(err, search.ErrSnapshotGone) {
 		t.Fatalf("pre-crash version: %v", err)
 	}
 }
@@ -740,7 +748,7 @@ func TestVerifyAfterOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 50 {
-		mustAdd(t, ix, Document{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("text number %d to flush", i)})
+		mustAdd(t, ix, search.Document{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("text number %d to flush", i)})
 	}
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
@@ -772,10 +780,10 @@ func TestVerifyAfterOpen(t *testing.T) {
 	if err := ix.WaitVerified(ctx); !errors.Is(err, ErrCorruptSegment) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("WaitVerified: %v", err)
 	}
-	if _, err := ix.Search(ctx, Query{Text: "text", K: 10}); !errors.Is(err, ErrCorruptSegment) {
+	if _, err := ix.Search(ctx, search.Query{Text: "text", K: 10}); !errors.Is(err, ErrCorruptSegment) {
 		t.Fatalf("Search over the damaged segment: %v", err)
 	}
-	mustAdd(t, ix, Document{ID: "new", Text: "one more"})
+	mustAdd(t, ix, search.Document{ID: "new", Text: "one more"})
 	if err := ix.ForceMerge(ctx); !errors.Is(err, ErrCorruptSegment) {
 		t.Fatalf("ForceMerge of the damaged segment: %v", err)
 	}
@@ -846,8 +854,8 @@ func TestDeletionsFromTheJournal(t *testing.T) {
 	// any flush writes them.
 	killedBeforeFlush := func(ix *Index, tag string) {
 		t.Helper()
-		mustAdd(t, ix, Document{ID: tag + "-gone", Text: "deleted before a flush"}, Document{ID: tag + "-twice", Text: "replaced before a flush"})
-		mustAdd(t, ix, Document{ID: tag + "-twice", Text: "the second version"})
+		mustAdd(t, ix, search.Document{ID: tag + "-gone", Text: "deleted before a flush"}, search.Document{ID: tag + "-twice", Text: "replaced before a flush"})
+		mustAdd(t, ix, search.Document{ID: tag + "-twice", Text: "the second version"})
 		if _, err := ix.Delete(ctx, []string{tag + "-gone"}); err != nil {
 			t.Fatal(err)
 		}
@@ -855,7 +863,7 @@ func TestDeletionsFromTheJournal(t *testing.T) {
 	ix := open(dir)
 	for round := range 3 {
 		for i := range 40 {
-			mustAdd(t, ix, Document{ID: fmt.Sprintf("d%d", i+20*round), Text: fmt.Sprintf("round %d text %d", round, i)})
+			mustAdd(t, ix, search.Document{ID: fmt.Sprintf("d%d", i+20*round), Text: fmt.Sprintf("round %d text %d", round, i)})
 		}
 		if err := ix.Flush(ctx); err != nil {
 			t.Fatal(err)
@@ -884,7 +892,7 @@ func TestDeletionsFromTheJournal(t *testing.T) {
 	}
 	c := open(crashed)
 	check(c, false)
-	mustAdd(t, c, Document{ID: "d7", Text: "replaced after the crash"}) // killed in the journal
+	mustAdd(t, c, search.Document{ID: "d7", Text: "replaced after the crash"}) // killed in the journal
 	if _, err := c.Delete(ctx, []string{"d8"}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package index
 import (
 	"context"
 	"testing"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // BenchmarkLoadRecords measures the per-hit cost of reading stored
@@ -31,11 +33,11 @@ func BenchmarkLoadRecords(b *testing.B) {
 		name := map[bool]string{false: "format2", true: "dict"}[dict]
 		for _, withText := range []bool{true, false} {
 			b.Run(name+map[bool]string{true: "/text", false: "/notext"}[withText], func(b *testing.B) {
-				nums := make([]DocNum, 10)
+				nums := make([]search.DocNum, 10)
 				cpu0 := cpuTime()
 				for i := 0; b.Loop(); i++ {
 					for j := range nums {
-						nums[j] = DocNum(1 + (i*10+j*257)%len(docs))
+						nums[j] = search.DocNum(1 + (i*10+j*257)%len(docs))
 					}
 					if _, _, err := ix.Load(ctx, nums, withText); err != nil {
 						b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
@@ -12,15 +13,15 @@ import (
 // and without reading any record: 0 where an id has no live document
 // (document numbers start at 1). Load reads the documents later, only
 // those a caller needs.
-func (ix *Index) Nums(ctx context.Context, ids []string) ([]DocNum, error) {
+func (ix *Index) Nums(ctx context.Context, ids []string) ([]search.DocNum, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	nums := make([]DocNum, len(ids))
+	nums := make([]search.DocNum, len(ids))
 	err := ix.st.View(func(tx *store.ReadTx) error {
 		for i, id := range ids {
 			if seq, ok := tx.LookupID(id); ok {
-				nums[i] = DocNum(seq)
+				nums[i] = search.DocNum(seq)
 			}
 		}
 		return nil
@@ -37,7 +38,7 @@ func (ix *Index) Nums(ctx context.Context, ids []string) ([]DocNum, error) {
 // the document store: a caller that remembers the numbers of earlier
 // lookups (the dense recall does, per vector key) checks them with it
 // instead of looking ids up again.
-func (ix *Index) LiveIDs(nums []DocNum) ([]string, error) {
+func (ix *Index) LiveIDs(nums []search.DocNum) ([]string, error) {
 	if ix.closed.Load() {
 		return nil, ErrClosed
 	}

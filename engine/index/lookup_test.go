@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // TestLiveIDs: a document number resolves to its id while that version
@@ -13,12 +15,12 @@ import (
 func TestLiveIDs(t *testing.T) {
 	ctx := context.Background()
 	ix := openTest(t, "", Options{NoBackground: true})
-	mustAdd(t, ix, Document{ID: "a", Text: "alpha"}, Document{ID: "b", Text: "beta"}, Document{ID: "c", Text: "gamma"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "alpha"}, search.Document{ID: "b", Text: "beta"}, search.Document{ID: "c", Text: "gamma"})
 	first, err := ix.Nums(ctx, []string{"a", "b", "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(nums []DocNum, want ...string) {
+	check := func(nums []search.DocNum, want ...string) {
 		t.Helper()
 		got, err := ix.LiveIDs(nums)
 		if err != nil || !slices.Equal(got, want) {
@@ -26,13 +28,13 @@ func TestLiveIDs(t *testing.T) {
 		}
 	}
 	check(first, "a", "b", "c")
-	check([]DocNum{0, 999}, "", "")
+	check([]search.DocNum{0, 999}, "", "")
 
 	if err := ix.Flush(ctx); err != nil { // now in a disk segment
 		t.Fatal(err)
 	}
 	check(first, "a", "b", "c")
-	mustAdd(t, ix, Document{ID: "a", Title: "A", Text: "alpha"}) // a new version
+	mustAdd(t, ix, search.Document{ID: "a", Title: "A", Text: "alpha"}) // a new version
 	if _, err := ix.Delete(ctx, []string{"b"}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,23 +55,23 @@ func TestLiveIDs(t *testing.T) {
 func TestUnchanged(t *testing.T) {
 	ctx := context.Background()
 	ix := openTest(t, "", Options{NoBackground: true})
-	mustAdd(t, ix, Document{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}, Document{ID: "b", Text: "beta"})
+	mustAdd(t, ix, search.Document{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}, search.Document{ID: "b", Text: "beta"})
 	if _, err := ix.Delete(ctx, []string{"b"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name string
-		docs []Document
+		docs []search.Document
 		want bool
 	}{
-		{"identical", []Document{{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}}, true},
-		{"other text", []Document{{ID: "a", Text: "alpha!", Meta: map[string]any{"k": "v"}}}, false},
-		{"other meta", []Document{{ID: "a", Text: "alpha"}}, false},
-		{"other title", []Document{{ID: "a", Title: "A", Text: "alpha", Meta: map[string]any{"k": "v"}}}, false},
-		{"new id", []Document{{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}, {ID: "c", Text: "gamma"}}, false},
-		{"deleted id", []Document{{ID: "b", Text: "beta"}}, false},
-		{"no id", []Document{{Text: "alpha"}}, false},
-		{"chunk", []Document{{ID: "a#c0", Text: "alpha", Chunk: &ChunkRef{DocID: "a"}}}, false},
+		{"identical", []search.Document{{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}}, true},
+		{"other text", []search.Document{{ID: "a", Text: "alpha!", Meta: map[string]any{"k": "v"}}}, false},
+		{"other meta", []search.Document{{ID: "a", Text: "alpha"}}, false},
+		{"other title", []search.Document{{ID: "a", Title: "A", Text: "alpha", Meta: map[string]any{"k": "v"}}}, false},
+		{"new id", []search.Document{{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}, {ID: "c", Text: "gamma"}}, false},
+		{"deleted id", []search.Document{{ID: "b", Text: "beta"}}, false},
+		{"no id", []search.Document{{Text: "alpha"}}, false},
+		{"chunk", []search.Document{{ID: "a#c0", Text: "alpha", Chunk: &search.ChunkRef{DocID: "a"}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := ix.Prepare(ctx, tc.docs)
@@ -83,7 +85,7 @@ func TestUnchanged(t *testing.T) {
 	}
 	// It agrees with Commit: the identical batch publishes no version.
 	v := ix.Version()
-	b, err := ix.Prepare(ctx, []Document{{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}})
+	b, err := ix.Prepare(ctx, []search.Document{{ID: "a", Text: "alpha", Meta: map[string]any{"k": "v"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,10 +13,12 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
+	"github.com/rcpgo/rcpgo/engine/query"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
-var phraseDocs = []Document{
+var phraseDocs = []search.Document{
 	{ID: "gw", Text: "The great wall of China is very long."},
 	{ID: "rev", Text: "China has a wall that is great."},
 	{ID: "gap", Text: "A wall: China, the great one."},
@@ -55,7 +55,7 @@ var phraseCases = []struct {
 func checkPhrases(t *testing.T, ix *Index, stage string) {
 	t.Helper()
 	for _, c := range phraseCases {
-		got := hitIDs(search(t, ix, Query{Text: c.query, K: 10}))
+		got := hitIDs(mustSearch(t, ix, search.Query{Text: c.query, K: 10}))
 		slices.Sort(got)
 		if !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
 			t.Errorf("%s: %s → %q, want %q", stage, c.query, got, c.want)
@@ -74,7 +74,7 @@ func TestPhraseQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPhrases(t, ix, "flushed")
-	mustAdd(t, ix, Document{ID: "late", Text: "Nothing here but a fence."})
+	mustAdd(t, ix, search.Document{ID: "late", Text: "Nothing here but a fence."})
 	ix.Flush(context.Background())
 	mergeAll(t, ix)
 	checkPhrases(t, ix, "merged")
@@ -102,7 +102,7 @@ func TestOldSegmentFormats(t *testing.T) {
 				t.Errorf("format %d ranks\n%q\nformat %d ranks\n%q", format, got, segFormat, want)
 			}
 			checkPhrases(t, ix, fmt.Sprint("format ", format))
-			mustAdd(t, ix, Document{ID: "late", Text: "Nothing here but a fence."})
+			mustAdd(t, ix, search.Document{ID: "late", Text: "Nothing here but a fence."})
 			ix.Flush(context.Background())
 			want = rankings(t, ix, queries)
 			mergeAll(t, ix)
@@ -137,7 +137,7 @@ func rankings(t *testing.T, ix *Index, queries []string) []string {
 	for _, q := range queries {
 		for fi, f := range filters {
 			var b strings.Builder
-			for _, h := range search(t, ix, Query{Text: q, K: 20, SkipDocs: true, Filter: f}).Hits {
+			for _, h := range mustSearch(t, ix, search.Query{Text: q, K: 20, SkipDocs: true, Filter: f}).Hits {
 				fmt.Fprintf(&b, "%s:%.12g ", h.ID, h.Score)
 			}
 			out = append(out, fmt.Sprintf("%s [filter %d] → %s", q, fi, b.String()))
@@ -250,86 +250,16 @@ func FuzzForward(f *testing.F) {
 				t.Fatalf("round trip: %v vs %v", toks, toks2)
 			}
 		}
-		matchOne(toks, []uint32{0, 1}, []int{0, 1}, 0)
-		matchOne(toks, []uint32{0, 1, 0}, []int{0, 1, 3}, 2)
+		query.MatchTokens(toks, []uint32{0, 1}, []int{0, 1}, 0)
+		query.MatchTokens(toks, []uint32{0, 1, 0}, []int{0, 1, 3}, 2)
 	})
 }
 
-// TestSloppyIn checks the proximity test against every assignment of
-// distinct positions, on random fields and phrases (repeated terms
-// included), and ~0 against the exact phrase test.
-func TestSloppyIn(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 9))
-	for range 20000 {
-		field := make([]uint32, 1+r.IntN(12)) // term per position
-		for p := range field {
-			field[p] = uint32(r.IntN(4))
-		}
-		k := 1 + r.IntN(4)
-		ords, offs := make([]uint32, k), make([]int, k)
-		for j := range k {
-			ords[j] = uint32(r.IntN(4))
-			if j > 0 {
-				offs[j] = offs[j-1] + 1 + r.IntN(2) // a stop word may leave a gap
-			}
-		}
-		slop := r.IntN(6)
-		toks := []uint32{uint32(len(field))}
-		for p, o := range field {
-			toks = append(toks, o, uint32(p))
-		}
-		got := matchOne(toks, ords, offs, slop)
-		if want := bruteSloppy(field, ords, offs, slop); got != want {
-			t.Fatalf("field %v, phrase %v at %v ~%d: got %v, want %v", field, ords, offs, slop, got, want)
-		}
-		if slop == 0 && matchSloppy(toks, ords, offs, 0) != got {
-			t.Fatalf("field %v, phrase %v at %v: ~0 differs from the exact phrase", field, ords, offs)
-		}
-	}
-}
-
-// bruteSloppy tries every assignment of distinct positions to the terms.
-func bruteSloppy(field, ords []uint32, offs []int, slop int) bool {
-	used := make([]bool, len(field))
-	var try func(j, lo, hi int) bool
-	try = func(j, lo, hi int) bool {
-		if j == len(ords) {
-			return hi-lo <= slop
-		}
-		for p, o := range field {
-			if o != ords[j] || used[p] {
-				continue
-			}
-			d := p - offs[j]
-			used[p] = true
-			ok := try(j+1, min(lo, d), max(hi, d))
-			used[p] = false
-			if ok {
-				return true
-			}
-		}
-		return false
-	}
-	return try(0, math.MaxInt, math.MinInt)
-}
-
-func TestRankText(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{`great wall`, `great wall`},
-		{`"great wall"~2 china`, `"great wall" china`},
-		{`"a b"~3"c d"~12x`, `"a b""c d"x`},
-		{`"a b"~ c`, `"a b"~ c`}, // no digits: not a slop
-		{`a ~3 "b"`, `a ~3 "b"`}, // not after a phrase
-		{`"a b~3`, `"a b~3`},     // unpaired quote
-		{`"a"~1"~2`, `"a""~2`},   // the second quote opens no phrase
-	} {
-		if got := RankText(c.in); got != c.want {
-			t.Errorf("RankText(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
+// TestSlopIsNotARankedWord: a proximity suffix is syntax (query.RankText).
+func TestSlopIsNotARankedWord(t *testing.T) {
 	ix := openTest(t, "", Options{NoBackground: true})
 	mustAdd(t, ix, phraseDocs...)
-	res := search(t, ix, Query{Text: `"great wall"~2 china`, K: 10})
+	res := mustSearch(t, ix, search.Query{Text: `"great wall"~2 china`, K: 10})
 	if !slices.Equal(res.Terms, []string{"great", "wall", "china"}) {
 		t.Errorf("ranked terms %q: the slop is not a word", res.Terms)
 	}
@@ -340,10 +270,10 @@ func TestRankText(t *testing.T) {
 // position — gives up when the search's context ends.
 func TestSloppyCancel(t *testing.T) {
 	ix := openTest(t, "", Options{NoBackground: true})
-	mustAdd(t, ix, Document{ID: "long", Text: strings.Repeat("echo pad ", 160000)})
+	mustAdd(t, ix, search.Document{ID: "long", Text: strings.Repeat("echo pad ", 160000)})
 	// 16 echoes two positions apart spread 15 moves: ~14 is one too few,
 	// and the test slides through every field.
-	q := Query{Text: `"` + strings.Repeat("echo ", 16) + `"~14`, K: 10}
+	q := search.Query{Text: `"` + strings.Repeat("echo ", 16) + `"~14`, K: 10}
 	t0 := time.Now()
 	full, err := ix.Search(context.Background(), q)
 	if err != nil || len(full.Hits) != 0 {
@@ -360,39 +290,16 @@ func TestSloppyCancel(t *testing.T) {
 	}
 }
 
-// FuzzPhraseQuery: any query text parses into at most maxPhrases phrases
-// with a slop in [0, maxSlop], and its ranked text is never longer.
-func FuzzPhraseQuery(f *testing.F) {
-	for _, c := range phraseCases {
-		f.Add(c.query)
-	}
-	f.Add(`"a b"~3"c d"~12x "e"~`)
-	an := analysis.Default()
-	f.Fuzz(func(t *testing.T, q string) {
-		ps := parsePhrases(an, q)
-		if len(ps) > maxPhrases {
-			t.Fatalf("%d phrases", len(ps))
-		}
-		for _, p := range ps {
-			if p.slop < 0 || p.slop > maxSlop || len(p.terms) != len(p.offs) {
-				t.Fatalf("%+v", p)
-			}
-		}
-		if r := RankText(q); len(r) > len(q) {
-			t.Fatalf("RankText(%q) = %q", q, r)
-		}
-	})
-}
-
 // TestPhraseMatcher: the test a backend without positions applies to the
-// documents it found (nil when the query quotes nothing).
+// documents it found (nil when the query quotes nothing) agrees with the
+// index's phrase search on its stored positions.
 func TestPhraseMatcher(t *testing.T) {
 	an := analysis.Default()
-	if PhraseMatcher(an, `great wall "`) != nil {
+	if query.Matcher(an, `great wall "`) != nil {
 		t.Fatal("a test for a query without a phrase")
 	}
 	for _, c := range phraseCases {
-		m := PhraseMatcher(an, c.query)
+		m := query.Matcher(an, c.query)
 		var got []string
 		for _, d := range phraseDocs {
 			if m == nil || m(&d) {

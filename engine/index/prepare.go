@@ -15,6 +15,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/chunk"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
 	"github.com/rcpgo/rcpgo/engine/trust"
 )
@@ -57,7 +58,7 @@ type prepScratch struct {
 // Metadata is indexed as it reads back from the store (JSON, numbers as
 // json.Number), so indexing at Add and at crash replay agree, and so do the
 // index and the rcp/filter evaluator.
-func prepare(an *analysis.Analyzer, fields map[string]FieldType, d *Document, sc *prepScratch) (*docInput, error) {
+func prepare(an *analysis.Analyzer, fields map[string]FieldType, d *search.Document, sc *prepScratch) (*docInput, error) {
 	in := &docInput{}
 	meta, err := normalizeMeta(d.Meta)
 	if err != nil {
@@ -116,7 +117,7 @@ func prepare(an *analysis.Analyzer, fields map[string]FieldType, d *Document, sc
 		case time.Time:
 			in.nums = append(in.nums, numValue{path, timeMillis(x)})
 		default:
-			if f, ok := ToFloat(x); ok && !math.IsNaN(f) {
+			if f, ok := search.MetaNumber(x); ok && !math.IsNaN(f) {
 				in.nums = append(in.nums, numValue{path, f})
 			}
 		}
@@ -183,7 +184,7 @@ func normalizeMeta(m map[string]any) (map[string]any, error) {
 }
 
 // prepareAll analyses docs in parallel.
-func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]FieldType, st *store.Store, docs []Document) ([]*docInput, error) {
+func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]FieldType, st *store.Store, docs []search.Document) ([]*docInput, error) {
 	out := make([]*docInput, len(docs))
 	workers := min(runtime.GOMAXPROCS(0), (len(docs)+63)/64)
 	if workers <= 1 {
@@ -242,7 +243,7 @@ func prepareAll(ctx context.Context, an *analysis.Analyzer, fields map[string]Fi
 // facts and, when the document already has its id, its encoding in st
 // (zstd compression is the costly part of a commit; doing it here keeps
 // it out of the write lock).
-func prepareRecord(an *analysis.Analyzer, fields map[string]FieldType, st *store.Store, d *Document, sc *prepScratch) (*docInput, error) {
+func prepareRecord(an *analysis.Analyzer, fields map[string]FieldType, st *store.Store, d *search.Document, sc *prepScratch) (*docInput, error) {
 	in, err := prepare(an, fields, d, sc)
 	if err != nil {
 		return nil, err
@@ -259,13 +260,13 @@ func prepareRecord(an *analysis.Analyzer, fields map[string]FieldType, st *store
 // factsOf derives what queries need from every hit and would otherwise
 // recompute per hit: the injection-screen verdict under the current rules
 // (screened once, at index time), and the text's characters and tokens.
-func factsOf(d *Document) store.Facts {
+func factsOf(d *search.Document) search.Facts {
 	sc := trust.Screen(d.Title + "\n" + d.Text)
-	return store.Facts{ScreenRules: trust.RulesVersion, ScreenScore: sc.Score, Suspected: sc.Suspected,
+	return search.Facts{ScreenRules: trust.RulesVersion, ScreenScore: sc.Score, Suspected: sc.Suspected,
 		Runes: utf8.RuneCountInString(d.Text), Tokens: chunk.Tokens(d.Text)}
 }
 
-func validateDoc(d *Document) error {
+func validateDoc(d *search.Document) error {
 	if strings.IndexByte(d.ID, 0) >= 0 || len(d.ID) > 1024 {
 		return fmt.Errorf("index: invalid document id %q", d.ID)
 	}

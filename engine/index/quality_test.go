@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/eval"
 	"github.com/rcpgo/rcpgo/internal/shared"
 )
@@ -12,7 +13,7 @@ import (
 // beir is a BEIR dataset loaded by package eval, with its corpus in memory.
 type beir struct {
 	*eval.Dataset
-	docs []Document
+	docs []search.Document
 }
 
 func loadBEIR(t testing.TB, name string) *beir {
@@ -23,7 +24,7 @@ func loadBEIR(t testing.TB, name string) *beir {
 	}
 	b := &beir{Dataset: ds}
 	err = eval.StreamCorpusFile(context.Background(), ds.CorpusPath, func(d eval.Doc) error {
-		b.docs = append(b.docs, Document{ID: d.ID, Title: d.Title, Text: d.Text})
+		b.docs = append(b.docs, search.Document{ID: d.ID, Title: d.Title, Text: d.Text})
 		return nil
 	})
 	if err != nil {
@@ -59,7 +60,7 @@ func runBEIR(t testing.TB, b *beir, opts Options) metrics {
 	}
 	run := eval.Run{}
 	for _, q := range b.Queries {
-		res, err := ix.Search(ctx, Query{Text: q.Text, K: 100, SkipDocs: true})
+		res, err := ix.Search(ctx, search.Query{Text: q.Text, K: 100, SkipDocs: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
@@ -16,11 +17,15 @@ import (
 // declared FieldDate, numbers a float64 cannot hold exactly) fall back to
 // evaluating the leaf on stored metadata. A nil tree matches everything
 // and yields a nil Filter.
-func (ix *Index) CompileFilter(n *filter.Node) (Filter, error) {
+func (ix *Index) CompileFilter(n *filter.Node) (search.Filter, error) {
 	if n == nil {
 		return nil, nil
 	}
-	return compileNode(n, ix.opts.Fields)
+	f, err := compileNode(n, ix.opts.Fields)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 func compileNode(n *filter.Node, fields map[string]FieldType) (Filter, error) {
@@ -57,7 +62,7 @@ func compileNode(n *filter.Node, fields map[string]FieldType) (Filter, error) {
 }
 
 func compileLeaf(n *filter.Node, fields map[string]FieldType) Filter {
-	fallback := Predicate(func(d *Document) bool { return n.Match(d.Meta) })
+	fallback := Predicate(func(d *search.Document) bool { return n.Match(d.Meta) })
 	isDate := n.Type == filter.TypeDate
 	if isDate && fields[n.Field] != FieldDate {
 		return fallback

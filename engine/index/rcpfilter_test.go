@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
@@ -24,7 +25,7 @@ func TestCompileFilterMatchesEvaluator(t *testing.T) {
 	langs := []string{"en", "de", "fr", "EN", ""}
 	dates := []any{"2020-01-01T00:00:00Z", "2021-06-15T12:30:00.5+02:00", 1672531200000, "not a date"}
 	pick := func(xs []any) any { return xs[r.IntN(len(xs))] }
-	var docs []Document
+	var docs []search.Document
 	for i := range 300 {
 		m := map[string]any{}
 		if r.IntN(5) > 0 {
@@ -58,7 +59,7 @@ func TestCompileFilterMatchesEvaluator(t *testing.T) {
 		if r.IntN(4) == 0 {
 			m["author"] = map[string]any{"name": pick([]any{"Ada", "Bo"})}
 		}
-		docs = append(docs, Document{ID: fmt.Sprintf("d%03d", i), Text: "common words", Meta: m})
+		docs = append(docs, search.Document{ID: fmt.Sprintf("d%03d", i), Text: "common words", Meta: m})
 	}
 	mustAdd(t, ix, docs[:150]...)
 	if err := ix.Flush(ctx); err != nil {
@@ -109,7 +110,7 @@ func TestCompileFilterMatchesEvaluator(t *testing.T) {
 		if err != nil {
 			t.Fatalf("compile %s: %v", n, err)
 		}
-		res := search(t, ix, Query{Text: "common", K: 1000, Filter: f, SkipDocs: true})
+		res := mustSearch(t, ix, search.Query{Text: "common", K: 1000, Filter: f, SkipDocs: true})
 		got := hitIDs(res)
 		slices.Sort(got)
 		var want []string

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/internal/bolttest"
 )
 
@@ -25,15 +26,15 @@ func TestLostManifest(t *testing.T) {
 	dir := t.TempDir()
 	ix := openTest(t, dir, Options{NoBackground: true})
 	text := map[string]string{}
-	var docs []Document
+	var docs []search.Document
 	for i := range 30 {
 		id := fmt.Sprintf("d%02d", i)
 		text[id] = fmt.Sprintf("document %d about subject%d", i, i)
-		docs = append(docs, Document{ID: id, Text: text[id]})
+		docs = append(docs, search.Document{ID: id, Text: text[id]})
 	}
 	mustAdd(t, ix, docs...)
 	text["d03"] = "document three replaced"
-	mustAdd(t, ix, Document{ID: "d03", Text: text["d03"]})
+	mustAdd(t, ix, search.Document{ID: "d03", Text: text["d03"]})
 	if _, err := ix.Delete(ctx, []string{"d05"}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +80,9 @@ func TestLostManifest(t *testing.T) {
 	ix = openTest(t, dir, Options{NoBackground: true})
 	check(ix, text)
 	text["new"] = "a new document added after the repair"
-	mustAdd(t, ix, Document{ID: "new", Text: text["new"]})
+	mustAdd(t, ix, search.Document{ID: "new", Text: text["new"]})
 	check(ix, text)
-	if got := hitIDs(search(t, ix, Query{Text: "subject0", K: 3})); len(got) != 1 || got[0] != "d00" {
+	if got := hitIDs(mustSearch(t, ix, search.Query{Text: "subject0", K: 3})); len(got) != 1 || got[0] != "d00" {
 		t.Fatalf("search subject0: %v", got)
 	}
 	if err := ix.Close(); err != nil {

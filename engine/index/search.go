@@ -3,8 +3,8 @@ package index
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"github.com/rcpgo/rcpgo/engine/query"
 	"math"
 	"slices"
 	"strings"
@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
@@ -41,58 +42,6 @@ func DefaultBM25() BM25 {
 	return BM25{K1: 1.2, Title: FieldParams{Weight: 2, B: 0.75}, Body: FieldParams{Weight: 1, B: 0.75}}
 }
 
-// Query is one search request.
-type Query struct {
-	// Text is analysed into terms that are OR-ed and ranked by BM25F. An
-	// empty Text with a Filter browses: it returns the filter's matches in
-	// id order, with score 0.
-	Text    string
-	K       int    // hits wanted (default 10)
-	Filter  Filter // nil: no filter
-	Version string // pin to this snapshot; "" serves the current one
-	// SkipDocs leaves Hit.Doc nil (no stored-document reads).
-	SkipDocs bool
-	// NoText leaves Hit.Doc.Text empty: the text is neither read nor
-	// decompressed (Hit.Facts still has its length in characters and
-	// tokens).
-	NoText bool
-	// Highlight fills Hit.Matches with the offsets of matched terms.
-	Highlight bool
-	// BM25 overrides Options.BM25 for this query (experiments, evals).
-	BM25 *BM25
-	// MaxTerms caps the distinct analysed terms (ErrTooManyTerms beyond
-	// it); 0 means no cap.
-	MaxTerms int
-}
-
-// Hit is one ranked result.
-type Hit struct {
-	ID      string
-	DocNum  DocNum
-	Score   float64
-	Doc     *Document // stored document, unless Query.SkipDocs
-	Facts   Facts     // derived at index time, with Doc
-	Matches []Match   // when Query.Highlight
-}
-
-// Match is one occurrence of a query term in a hit, as byte offsets into
-// the stored field.
-type Match struct {
-	Field    string // "title" or "text"
-	Term     string // analysed term
-	Position int
-	Start    int
-	End      int
-}
-
-// Result is the answer to a Query.
-type Result struct {
-	Hits    []Hit
-	Version string   // the snapshot served
-	Terms   []string // the analysed query terms
-	Scored  int      // documents fully scored (the rest were pruned)
-}
-
 type qterm struct {
 	term string
 	qtf  int
@@ -102,7 +51,12 @@ type qterm struct {
 
 // Search runs q against the current snapshot or the pinned q.Version.
 // Hits are ordered by descending score, ties by ascending id.
-func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
+func (ix *Index) Search(ctx context.Context, q search.Query) (*search.Result, error) {
+	return ix.searchBM25(ctx, q, ix.opts.BM25)
+}
+
+// searchBM25 is Search scoring with p (experiments: TestTuneBEIR).
+func (ix *Index) searchBM25(ctx context.Context, q search.Query, p BM25) (*search.Result, error) {
 	if ix.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -113,11 +67,17 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var qf Filter
+	if q.Filter != nil {
+		if qf, _ = q.Filter.(Filter); qf == nil {
+			return nil, fmt.Errorf("index: filter %T was not compiled by an index", q.Filter)
+		}
+	}
 	k := q.K
 	if k <= 0 {
 		k = 10
 	}
-	res := &Result{Version: snap.str}
+	res := &search.Result{Version: snap.str}
 	qts, err := ix.queryTerms(ctx, q)
 	if err != nil {
 		return nil, err
@@ -126,45 +86,18 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	for i, qt := range qts {
 		res.Terms[i] = qt.term
 	}
-	browse := q.Text == "" && q.Filter != nil
-	phrases := parsePhrases(ix.an, q.Text)
+	browse := q.Text == "" && qf != nil
+	phrases := query.Phrases(ix.an, q.Text)
 	if len(qts) == 0 && !browse || snap.total == 0 {
 		return res, nil
 	}
-
-	p := ix.opts.BM25
-	if q.BM25 != nil {
-		p = *q.BM25
-	}
-	sc := newScorer(p, snap)
-	// Per-segment dictionary lookups (infos[s*nq+i]: term i in segment
-	// s), and global document frequencies.
-	nq := len(qts)
-	st := getSearchState(nq, len(snap.segs))
+	st := getSearchState(len(qts), len(snap.segs))
 	defer putSearchState(st)
-	infos, found := st.infos, st.found
-	for s, v := range snap.segs {
-		for i, qt := range qts {
-			if ti, ok := v.seg.lookup(qt.term); ok {
-				infos[s*nq+i], found[s*nq+i] = ti, true
-				qts[i].df += int(ti.df)
-			}
-		}
-	}
-	N := float64(snap.total)
-	for i := range qts {
-		df := float64(qts[i].df)
-		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
-		qts[i].w = float64(qts[i].qtf) * idf * (p.K1 + 1)
-	}
-
-	rd := &st.rd
-	rd.st = ix.st
-	defer rd.close()
-
+	r := segmentSearch{ix: ix, snap: snap, qts: qts, filter: qf, phrases: phrases, browse: browse, sc: newScorer(p, snap), st: st}
+	r.lookupTerms(p)
+	r.st.rd.st = ix.st
+	defer r.st.rd.close()
 	top := &topK{k: k, h: st.cands[:0:min(k, len(st.cands))]}
-	// The iterators and scorers of one segment, reused for the next.
-	iters, scorers, ts, floats := st.iters, st.scorers, st.ts, st.floats
 	order := make([]int, len(snap.segs))
 	for i := range order {
 		order[i] = i
@@ -175,89 +108,143 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		v := snap.segs[s]
-		if browse {
-			fr := &segFields{ctx: ctx, seg: v.seg, fields: ix.opts.Fields, load: rd.meta}
-			filt, err := q.Filter.Compile(fr)
-			if err == nil {
-				err = fr.err
-			}
-			if err != nil {
-				return nil, fmt.Errorf("index: filter: %w", err)
-			}
-			for _, d := range filt.Members() {
-				if !v.deleted(d) {
-					top.offer(0, v.seg, d)
-					res.Scored++
-				}
-			}
-			continue
-		}
-		ts = ts[:0]
-		for i := range qts {
-			if !found[s*nq+i] {
-				continue
-			}
-			ti := infos[s*nq+i]
-			it := &iters[len(ts)]
-			it.reset(v.seg.postingsBytes(ti), int(ti.df), v.seg.n, v.seg.format)
-			if it.err != nil {
-				return nil, fmt.Errorf("%w %s: term %q", ErrCorruptSegment, v.seg.name, qts[i].term)
-			}
-			t := &scorers[len(ts)]
-			*t = termScorer{it: it, idx: i, w: qts[i].w, ub: sc.bound(qts[i].w, ti.maxTf, ti.minLen)}
-			ts = append(ts, t)
-		}
-		if len(ts) == 0 {
-			continue
-		}
-		var accept func(uint32) (bool, error)
-		if len(phrases) > 0 {
-			var none bool
-			accept, none = phraseFilter(ctx, ix.an, v.seg, phrases, rd.full)
-			if none {
-				continue
-			}
-		}
-		var filt *Bitset
-		if q.Filter != nil {
-			fr := &segFields{ctx: ctx, seg: v.seg, fields: ix.opts.Fields, load: rd.meta}
-			filt, err = q.Filter.Compile(fr)
-			if err == nil {
-				err = fr.err
-			}
-			if err != nil {
-				return nil, fmt.Errorf("index: filter: %w", err)
-			}
-		}
-		scored, err := sc.run(ctx, v, filt, accept, ts, nq, top, floats)
+		scored, err := r.segment(ctx, s, top)
 		if err != nil {
 			return nil, err
 		}
 		res.Scored += scored
 	}
+	if res.Hits, err = r.hits(q, top.sorted()); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
 
-	cands := top.sorted()
-	res.Hits = make([]Hit, len(cands))
+// segmentSearch is one Search on its way through the snapshot's segments.
+type segmentSearch struct {
+	ix      *Index
+	snap    *snapshot
+	qts     []qterm
+	filter  Filter // nil: none
+	phrases []query.Phrase
+	browse  bool // no terms, a filter: its matches in id order
+	sc      *scorer
+	st      *searchState
+}
+
+// lookupTerms looks the query terms up in every segment's dictionary
+// (st.infos[s*nq+i]: term i in segment s) and sets their global document
+// frequencies and weights.
+func (r *segmentSearch) lookupTerms(p BM25) {
+	nq, qts := len(r.qts), r.qts
+	for s, v := range r.snap.segs {
+		for i, qt := range qts {
+			if ti, ok := v.seg.lookup(qt.term); ok {
+				r.st.infos[s*nq+i], r.st.found[s*nq+i] = ti, true
+				qts[i].df += int(ti.df)
+			}
+		}
+	}
+	N := float64(r.snap.total)
+	for i := range qts {
+		df := float64(qts[i].df)
+		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
+		qts[i].w = float64(qts[i].qtf) * idf * (p.K1 + 1)
+	}
+}
+
+// segment offers segment s's best documents to top and returns how many
+// it scored.
+func (r *segmentSearch) segment(ctx context.Context, s int, top *topK) (int, error) {
+	v, st, nq := r.snap.segs[s], r.st, len(r.qts)
+	if r.browse {
+		filt, err := r.compileFilter(ctx, v)
+		if err != nil {
+			return 0, err
+		}
+		scored := 0
+		for _, d := range filt.Members() {
+			if !v.deleted(d) {
+				top.offer(0, v.seg, d)
+				scored++
+			}
+		}
+		return scored, nil
+	}
+	// The iterators and scorers of one segment, reused for the next.
+	ts := st.ts[:0]
+	for i := range r.qts {
+		if !st.found[s*nq+i] {
+			continue
+		}
+		ti := st.infos[s*nq+i]
+		it := &st.iters[len(ts)]
+		it.reset(v.seg.postingsBytes(ti), int(ti.df), v.seg.n, v.seg.format)
+		if it.err != nil {
+			return 0, fmt.Errorf("%w %s: term %q", ErrCorruptSegment, v.seg.name, r.qts[i].term)
+		}
+		t := &st.scorers[len(ts)]
+		*t = termScorer{it: it, idx: i, w: r.qts[i].w, ub: r.sc.bound(r.qts[i].w, ti.maxTf, ti.minLen)}
+		ts = append(ts, t)
+	}
+	st.ts = ts
+	if len(ts) == 0 {
+		return 0, nil
+	}
+	var accept func(uint32) (bool, error)
+	if len(r.phrases) > 0 {
+		var none bool
+		accept, none = phraseFilter(ctx, r.ix.an, v.seg, r.phrases, st.rd.full)
+		if none {
+			return 0, nil
+		}
+	}
+	var filt *Bitset
+	if r.filter != nil {
+		var err error
+		if filt, err = r.compileFilter(ctx, v); err != nil {
+			return 0, err
+		}
+	}
+	return r.sc.run(ctx, v, filt, accept, ts, nq, top, st.floats)
+}
+
+// compileFilter compiles the query's filter for segment v.
+func (r *segmentSearch) compileFilter(ctx context.Context, v segView) (*Bitset, error) {
+	fr := &segFields{ctx: ctx, seg: v.seg, fields: r.ix.opts.Fields, load: r.st.rd.meta}
+	filt, err := r.filter.Compile(fr)
+	if err == nil {
+		err = fr.err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("index: filter: %w", err)
+	}
+	return filt, nil
+}
+
+// hits turns the best candidates into hits, reading their documents when q
+// asks for them.
+func (r *segmentSearch) hits(q search.Query, cands []cand) ([]search.Hit, error) {
+	out := make([]search.Hit, len(cands))
 	var qset map[string]bool
 	if q.Highlight {
-		qset = make(map[string]bool, len(qts))
-		for _, qt := range qts {
+		qset = make(map[string]bool, len(r.qts))
+		for _, qt := range r.qts {
 			qset[qt.term] = true
 		}
 	}
 	for i, c := range cands {
-		h := Hit{ID: string(c.id), DocNum: DocNum(c.seg.seq(c.local)), Score: c.score}
+		h := search.Hit{ID: string(c.id), DocNum: search.DocNum(c.seg.seq(c.local)), Score: c.score}
 		if !q.SkipDocs || q.Highlight {
-			d, facts, err := rd.record(uint64(h.DocNum), q.Highlight || !q.NoText)
+			d, facts, err := r.st.rd.record(uint64(h.DocNum), q.Highlight || !q.NoText)
 			if err != nil {
 				return nil, fmt.Errorf("index: load hit: %w", err)
 			}
 			if d == nil {
-				return nil, fmt.Errorf("%w: %s (documents purged)", ErrSnapshotGone, snap.str)
+				return nil, fmt.Errorf("%w: %s (documents purged)", search.ErrSnapshotGone, r.snap.str)
 			}
 			if q.Highlight {
-				h.Matches = ix.highlight(d, qset)
+				h.Matches = r.ix.highlight(d, qset)
 			}
 			if !q.SkipDocs {
 				h.Doc, h.Facts = d, facts
@@ -266,9 +253,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 				}
 			}
 		}
-		res.Hits[i] = h
+		out[i] = h
 	}
-	return res, nil
+	return out, nil
 }
 
 // searchState is the working memory of one Search, pooled: a query of up
@@ -339,11 +326,11 @@ type recordReader struct {
 	rtx *store.ReadTx
 }
 
-func (r *recordReader) record(seq uint64, withText bool) (*Document, Facts, error) {
+func (r *recordReader) record(seq uint64, withText bool) (*search.Document, search.Facts, error) {
 	if r.rtx == nil {
 		var err error
 		if r.rtx, err = r.st.BeginRead(); err != nil {
-			return nil, Facts{}, err
+			return nil, search.Facts{}, err
 		}
 	}
 	return r.rtx.Record(seq, withText)
@@ -351,12 +338,12 @@ func (r *recordReader) record(seq uint64, withText bool) (*Document, Facts, erro
 
 // meta reads a document's metadata (for filters), full its text too (for
 // phrase checks).
-func (r *recordReader) meta(seq uint64) (*Document, error) {
+func (r *recordReader) meta(seq uint64) (*search.Document, error) {
 	d, _, err := r.record(seq, false)
 	return d, err
 }
 
-func (r *recordReader) full(seq uint64) (*Document, error) {
+func (r *recordReader) full(seq uint64) (*search.Document, error) {
 	d, _, err := r.record(seq, true)
 	return d, err
 }
@@ -382,7 +369,7 @@ func (ix *Index) WordMax(ctx context.Context, version, word string) (float64, er
 	if v, ok := snap.wordMax.Load(word); ok {
 		return v.(float64), nil
 	}
-	res, err := ix.Search(ctx, Query{Text: word, K: 1, Version: snap.str, SkipDocs: true})
+	res, err := ix.Search(ctx, search.Query{Text: word, K: 1, Version: snap.str, SkipDocs: true})
 	if err != nil {
 		return 0, err
 	}
@@ -403,12 +390,12 @@ func (ix *Index) WordMax(ctx context.Context, version, word string) (float64, er
 // snapshot is no longer retained) fails with ErrSnapshotGone. Documents
 // come from a bounded cache of decoded records when they are in it
 // (Options.DocCacheBytes) and are shared: callers must not modify them.
-func (ix *Index) Load(ctx context.Context, nums []DocNum, withText bool) ([]*Document, []Facts, error) {
+func (ix *Index) Load(ctx context.Context, nums []search.DocNum, withText bool) ([]*search.Document, []search.Facts, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	docs := make([]*Document, len(nums))
-	facts := make([]Facts, len(nums))
+	docs := make([]*search.Document, len(nums))
+	facts := make([]search.Facts, len(nums))
 	missing := false
 	for i, n := range nums {
 		var ok bool
@@ -429,7 +416,7 @@ func (ix *Index) Load(ctx context.Context, nums []DocNum, withText bool) ([]*Doc
 				return err
 			}
 			if d == nil {
-				return fmt.Errorf("%w: document %d was purged", ErrSnapshotGone, n)
+				return fmt.Errorf("%w: document %d was purged", search.ErrSnapshotGone, n)
 			}
 			docs[i], facts[i] = d, f
 			ix.docs.put(n, d, f, withText)
@@ -442,11 +429,7 @@ func (ix *Index) Load(ctx context.Context, nums []DocNum, withText bool) ([]*Doc
 	return docs, facts, nil
 }
 
-// ErrTooManyTerms reports a query with more distinct terms than
-// Query.MaxTerms.
-var ErrTooManyTerms = errors.New("index: too many distinct query terms")
-
-// queryTerms analyses q.Text (its RankText) into distinct terms in first-occurrence order
+// queryTerms analyses q.Text (its query.RankText) into distinct terms in first-occurrence order
 // with their query term frequencies: one map lookup per token (linear in
 // the query), the text analysed in pieces with a cancellation check
 // between them, and q.MaxTerms enforced as soon as it is exceeded.
@@ -454,11 +437,11 @@ var ErrTooManyTerms = errors.New("index: too many distinct query terms")
 // A short query (at most shortQueryTerms distinct terms) is deduplicated
 // by scanning its terms, its tokens in a buffer on the stack: no map and
 // no allocation but the result.
-func (ix *Index) queryTerms(ctx context.Context, q Query) ([]qterm, error) {
+func (ix *Index) queryTerms(ctx context.Context, q search.Query) ([]qterm, error) {
 	var qts []qterm
 	var pos map[string]int // once the query has more than shortQueryTerms terms
 	var buf [shortQueryTerms]analysis.Token
-	for rest := RankText(q.Text); rest != ""; {
+	for rest := query.RankText(q.Text); rest != ""; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -470,7 +453,7 @@ func (ix *Index) queryTerms(ctx context.Context, q Query) ([]qterm, error) {
 				continue
 			}
 			if q.MaxTerms > 0 && len(qts) == q.MaxTerms {
-				return nil, fmt.Errorf("%w: more than %d", ErrTooManyTerms, q.MaxTerms)
+				return nil, fmt.Errorf("%w: more than %d", search.ErrTooManyTerms, q.MaxTerms)
 			}
 			if pos == nil && len(qts) == shortQueryTerms {
 				pos = make(map[string]int, 2*shortQueryTerms)
@@ -527,12 +510,12 @@ func cutPiece(s string, n int) (piece, rest string) {
 	return s[:n], s[n:]
 }
 
-func (ix *Index) highlight(d *Document, qset map[string]bool) []Match {
-	var out []Match
+func (ix *Index) highlight(d *search.Document, qset map[string]bool) []search.Match {
+	var out []search.Match
 	for _, f := range [...]struct{ name, text string }{{"title", d.Title}, {"text", d.Text}} {
 		for _, t := range ix.an.Analyze(f.text) {
 			if qset[t.Term] {
-				out = append(out, Match{Field: f.name, Term: t.Term, Position: t.Position, Start: t.Start, End: t.End})
+				out = append(out, search.Match{Field: f.name, Term: t.Term, Position: t.Position, Start: t.Start, End: t.End})
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"unsafe"
 
-	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/internal/mmapfile"
 	"github.com/rcpgo/rcpgo/internal/prefetch"
 )
@@ -126,8 +126,8 @@ type docInput struct {
 	terms []termFreq // in first-occurrence order
 	kw    []string   // keyword keys (field\x00value, \x01field for exists), deduplicated
 	nums  []numValue
-	facts store.Facts // stored with the record (Add only; replay does not need them)
-	enc   []byte      // the encoded record, when prepared with its id (Add only)
+	facts search.Facts // stored with the record (Add only; replay does not need them)
+	enc   []byte       // the encoded record, when prepared with its id (Add only)
 	// toks lists each field's tokens: numFields runs of a count, then
 	// (index into terms, position) pairs.
 	toks []uint32
@@ -738,7 +738,7 @@ func openSegmentTables(name string, data []byte) (*segment, error) {
 }
 
 // addParts adds the segment's bytes per part to p.
-func (s *segment) addParts(p *SegmentParts) {
+func (s *segment) addParts(p *search.SegmentParts) {
 	total := int64(0)
 	size := func(secs ...int) int64 {
 		n := int64(0)

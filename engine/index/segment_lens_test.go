@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // TestFieldLengthWidths: a segment whose field lengths all fit in 16 bits
@@ -16,10 +18,10 @@ func TestFieldLengthWidths(t *testing.T) {
 	ctx := context.Background()
 	ix := openTest(t, "", Options{NoBackground: true})
 	want := map[string][numFields]uint32{}
-	var docs []Document
+	var docs []search.Document
 	for i := range 50 {
 		id := fmt.Sprintf("d%02d", i)
-		docs = append(docs, Document{ID: id, Title: "zeta theta", Text: strings.Repeat("alpha ", i+1) + "omega"})
+		docs = append(docs, search.Document{ID: id, Title: "zeta theta", Text: strings.Repeat("alpha ", i+1) + "omega"})
 		want[id] = [numFields]uint32{2, uint32(i + 2)}
 	}
 	mustAdd(t, ix, docs...)
@@ -27,7 +29,7 @@ func TestFieldLengthWidths(t *testing.T) {
 		t.Fatal(err)
 	}
 	const long = 70_000
-	mustAdd(t, ix, Document{ID: "long", Title: "zeta", Text: strings.Repeat("alpha ", long-1) + "omega"})
+	mustAdd(t, ix, search.Document{ID: "long", Title: "zeta", Text: strings.Repeat("alpha ", long-1) + "omega"})
 	want["long"] = [numFields]uint32{1, long}
 	if err := ix.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -53,11 +55,11 @@ func TestFieldLengthWidths(t *testing.T) {
 		}
 	}
 	check("flushed", 2, 4)
-	q := Query{Text: "alpha omega zeta", K: 10}
-	before := search(t, ix, q)
+	q := search.Query{Text: "alpha omega zeta", K: 10}
+	before := mustSearch(t, ix, q)
 	mergeAll(t, ix)
 	check("merged", 4)
-	after := search(t, ix, q)
+	after := mustSearch(t, ix, q)
 	if !slices.Equal(hitIDs(before), hitIDs(after)) {
 		t.Fatalf("ranking changed by the merge: %v, then %v", hitIDs(before), hitIDs(after))
 	}

@@ -31,25 +31,13 @@ import (
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/engine/embed"
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/query"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 	"github.com/rcpgo/rcpgo/rcp/fusion"
 )
-
-// Sparse is the lexical backend (*index.Index). Recall searches with
-// SkipDocs (a backend may still return Hit.Doc, with its text: such
-// candidates are never loaded again); the stages then Load the stored documents of the candidates
-// they look at — metadata for the whole list only when unit=document or
-// recency needs it, texts for the page (and the reranked top N) alone.
-type Sparse interface {
-	Search(ctx context.Context, q index.Query) (*index.Result, error)
-	Load(ctx context.Context, nums []index.DocNum, withText bool) ([]*index.Document, []index.Facts, error)
-	// WordMax is the best score of the word alone at version (the top-1
-	// score of a search for it).
-	WordMax(ctx context.Context, version, word string) (float64, error)
-}
 
 // Dense is the dense backend: an embedding provider plus a vector index.
 type Dense interface {
@@ -58,7 +46,7 @@ type Dense interface {
 	// restricted to documents for which keep returns true (keep nil: no
 	// restriction). ef > 0 sets the search's candidate list (an
 	// approximate index's effort); 0 leaves it to the backend.
-	Recall(ctx context.Context, query string, k, ef int, keep func(*index.Document) bool) ([]*Candidate, error)
+	Recall(ctx context.Context, query string, k, ef int, keep func(*search.Document) bool) ([]*Candidate, error)
 	// Vectors returns the stored embeddings of ids (nil for unknown ids).
 	Vectors(ctx context.Context, ids []string) ([][]float32, error)
 }
@@ -66,16 +54,16 @@ type Dense interface {
 // Candidate is one document or chunk flowing through the pipeline.
 type Candidate struct {
 	ID  string
-	Doc *index.Document // nil until loaded (sparse candidates)
+	Doc *search.Document // nil until loaded (sparse candidates)
 	// Num is the document number of a sparse candidate, for loading it.
-	Num     index.DocNum
+	Num     search.DocNum
 	hasNum  bool
 	hasText bool // Doc.Text is loaded
 	// Facts come with documents read by the sparse backend: the
 	// index-time screen verdict and the text's length, so a hit needs
 	// neither the screen nor (includeText:false) its text at query time.
 	// Candidates without them (dense recall) are computed from Doc.Text.
-	Facts     index.Facts
+	Facts     search.Facts
 	Sparse    float64
 	HasSparse bool
 	Dense     float64
@@ -96,7 +84,7 @@ type Candidate struct {
 // stores as num: like a sparse candidate, it is loaded only if a stage
 // needs its metadata or text (the page, the reranked top N, unit
 // grouping, recency, feedback).
-func StoredDense(id string, num index.DocNum, score float64) Candidate {
+func StoredDense(id string, num search.DocNum, score float64) Candidate {
 	return Candidate{ID: id, Num: num, hasNum: true, Dense: score, HasDense: true, Score: score}
 }
 
@@ -122,7 +110,7 @@ type Recency struct {
 // Request is one validated retrieve request.
 type Request struct {
 	Query       string
-	MaxTerms    int // distinct query terms allowed (index.Query.MaxTerms)
+	MaxTerms    int // distinct query terms allowed (search.Query.MaxTerms)
 	K           int // page size
 	Offset      int // first rank of the page
 	CandidateK  int
@@ -157,9 +145,9 @@ type Observer func(stage string, progress float64, msg string, partial []rcp.Hit
 
 // Deps are the backends of one run.
 type Deps struct {
-	Sparse   Sparse
+	Sparse   search.Searcher
 	Dense    Dense // nil: dense recall unavailable
-	Compile  func(*filter.Node) (index.Filter, error)
+	Compile  func(*filter.Node) (search.Filter, error)
 	Trust    trust.Policy
 	Observe  Observer
 	BM25Sat  float64 // k1+1 of the sparse scorer, for confidence (default 2.2)
@@ -325,14 +313,14 @@ func merge(sparse, dense []*Candidate) []*Candidate {
 // records the snapshot version searched.
 func recallSparse(ctx context.Context, s *State) ([]*Candidate, error) {
 	r := s.Req
-	var f index.Filter
+	var f search.Filter
 	if r.Filter != nil {
 		var err error
 		if f, err = s.Deps.Compile(r.Filter); err != nil {
 			return nil, err
 		}
 	}
-	res, err := s.Deps.Sparse.Search(ctx, index.Query{Text: r.Query, K: s.recallDepth(), Filter: f, Version: r.Version, SkipDocs: true, MaxTerms: r.MaxTerms})
+	res, err := s.Deps.Sparse.Search(ctx, search.Query{Text: r.Query, K: s.recallDepth(), Filter: f, Version: r.Version, SkipDocs: true, MaxTerms: r.MaxTerms})
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +337,7 @@ func recallSparse(ctx context.Context, s *State) ([]*Candidate, error) {
 		sparse[i] = &cands[i]
 	}
 	if r.Confidence && len(sparse) > 0 {
-		s.termMax = termMax(ctx, s.Deps.Sparse, index.RankText(r.Query), res.Version)
+		s.termMax = termMax(ctx, s.Deps.Sparse, query.RankText(r.Query), res.Version)
 	}
 	return sparse, nil
 }
@@ -357,9 +345,9 @@ func recallSparse(ctx context.Context, s *State) ([]*Candidate, error) {
 // recallDense asks the dense backend for the request's dense candidates.
 func recallDense(ctx context.Context, s *State) ([]*Candidate, error) {
 	r := s.Req
-	var keep func(*index.Document) bool // nil: no filter, every unit is admitted
+	var keep func(*search.Document) bool // nil: no filter, every unit is admitted
 	if r.Filter != nil {
-		keep = func(d *index.Document) bool { return r.Filter.Match(d.Meta) }
+		keep = func(d *search.Document) bool { return r.Filter.Match(d.Meta) }
 	}
 	depth, ef := s.recallDepth(), 0
 	if depth < r.CandidateK { // the server's fusion window: the walk's effort follows it
@@ -428,7 +416,7 @@ func hybridDepth(k int) int { return max(hybridDepthPerK*k, hybridDepthMin) }
 
 // termMax sums, over the distinct query words, the best score any document
 // reaches for that word alone (the confidence normaliser; at most 16 words).
-func termMax(ctx context.Context, sp Sparse, query, version string) float64 {
+func termMax(ctx context.Context, sp search.Searcher, query, version string) float64 {
 	total := 0.0
 	var buf [16]string // the words, on the stack
 	for _, w := range distinctWords(buf[:0], query) {
@@ -677,7 +665,7 @@ func applyFeedback(ctx context.Context, s *State) error {
 
 // dateOf reads a date from meta field: RFC 3339 or YYYY-MM-DD strings,
 // epoch milliseconds, or a bare year (1000..9999).
-func dateOf(d *index.Document, field string) (time.Time, bool) {
+func dateOf(d *search.Document, field string) (time.Time, bool) {
 	if d == nil {
 		return time.Time{}, false
 	}
@@ -685,38 +673,7 @@ func dateOf(d *index.Document, field string) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return ParseDate(v)
-}
-
-// ParseDate interprets a metadata value as an instant (see dateOf).
-func ParseDate(v any) (time.Time, bool) {
-	var f float64
-	switch x := v.(type) {
-	case string:
-		for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
-			if t, err := time.Parse(layout, x); err == nil {
-				return t, true
-			}
-		}
-		return time.Time{}, false
-	case float64:
-		f = x
-	case int:
-		f = float64(x)
-	case int64:
-		f = float64(x)
-	case interface{ Float64() (float64, error) }:
-		var err error
-		if f, err = x.Float64(); err != nil {
-			return time.Time{}, false
-		}
-	default:
-		return time.Time{}, false
-	}
-	if f >= 1000 && f <= 9999 && f == math.Trunc(f) {
-		return time.Date(int(f), 1, 1, 0, 0, 0, 0, time.UTC), true
-	}
-	return time.UnixMilli(int64(f)).UTC(), true
+	return search.MetaDate(v)
 }
 
 // diversify groups chunks by document (unit=document), applies minScore,
@@ -834,12 +791,12 @@ func (s *State) load(ctx context.Context, cs []*Candidate, withText bool) error 
 }
 
 func (s *State) loadWhere(ctx context.Context, cs []*Candidate, withText bool, need func(*Candidate) bool) error {
-	var nums []index.DocNum
+	var nums []search.DocNum
 	var todo []*Candidate
 	for _, c := range cs {
 		if c.hasNum && need(c) {
 			if nums == nil {
-				nums, todo = make([]index.DocNum, 0, len(cs)), make([]*Candidate, 0, len(cs))
+				nums, todo = make([]search.DocNum, 0, len(cs)), make([]*Candidate, 0, len(cs))
 			}
 			nums = append(nums, c.Num)
 			todo = append(todo, c)
@@ -941,7 +898,7 @@ type ChunkInfo struct {
 func PageID(doc string, n int) string { return doc + "#p" + strconv.Itoa(n) }
 
 // pageOf is the 1-based page a unit lies on (1 for an unpaged one).
-func pageOf(d *index.Document) int {
+func pageOf(d *search.Document) int {
 	if d != nil && d.Source != nil && d.Source.Page > 0 {
 		return d.Source.Page
 	}

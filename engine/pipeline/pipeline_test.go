@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -18,38 +18,38 @@ type fakeSparse struct{ n int }
 
 func (f fakeSparse) WordMax(context.Context, string, string) (float64, error) { return 4, nil }
 
-func (f fakeSparse) Search(_ context.Context, q index.Query) (*index.Result, error) {
-	var hits []index.Hit
+func (f fakeSparse) Search(_ context.Context, q search.Query) (*search.Result, error) {
+	var hits []search.Hit
 	for i := 0; i < f.n && len(hits) < q.K; i++ {
 		for c := 0; c < 2 && len(hits) < q.K; c++ {
-			num := index.DocNum(2*i + c + 1)
-			h := index.Hit{ID: fakeDoc(num).ID, DocNum: num, Score: float64(100 - 2*i - c)}
+			num := search.DocNum(2*i + c + 1)
+			h := search.Hit{ID: fakeDoc(num).ID, DocNum: num, Score: float64(100 - 2*i - c)}
 			if !q.SkipDocs {
 				h.Doc = fakeDoc(num)
 			}
 			hits = append(hits, h)
 		}
 	}
-	return &index.Result{Hits: hits, Version: "v1"}, nil
+	return &search.Result{Hits: hits, Version: "v1"}, nil
 }
 
 // fakeDoc is chunk c of document p<i> for num = 2i+c+1.
-func fakeDoc(num index.DocNum) *index.Document {
+func fakeDoc(num search.DocNum) *search.Document {
 	i, c := int(num-1)/2, int(num-1)%2
-	return &index.Document{ID: fmt.Sprintf("p%d#c%d", i, c), Text: fmt.Sprintf("chunk %d of document %d with some words", c, i),
+	return &search.Document{ID: fmt.Sprintf("p%d#c%d", i, c), Text: fmt.Sprintf("chunk %d of document %d with some words", c, i),
 		Meta:  map[string]any{"year": float64(1990 + i)},
-		Chunk: &index.ChunkRef{DocID: fmt.Sprintf("p%d", i), Index: c}}
+		Chunk: &search.ChunkRef{DocID: fmt.Sprintf("p%d", i), Index: c}}
 }
 
-func (f fakeSparse) Load(_ context.Context, nums []index.DocNum, withText bool) ([]*index.Document, []index.Facts, error) {
-	docs := make([]*index.Document, len(nums))
+func (f fakeSparse) Load(_ context.Context, nums []search.DocNum, withText bool) ([]*search.Document, []search.Facts, error) {
+	docs := make([]*search.Document, len(nums))
 	for i, n := range nums {
 		docs[i] = fakeDoc(n)
 		if !withText {
 			docs[i].Text = ""
 		}
 	}
-	return docs, make([]index.Facts, len(nums)), nil
+	return docs, make([]search.Facts, len(nums)), nil
 }
 
 func run(t *testing.T, req Request) *Page {
@@ -156,11 +156,11 @@ func TestRerankStage(t *testing.T) {
 
 func TestParseDate(t *testing.T) {
 	for _, v := range []any{"2020-05-01T00:00:00Z", "2020-05-01", float64(1588291200000), float64(2020)} {
-		if tm, ok := ParseDate(v); !ok || tm.Year() != 2020 {
+		if tm, ok := search.MetaDate(v); !ok || tm.Year() != 2020 {
 			t.Errorf("ParseDate(%v) = %v %v", v, tm, ok)
 		}
 	}
-	if _, ok := ParseDate(true); ok {
+	if _, ok := search.MetaDate(true); ok {
 		t.Error("bool parsed as a date")
 	}
 }
@@ -173,13 +173,13 @@ type factsSparse struct {
 	loads []string
 }
 
-func (f *factsSparse) Load(ctx context.Context, nums []index.DocNum, withText bool) ([]*index.Document, []index.Facts, error) {
+func (f *factsSparse) Load(ctx context.Context, nums []search.DocNum, withText bool) ([]*search.Document, []search.Facts, error) {
 	docs, facts, _ := f.fakeSparse.Load(ctx, nums, withText)
 	for i, d := range docs {
 		if d.ID == "p0#c0" {
 			d.Chunk = nil // a whole document: its citation spans its text
 		}
-		facts[i] = index.Facts{ScreenRules: trust.RulesVersion, Suspected: d.ID == "p0#c0", ScreenScore: 0.9, Runes: 40, Tokens: 7}
+		facts[i] = search.Facts{ScreenRules: trust.RulesVersion, Suspected: d.ID == "p0#c0", ScreenScore: 0.9, Runes: 40, Tokens: 7}
 		f.loads = append(f.loads, fmt.Sprintf("%s text=%v", d.ID, withText))
 	}
 	return docs, facts, nil
@@ -216,7 +216,7 @@ type depthSparse struct {
 	depths []int
 }
 
-func (d *depthSparse) Search(ctx context.Context, q index.Query) (*index.Result, error) {
+func (d *depthSparse) Search(ctx context.Context, q search.Query) (*search.Result, error) {
 	d.depths = append(d.depths, q.K)
 	return d.fakeSparse.Search(ctx, q)
 }
@@ -224,7 +224,7 @@ func (d *depthSparse) Search(ctx context.Context, q index.Query) (*index.Result,
 // vectorDense serves MMR's vectors only: one per id, from its bytes.
 type vectorDense struct{}
 
-func (vectorDense) Recall(context.Context, string, int, int, func(*index.Document) bool) ([]*Candidate, error) {
+func (vectorDense) Recall(context.Context, string, int, int, func(*search.Document) bool) ([]*Candidate, error) {
 	return nil, fmt.Errorf("no dense recall")
 }
 
@@ -325,11 +325,11 @@ type windowDense struct {
 	calls [][2]int
 }
 
-func (d *windowDense) Recall(_ context.Context, _ string, k, ef int, _ func(*index.Document) bool) ([]*Candidate, error) {
+func (d *windowDense) Recall(_ context.Context, _ string, k, ef int, _ func(*search.Document) bool) ([]*Candidate, error) {
 	d.calls = append(d.calls, [2]int{k, ef})
 	var out []*Candidate
 	for num := d.units; num > 0 && len(out) < k; num-- {
-		c := StoredDense(fakeDoc(index.DocNum(num)).ID, index.DocNum(num), float64(num)/float64(d.units))
+		c := StoredDense(fakeDoc(search.DocNum(num)).ID, search.DocNum(num), float64(num)/float64(d.units))
 		out = append(out, &c)
 	}
 	return out, nil

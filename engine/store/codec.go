@@ -40,6 +40,7 @@ import (
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 const (
@@ -60,17 +61,6 @@ const (
 	maxDepth    = 64 // nesting of metadata values
 )
 
-// Facts are what the index derives from a document when it writes it, kept
-// with the record so that queries do not recompute them for every hit.
-type Facts struct {
-	// ScreenRules names the injection-screen rules (trust.RulesVersion)
-	// the verdict was computed with; "" means no verdict is stored.
-	ScreenRules string
-	ScreenScore float64 // trust.Result.Score
-	Suspected   bool    // trust.Result.Suspected
-	Runes       int     // characters in Text
-	Tokens      int     // chunk.Tokens(Text)
-}
 
 var (
 	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false),
@@ -80,13 +70,13 @@ var (
 
 // EncodeDoc returns the canonical record encoding of d with its facts: two
 // documents are observationally identical iff their encodings are equal.
-func EncodeDoc(d *Document, f Facts) ([]byte, error) {
+func EncodeDoc(d *search.Document, f search.Facts) ([]byte, error) {
 	return encodeRecord(d, f, true)
 }
 
 // encodeRecord encodes a format-2 record, its text compressed (when that
 // pays) or raw.
-func encodeRecord(d *Document, f Facts, compress bool) ([]byte, error) {
+func encodeRecord(d *search.Document, f search.Facts, compress bool) ([]byte, error) {
 	head := make([]byte, 0, 64+len(d.ID)+len(d.Title))
 	head = appendStr(head, d.ID)
 	head = appendStr(head, d.Title)
@@ -224,7 +214,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 // DecodeDoc decodes a record (format 2, or a JSON record of format 1) with
 // its text. Metadata numbers decode as json.Number, keeping their exact
 // text.
-func DecodeDoc(b []byte) (*Document, error) {
+func DecodeDoc(b []byte) (*search.Document, error) {
 	d, _, err := DecodeRecord(b, true)
 	return d, err
 }
@@ -234,20 +224,20 @@ func DecodeDoc(b []byte) (*Document, error) {
 // Store.DecodeRecord); withText false leaves
 // Document.Text empty without reading (or decompressing) it. JSON records
 // of format 1 have no facts (Facts.ScreenRules is "").
-func DecodeRecord(b []byte, withText bool) (*Document, Facts, error) {
+func DecodeRecord(b []byte, withText bool) (*search.Document, search.Facts, error) {
 	if len(b) > 0 && b[0] == '{' {
-		var d Document
+		var d search.Document
 		if err := decodeJSON(b, &d); err != nil {
-			return nil, Facts{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return nil, search.Facts{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		if !withText {
 			d.Text = ""
 		}
-		return &d, Facts{}, nil
+		return &d, search.Facts{}, nil
 	}
 	d, f, err := decodeRecord(b, withText)
 	if err != nil {
-		return nil, Facts{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, search.Facts{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return d, f, nil
 }
@@ -324,32 +314,32 @@ func (r *reader) byte1(what string) byte {
 	return c
 }
 
-func decodeRecord(b []byte, withText bool) (*Document, Facts, error) {
+func decodeRecord(b []byte, withText bool) (*search.Document, search.Facts, error) {
 	if len(b) > 0 && b[0] == dictRecordTag {
-		return nil, Facts{}, ErrNoDictionary
+		return nil, search.Facts{}, ErrNoDictionary
 	}
 	if len(b) == 0 || b[0] != recordTag {
-		return nil, Facts{}, fmt.Errorf("unknown record tag")
+		return nil, search.Facts{}, fmt.Errorf("unknown record tag")
 	}
 	return decodePayload(b[1:], withText)
 }
 
 // decodePayload decodes a format-2 record after its tag byte.
-func decodePayload(b []byte, withText bool) (*Document, Facts, error) {
-	var f Facts
+func decodePayload(b []byte, withText bool) (*search.Document, search.Facts, error) {
+	var f search.Facts
 	hl, n := binary.Uvarint(b)
 	if n <= 0 || hl > uint64(len(b)-n) {
 		return nil, f, fmt.Errorf("bad head length")
 	}
 	body := b[n+int(hl):]
 	r := &reader{s: string(b[n : n+int(hl)])}
-	d := &Document{ID: r.str("id"), Title: r.str("title")}
+	d := &search.Document{ID: r.str("id"), Title: r.str("title")}
 	flags := r.byte1("flags")
 	if flags&flagSource != 0 {
-		d.Source = &Source{Name: r.str("source.name"), URI: r.str("source.uri"), Page: r.varint("source.page")}
+		d.Source = &search.Source{Name: r.str("source.name"), URI: r.str("source.uri"), Page: r.varint("source.page")}
 	}
 	if flags&flagChunk != 0 {
-		d.Chunk = &ChunkRef{DocID: r.str("chunk.docId"), Index: r.varint("chunk.index"), Start: r.varint("chunk.start"), End: r.varint("chunk.end")}
+		d.Chunk = &search.ChunkRef{DocID: r.str("chunk.docId"), Index: r.varint("chunk.index"), Start: r.varint("chunk.start"), End: r.varint("chunk.end")}
 	}
 	d.Meta = r.object(0)
 	f.ScreenRules = r.str("screenRules")

@@ -7,28 +7,30 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 func codecCases() []struct {
 	name string
-	doc  Document
-	f    Facts
+	doc  search.Document
+	f    search.Facts
 } {
 	long := strings.Repeat("the quick brown fox jumps over the lazy dog; ", 40)
 	return []struct {
 		name string
-		doc  Document
-		f    Facts
+		doc  search.Document
+		f    search.Facts
 	}{
-		{"minimal", Document{ID: "a", Text: "x"}, Facts{}},
-		{"empty text", Document{ID: "e"}, Facts{ScreenRules: "r1"}},
-		{"full", Document{ID: "p#c1", Title: "Tïtle", Text: "chunk text ✓",
+		{"minimal", search.Document{ID: "a", Text: "x"}, search.Facts{}},
+		{"empty text", search.Document{ID: "e"}, search.Facts{ScreenRules: "r1"}},
+		{"full", search.Document{ID: "p#c1", Title: "Tïtle", Text: "chunk text ✓",
 			Meta: map[string]any{"year": json.Number("2019"), "tags": []any{"a", json.Number("-1.5e3"), true, nil},
 				"nested": map[string]any{"k": "v", "empty": map[string]any{}, "none": []any{}}, "b": false},
-			Source: &Source{Name: "wire", URI: "https://x/y", Page: -3}, Chunk: &ChunkRef{DocID: "p", Index: 1, Start: 5, End: 17}},
-			Facts{ScreenRules: "r1", ScreenScore: 0.97, Suspected: true, Runes: 12, Tokens: 3}},
-		{"empty source and chunk", Document{ID: "s", Text: "t", Source: &Source{}, Chunk: &ChunkRef{}}, Facts{}},
-		{"compressed text", Document{ID: "long", Title: "L", Text: long}, Facts{ScreenRules: "r", Runes: len(long), Tokens: 400}},
+			Source: &search.Source{Name: "wire", URI: "https://x/y", Page: -3}, Chunk: &search.ChunkRef{DocID: "p", Index: 1, Start: 5, End: 17}},
+			search.Facts{ScreenRules: "r1", ScreenScore: 0.97, Suspected: true, Runes: 12, Tokens: 3}},
+		{"empty source and chunk", search.Document{ID: "s", Text: "t", Source: &search.Source{}, Chunk: &search.ChunkRef{}}, search.Facts{}},
+		{"compressed text", search.Document{ID: "long", Title: "L", Text: long}, search.Facts{ScreenRules: "r", Runes: len(long), Tokens: 400}},
 	}
 }
 
@@ -58,7 +60,7 @@ func TestRecordRoundTrip(t *testing.T) {
 			}
 			legacy, _ := json.Marshal(&tc.doc)
 			ld, lf, err := DecodeRecord(legacy, true)
-			if err != nil || !reflect.DeepEqual(*ld, tc.doc) || lf != (Facts{}) {
+			if err != nil || !reflect.DeepEqual(*ld, tc.doc) || lf != (search.Facts{}) {
 				t.Fatalf("JSON record: %+v %+v %v", ld, lf, err)
 			}
 		})
@@ -74,8 +76,8 @@ func TestRecordRoundTrip(t *testing.T) {
 // TestRecordNormalisesNumbers: Go numbers take their JSON text and decode
 // as json.Number, as the JSON records did.
 func TestRecordNormalisesNumbers(t *testing.T) {
-	d := Document{ID: "n", Meta: map[string]any{"f": 1.5, "i": 7, "u": uint8(3), "big": 1e21}}
-	enc, err := EncodeDoc(&d, Facts{})
+	d := search.Document{ID: "n", Meta: map[string]any{"f": 1.5, "i": 7, "u": uint8(3), "big": 1e21}}
+	enc, err := EncodeDoc(&d, search.Facts{})
 	if err != nil {
 		t.Fatal(err)
 	}

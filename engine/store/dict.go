@@ -48,6 +48,7 @@ import (
 
 	"github.com/klauspost/compress/dict"
 	"github.com/klauspost/compress/s2"
+	"github.com/rcpgo/rcpgo/engine/search"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -146,7 +147,7 @@ func (c *codec) current() (storedDict, bool) {
 // encode compresses a format-2 record (text raw) with the current
 // dictionary; without one, or when that does not pay, it returns the
 // format-2 record with its text compressed alone (EncodeDoc).
-func (c *codec) encode(d *Document, f Facts) ([]byte, error) {
+func (c *codec) encode(d *search.Document, f search.Facts) ([]byte, error) {
 	cur, ok := c.current()
 	if !ok {
 		return EncodeDoc(d, f)
@@ -233,19 +234,19 @@ func blockLen(block []byte) (int, error) {
 }
 
 // decode decodes a record of any format.
-func (c *codec) decode(b []byte, withText bool) (*Document, Facts, error) {
+func (c *codec) decode(b []byte, withText bool) (*search.Document, search.Facts, error) {
 	if len(b) == 0 || b[0] != dictRecordTag {
 		return DecodeRecord(b, withText)
 	}
 	p, err := c.payload(b, withText)
 	if err == nil {
-		var d *Document
-		var f Facts
+		var d *search.Document
+		var f search.Facts
 		if d, f, err = decodePayload(p, withText); err == nil {
 			return d, f, nil
 		}
 	}
-	return nil, Facts{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	return nil, search.Facts{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 }
 
 // canonical returns a record's uncompressed format-2 encoding (text raw),
@@ -275,12 +276,12 @@ func (r *codecRef) get() *codec { return r.c.Load() }
 // EncodeDoc returns the encoding of d with its facts for this store:
 // compressed with the store's current dictionary when it has one (and that
 // pays), the format-2 encoding of the package's EncodeDoc otherwise.
-func (s *Store) EncodeDoc(d *Document, f Facts) ([]byte, error) {
+func (s *Store) EncodeDoc(d *search.Document, f search.Facts) ([]byte, error) {
 	return s.codec.get().encode(d, f)
 }
 
 // DecodeRecord decodes a record of any format this store holds.
-func (s *Store) DecodeRecord(b []byte, withText bool) (*Document, Facts, error) {
+func (s *Store) DecodeRecord(b []byte, withText bool) (*search.Document, search.Facts, error) {
 	return s.codec.get().decode(b, withText)
 }
 

@@ -13,12 +13,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rcpgo/rcpgo/engine/search"
 	bolt "go.etcd.io/bbolt"
 )
 
 // passages returns n generated passages shaped like `rcp gen`'s: a title,
 // a few sentences of syllable words and the same five metadata keys.
-func passages(n int) []Document {
+func passages(n int) []search.Document {
 	syl := []string{"cy", "nit", "lou", "brat", "vout", "thea", "clo", "gri", "zy", "pli", "stet", "mat", "sout", "ne", "fea", "kro"}
 	r := rand.New(rand.NewPCG(15, 15))
 	word := func() string {
@@ -36,32 +37,32 @@ func passages(n int) []Document {
 		s := strings.Join(w, " ")
 		return strings.ToUpper(s[:1]) + s[1:] + "."
 	}
-	out := make([]Document, n)
+	out := make([]search.Document, n)
 	for i := range out {
 		var text []string
 		for range 3 + r.IntN(6) {
 			text = append(text, sentence(5+r.IntN(12)))
 		}
 		year := 1990 + r.IntN(35)
-		out[i] = Document{ID: fmt.Sprint("d", i), Title: sentence(4), Text: strings.Join(text, " "),
+		out[i] = search.Document{ID: fmt.Sprint("d", i), Title: sentence(4), Text: strings.Join(text, " "),
 			Meta:   map[string]any{"lang": "en", "year": year, "score": r.Float64(), "published": r.IntN(2) == 0, "date": fmt.Sprintf("%d-01-%02d", year, 1+r.IntN(28))},
-			Source: &Source{Name: "index/add"}}
+			Source: &search.Source{Name: "index/add"}}
 	}
 	return out
 }
 
 // docJSON is a document's JSON form, which its decoded form shares
 // (metadata numbers come back as json.Number).
-func docJSON(d *Document) string {
+func docJSON(d *search.Document) string {
 	b, _ := json.Marshal(d)
 	return string(b)
 }
 
-func putAll(t testing.TB, s *Store, docs []Document, from uint64) {
+func putAll(t testing.TB, s *Store, docs []search.Document, from uint64) {
 	t.Helper()
 	err := s.Update(context.Background(), func(tx *Tx) error {
 		for i := range docs {
-			enc, err := s.EncodeDoc(&docs[i], Facts{ScreenRules: "r1", Runes: len(docs[i].Text)})
+			enc, err := s.EncodeDoc(&docs[i], search.Facts{ScreenRules: "r1", Runes: len(docs[i].Text)})
 			if err != nil {
 				return err
 			}
@@ -156,7 +157,7 @@ func TestDictCompressesRecords(t *testing.T) {
 		}
 	}
 	check(s)
-	enc, _ := s.EncodeDoc(&docs[0], Facts{})
+	enc, _ := s.EncodeDoc(&docs[0], search.Facts{})
 	if _, _, err := DecodeRecord(enc, true); !errors.Is(err, ErrNoDictionary) || !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("package DecodeRecord of a dictionary record: %v", err)
 	}
@@ -181,8 +182,8 @@ func TestSameRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := docs[3]
-	plain, _ := EncodeDoc(&d, Facts{ScreenRules: "r"})
-	dict, _ := s.EncodeDoc(&d, Facts{ScreenRules: "r"})
+	plain, _ := EncodeDoc(&d, search.Facts{ScreenRules: "r"})
+	dict, _ := s.EncodeDoc(&d, search.Facts{ScreenRules: "r"})
 	if plain[0] == dict[0] {
 		t.Fatalf("no dictionary record: %x", dict[:1])
 	}
@@ -191,8 +192,8 @@ func TestSameRecord(t *testing.T) {
 	}
 	d2 := d
 	d2.Text += "!"
-	other, _ := s.EncodeDoc(&d2, Facts{ScreenRules: "r"})
-	otherFacts, _ := s.EncodeDoc(&d, Facts{ScreenRules: "r", Tokens: 1})
+	other, _ := s.EncodeDoc(&d2, search.Facts{ScreenRules: "r"})
+	otherFacts, _ := s.EncodeDoc(&d, search.Facts{ScreenRules: "r", Tokens: 1})
 	if s.SameRecord(dict, other) || s.SameRecord(plain, otherFacts) || s.SameRecord(dict, []byte{dictRecordTag}) {
 		t.Fatal("different records reported the same")
 	}
@@ -211,7 +212,7 @@ func TestDictCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := passages(1)[0]
-	enc, _ := s.EncodeDoc(&d, Facts{})
+	enc, _ := s.EncodeDoc(&d, search.Facts{})
 	for n := range len(enc) {
 		if _, _, err := s.DecodeRecord(enc[:n], true); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("truncated to %d of %d bytes: %v", n, len(enc), err)
@@ -265,9 +266,9 @@ func FuzzDecodeDictRecord(f *testing.F) {
 	}
 	for _, tc := range append(codecCases(), struct {
 		name string
-		doc  Document
-		f    Facts
-	}{"passage", passages(1)[0], Facts{ScreenRules: "r"}}) {
+		doc  search.Document
+		f    search.Facts
+	}{"passage", passages(1)[0], search.Facts{ScreenRules: "r"}}) {
 		enc, _ := s.EncodeDoc(&tc.doc, tc.f)
 		f.Add(enc)
 	}
@@ -312,7 +313,7 @@ func TestRecompressOnce(t *testing.T) {
 	if n, err := s.Recompress(ctx); n != DictMinDocs || err != nil {
 		t.Fatalf("first Recompress = %d, %v", n, err)
 	}
-	plain, err := EncodeDoc(&docs[DictMinDocs], Facts{})
+	plain, err := EncodeDoc(&docs[DictMinDocs], search.Facts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func TestRecompressOnce(t *testing.T) {
 
 // trainedStore is a store of DictMinDocs passages with its first
 // dictionary, and the passages.
-func trainedStore(t testing.TB) (*Store, []Document) {
+func trainedStore(t testing.TB) (*Store, []search.Document) {
 	t.Helper()
 	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
@@ -364,7 +365,7 @@ func TestDictEncodeMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i := range n {
-		if _, err := s.EncodeDoc(&docs[i], Facts{ScreenRules: "r1"}); err != nil {
+		if _, err := s.EncodeDoc(&docs[i], search.Facts{ScreenRules: "r1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -381,7 +382,7 @@ func BenchmarkEncodeRecord(b *testing.B) {
 	b.ReportAllocs()
 	size := 0
 	for i := 0; b.Loop(); i++ {
-		enc, err := s.EncodeDoc(&docs[i%len(docs)], Facts{ScreenRules: "r1"})
+		enc, err := s.EncodeDoc(&docs[i%len(docs)], search.Facts{ScreenRules: "r1"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -17,34 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rcpgo/rcpgo/engine/search"
 	bolt "go.etcd.io/bbolt"
 )
-
-// Document is one indexable unit: a whole document or a chunk of one.
-type Document struct {
-	ID     string         `json:"id"`
-	Title  string         `json:"title,omitempty"`
-	Text   string         `json:"text"`
-	Meta   map[string]any `json:"meta,omitempty"`
-	Source *Source        `json:"source,omitempty"`
-	Chunk  *ChunkRef      `json:"chunk,omitempty"`
-}
-
-// Source says where a document came from (for citations).
-type Source struct {
-	Name string `json:"name,omitempty"`
-	URI  string `json:"uri,omitempty"`
-	Page int    `json:"page,omitempty"`
-}
-
-// ChunkRef marks a document as chunk Index of parent document DocID,
-// covering bytes [Start, End) of the parent's text.
-type ChunkRef struct {
-	DocID string `json:"docId"`
-	Index int    `json:"index"`
-	Start int    `json:"start"`
-	End   int    `json:"end"`
-}
 
 // Segment describes one published segment file.
 type Segment struct {
@@ -253,17 +228,17 @@ func (r *ReadTx) DocBytes(seq uint64) (enc []byte, addedAt uint64) {
 }
 
 // Doc returns the document stored under seq, or nil when it is absent.
-func (r *ReadTx) Doc(seq uint64) (*Document, error) {
+func (r *ReadTx) Doc(seq uint64) (*search.Document, error) {
 	d, _, err := r.Record(seq, true)
 	return d, err
 }
 
 // Record returns the document stored under seq and its facts (nil when
 // absent); withText false leaves the text unread.
-func (r *ReadTx) Record(seq uint64, withText bool) (*Document, Facts, error) {
+func (r *ReadTx) Record(seq uint64, withText bool) (*search.Document, search.Facts, error) {
 	enc, _ := r.DocBytes(seq)
 	if enc == nil {
-		return nil, Facts{}, nil
+		return nil, search.Facts{}, nil
 	}
 	return r.s.DecodeRecord(enc, withText)
 }
@@ -433,7 +408,7 @@ func (r *ReadTx) ForEachLiveSeq(fn func(seq uint64) error) error {
 
 // ForEachDocFrom calls fn for every stored document with seq ≥ from, in
 // seq order.
-func (r *ReadTx) ForEachDocFrom(from uint64, fn func(seq uint64, d *Document) error) error {
+func (r *ReadTx) ForEachDocFrom(from uint64, fn func(seq uint64, d *search.Document) error) error {
 	c := r.tx.Bucket(bktDocs).Cursor()
 	for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
 		if len(k) != 8 || len(v) < 8 {
@@ -477,7 +452,7 @@ func (t *Tx) PutManifest(m Manifest) error {
 
 // PutDoc stores enc (an EncodeDoc or Store.EncodeDoc encoding) under seq, added at version,
 // and points its id (and its parent's child link, for chunks) at seq.
-func (t *Tx) PutDoc(seq, version uint64, d *Document, enc []byte) error {
+func (t *Tx) PutDoc(seq, version uint64, d *search.Document, enc []byte) error {
 	v := make([]byte, 8+len(enc))
 	binary.BigEndian.PutUint64(v, version)
 	copy(v[8:], enc)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 func openTest(t *testing.T) *Store {
@@ -22,14 +24,14 @@ func openTest(t *testing.T) *Store {
 func TestDocsIDsChildrenTombstones(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
-	docs := []Document{
-		{ID: "a", Title: "T", Text: "alpha", Meta: map[string]any{"k": "v"}, Source: &Source{URI: "file:///a"}},
-		{ID: "p#0", Text: "chunk", Chunk: &ChunkRef{DocID: "p", Index: 0, End: 5}},
-		{ID: "p#1", Text: "chunk two", Chunk: &ChunkRef{DocID: "p", Index: 1, Start: 5, End: 14}},
+	docs := []search.Document{
+		{ID: "a", Title: "T", Text: "alpha", Meta: map[string]any{"k": "v"}, Source: &search.Source{URI: "file:///a"}},
+		{ID: "p#0", Text: "chunk", Chunk: &search.ChunkRef{DocID: "p", Index: 0, End: 5}},
+		{ID: "p#1", Text: "chunk two", Chunk: &search.ChunkRef{DocID: "p", Index: 1, Start: 5, End: 14}},
 	}
 	err := s.Update(ctx, func(tx *Tx) error {
 		for i := range docs {
-			enc, err := EncodeDoc(&docs[i], Facts{})
+			enc, err := EncodeDoc(&docs[i], search.Facts{})
 			if err != nil {
 				return err
 			}
@@ -102,7 +104,7 @@ func TestDocsIDsChildrenTombstones(t *testing.T) {
 			t.Fatal("record not purged")
 		}
 		var seen []uint64
-		tx.ForEachDocFrom(2, func(seq uint64, d *Document) error { seen = append(seen, seq); return nil })
+		tx.ForEachDocFrom(2, func(seq uint64, d *search.Document) error { seen = append(seen, seq); return nil })
 		if !slices.Equal(seen, []uint64{3}) {
 			t.Fatalf("ForEachDocFrom = %v", seen)
 		}
@@ -113,8 +115,8 @@ func TestDocsIDsChildrenTombstones(t *testing.T) {
 func TestUpdateRollsBack(t *testing.T) {
 	s := openTest(t)
 	boom := errors.New("boom")
-	d := Document{ID: "x", Text: "t"}
-	enc, _ := EncodeDoc(&d, Facts{})
+	d := search.Document{ID: "x", Text: "t"}
+	enc, _ := EncodeDoc(&d, search.Facts{})
 	err := s.Update(context.Background(), func(tx *Tx) error {
 		if err := tx.PutDoc(1, 1, &d, enc); err != nil {
 			return err
@@ -138,10 +140,10 @@ func TestUpdateRollsBack(t *testing.T) {
 }
 
 func TestEncodeCanonical(t *testing.T) {
-	a := Document{ID: "x", Text: "t", Meta: map[string]any{"b": 1, "a": []any{"z", 2.5}}}
-	b := Document{ID: "x", Text: "t", Meta: map[string]any{"a": []any{"z", 2.5}, "b": 1.0}}
-	ea, _ := EncodeDoc(&a, Facts{})
-	eb, _ := EncodeDoc(&b, Facts{})
+	a := search.Document{ID: "x", Text: "t", Meta: map[string]any{"b": 1, "a": []any{"z", 2.5}}}
+	b := search.Document{ID: "x", Text: "t", Meta: map[string]any{"a": []any{"z", 2.5}, "b": 1.0}}
+	ea, _ := EncodeDoc(&a, search.Facts{})
+	eb, _ := EncodeDoc(&b, search.Facts{})
 	if string(ea) != string(eb) {
 		t.Fatalf("encodings differ: %s vs %s", ea, eb)
 	}

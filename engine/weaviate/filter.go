@@ -1,14 +1,13 @@
 package weaviate
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
@@ -33,7 +32,7 @@ import (
 // superset is not one). The engine re-checks every hit with the exact §8
 // evaluator, so a compiled filter may admit more, never less.
 
-// Filter is a compiled filter (index.Query.Filter).
+// Filter is a compiled filter (search.Query.Filter).
 type Filter struct {
 	// Where is the Weaviate filter (nil: no restriction in Weaviate).
 	Where *filters.WhereBuilder
@@ -43,14 +42,8 @@ type Filter struct {
 	Node *filter.Node
 }
 
-// Compile implements index.Filter; a Weaviate filter runs in Weaviate
-// only, never over an embedded segment.
-func (f *Filter) Compile(index.FieldReader) (*index.Bitset, error) {
-	return nil, errors.New("weaviate: a Weaviate filter cannot run on an embedded index")
-}
-
-// CompileFilter implements the engine's Backend.
-func (b *Backend) CompileFilter(n *filter.Node) (index.Filter, error) {
+// CompileFilter implements search.Backend.
+func (b *Backend) CompileFilter(n *filter.Node) (search.Filter, error) {
 	return b.schema.compile(n), nil
 }
 

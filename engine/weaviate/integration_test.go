@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/embed"
-	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/internal/weaviatetest"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
@@ -48,7 +48,7 @@ func (hashEncoder) Identity() string { return "test-hash-32" }
 func (hashEncoder) Normalized() bool { return true }
 func (hashEncoder) BatchLimit() int  { return 64 }
 
-var testDocs = []index.Document{
+var testDocs = []search.Document{
 	{ID: "a", Title: "Wings", Text: "lift on a wing at low speed", Meta: map[string]any{"lang": "en", "year": 1999.0, "score": 0.9, "ok": true, "tags": []any{"aero", "lift"}, "title": "wing lift", "day": "2020-01-01T00:00:00Z"}},
 	{ID: "b", Title: "Flügel", Text: "Auftrieb am Flügel", Meta: map[string]any{"lang": "de", "year": 2005.0, "score": 0.2, "ok": false, "tags": []any{"aero"}, "day": "2021-06-01T00:00:00Z"}},
 	{ID: "c", Text: "boundary layer transition on a flat plate", Meta: map[string]any{"lang": "en", "year": 1970.0, "tags": []any{"flow"}, "title": "plate"}},
@@ -80,7 +80,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 	}
 
 	t.Run("bm25", func(t *testing.T) {
-		res, err := b.Search(ctx, index.Query{Text: "wing", K: 10})
+		res, err := b.Search(ctx, search.Query{Text: "wing", K: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 		if h := res.Hits[0]; h.Doc == nil || h.Doc.Text == "" || h.Facts.Tokens == 0 || res.Version != b.Version() {
 			t.Fatalf("hit without its document or facts: %+v", h)
 		}
-		if _, err := b.Search(ctx, index.Query{Text: "wing", Version: "weaviate:Other"}); err != index.ErrSnapshotGone {
+		if _, err := b.Search(ctx, search.Query{Text: "wing", Version: "weaviate:Other"}); err != search.ErrSnapshotGone {
 			t.Fatalf("foreign version: %v", err)
 		}
 	})
@@ -114,7 +114,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 			{`"lift wing"~1`, nil},
 			{`"lift wing"~2 speed`, []string{"a"}}, // lift, on, a, wing: "on" and "a" keep their places
 		} {
-			res, err := b.Search(ctx, index.Query{Text: c.q, K: 10})
+			res, err := b.Search(ctx, search.Query{Text: c.q, K: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 				t.Fatalf("%s: %v", f, err)
 			}
 			cf, _ := b.CompileFilter(n)
-			res, err := b.Search(ctx, index.Query{K: 100, Filter: cf})
+			res, err := b.Search(ctx, search.Query{K: 100, Filter: cf})
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
@@ -179,7 +179,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cands) == 0 || cands[0].ID != "d" || cands[0].Dense < 0.99 || cands[0].Doc == nil {
+		if len(cands) == 0 || cands[0].ID != "d" || cands[0].Score < 0.99 || cands[0].Doc == nil {
 			t.Fatalf("dense: %+v", cands)
 		}
 		n, _ := filter.Validate([]byte(`{"field":"lang","op":"eq","value":"en"}`), testFields, nil)
@@ -200,7 +200,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 
 	t.Run("writes", func(t *testing.T) {
 		// Upsert by id: same object, new text.
-		if _, err := b.Add(ctx, []index.Document{{ID: "e", Text: "replaced text about gliders"}}); err != nil {
+		if _, err := b.Add(ctx, []search.Document{{ID: "e", Text: "replaced text about gliders"}}); err != nil {
 			t.Fatal(err)
 		}
 		d, err := b.Get(ctx, "e")
@@ -208,9 +208,9 @@ func TestBackendOnWeaviate(t *testing.T) {
 			t.Fatalf("upsert: %+v %v", d, err)
 		}
 		// Chunked, then plain again: the chunks go.
-		chunks := []index.Document{
-			{ID: "p#c0", Text: "first part", Chunk: &index.ChunkRef{DocID: "p", Index: 0, End: 10}},
-			{ID: "p#c1", Text: "second part", Chunk: &index.ChunkRef{DocID: "p", Index: 1, Start: 11, End: 22}},
+		chunks := []search.Document{
+			{ID: "p#c0", Text: "first part", Chunk: &search.ChunkRef{DocID: "p", Index: 0, End: 10}},
+			{ID: "p#c1", Text: "second part", Chunk: &search.ChunkRef{DocID: "p", Index: 1, Start: 11, End: 22}},
 		}
 		if _, err := b.Add(ctx, chunks); err != nil {
 			t.Fatal(err)
@@ -221,7 +221,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 		if d, _ := b.Get(ctx, "p#c1"); d != nil {
 			t.Fatal("a stale chunk survived re-chunking")
 		}
-		if _, err := b.Add(ctx, []index.Document{{ID: "p", Text: "whole again"}}); err != nil {
+		if _, err := b.Add(ctx, []search.Document{{ID: "p", Text: "whole again"}}); err != nil {
 			t.Fatal(err)
 		}
 		if d, _ := b.Get(ctx, "p#c0"); d != nil {
@@ -238,11 +238,11 @@ func TestBackendOnWeaviate(t *testing.T) {
 
 	t.Run("tenants", func(t *testing.T) {
 		t1, t2 := open("RcpTenants", "t1"), open("RcpTenants", "t2")
-		if _, err := t1.Add(ctx, []index.Document{{ID: "x", Text: "only in tenant one"}}); err != nil {
+		if _, err := t1.Add(ctx, []search.Document{{ID: "x", Text: "only in tenant one"}}); err != nil {
 			t.Fatal(err)
 		}
-		r1, err1 := t1.Search(ctx, index.Query{Text: "tenant", K: 5})
-		r2, err2 := t2.Search(ctx, index.Query{Text: "tenant", K: 5})
+		r1, err1 := t1.Search(ctx, search.Query{Text: "tenant", K: 5})
+		r2, err2 := t2.Search(ctx, search.Query{Text: "tenant", K: 5})
 		if err1 != nil || err2 != nil || len(r1.Hits) != 1 || len(r2.Hits) != 0 {
 			t.Fatalf("tenant isolation: %v %v / %v %v", r1, err1, r2, err2)
 		}
@@ -250,7 +250,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 
 	t.Run("outage", func(t *testing.T) {
 		cl.Kill(0)
-		_, err := b.Search(ctx, index.Query{Text: "wing", K: 3})
+		_, err := b.Search(ctx, search.Query{Text: "wing", K: 3})
 		re, ok := rcp.AsError(err)
 		if !ok || re.Code != rcp.CodeBackendUnavailable || re.Data == nil || re.Data.Retryable == nil || !*re.Data.Retryable {
 			t.Fatalf("search during an outage: %v", err)
@@ -258,7 +258,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 		cl.Restart(0)
 		deadline := time.Now().Add(time.Minute)
 		for {
-			_, err = b.Search(ctx, index.Query{Text: "wing", K: 3})
+			_, err = b.Search(ctx, search.Query{Text: "wing", K: 3})
 			if err == nil || time.Now().After(deadline) {
 				break
 			}
@@ -278,7 +278,7 @@ func TestOpenUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	_, err = b.Search(context.Background(), index.Query{Text: "x"})
+	_, err = b.Search(context.Background(), search.Query{Text: "x"})
 	if re, ok := rcp.AsError(err); !ok || re.Code != rcp.CodeBackendUnavailable {
 		t.Fatalf("got %v", err)
 	}
@@ -289,7 +289,7 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 }
 
-func hitIDs(r *index.Result) []string {
+func hitIDs(r *search.Result) []string {
 	out := []string{}
 	for _, h := range r.Hits {
 		out = append(out, h.ID)

@@ -16,8 +16,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/engine/embed"
-	"github.com/rcpgo/rcpgo/engine/index"
-	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
@@ -39,7 +38,7 @@ const maxBatch = 200
 // what an upsert replaced: the chunks a document no longer has (or all of
 // them when it is no longer chunked), and the whole document when it is
 // now chunked.
-func (b *Backend) Add(ctx context.Context, docs []index.Document) ([]string, error) {
+func (b *Backend) Add(ctx context.Context, docs []search.Document) ([]string, error) {
 	c, err := b.conn()
 	if err != nil {
 		return nil, err
@@ -101,7 +100,7 @@ func (b *Backend) Add(ctx context.Context, docs []index.Document) ([]string, err
 	return ids, nil
 }
 
-func (b *Backend) embedDocs(ctx context.Context, docs []index.Document) ([][]float32, error) {
+func (b *Backend) embedDocs(ctx context.Context, docs []search.Document) ([][]float32, error) {
 	texts := make([]string, len(docs))
 	for i := range docs {
 		texts[i] = denseText(&docs[i])
@@ -126,7 +125,7 @@ func (b *Backend) embedDocs(ctx context.Context, docs []index.Document) ([][]flo
 
 // denseText is what the dense encoder sees of a document (as in the
 // embedded engine).
-func denseText(d *index.Document) string {
+func denseText(d *search.Document) string {
 	if d.Title == "" {
 		return d.Text
 	}
@@ -135,12 +134,12 @@ func denseText(d *index.Document) string {
 
 // object converts a document to its Weaviate object. Index-time facts
 // (the injection-screen verdict, lengths) are computed here, once.
-func (b *Backend) object(d *index.Document) (*models.Object, error) {
+func (b *Backend) object(d *search.Document) (*models.Object, error) {
 	if d.ID == "" || !utf8.ValidString(d.ID) || strings.IndexByte(d.ID, 0) >= 0 {
 		return nil, fmt.Errorf("weaviate: invalid document id %q", d.ID)
 	}
 	sc := trust.Screen(d.Title + "\n" + d.Text)
-	facts := index.Facts{ScreenRules: trust.RulesVersion, ScreenScore: sc.Score, Suspected: sc.Suspected,
+	facts := search.Facts{ScreenRules: trust.RulesVersion, ScreenScore: sc.Score, Suspected: sc.Suspected,
 		Runes: utf8.RuneCountInString(d.Text), Tokens: chunk.Tokens(d.Text)}
 	props := map[string]any{propID: d.ID, propTitle: d.Title, propText: d.Text, propFacts: mustJSON(facts)}
 	if d.Meta != nil {
@@ -198,7 +197,7 @@ func (f field) values(raw any) any {
 	case "number[]":
 		var out []float64
 		for _, e := range elems {
-			if x, ok := index.ToFloat(e); ok && !math.IsNaN(x) && !math.IsInf(x, 0) {
+			if x, ok := search.MetaNumber(e); ok && !math.IsNaN(x) && !math.IsInf(x, 0) {
 				out = append(out, x)
 			}
 		}
@@ -214,7 +213,7 @@ func (f field) values(raw any) any {
 	case "date[]":
 		var out []string
 		for _, e := range elems {
-			if t, ok := pipeline.ParseDate(e); ok {
+			if t, ok := search.MetaDate(e); ok {
 				out = append(out, t.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"))
 			}
 		}
@@ -232,10 +231,10 @@ func nilIfEmpty[T any](s []T) any {
 
 // document converts a search result back to the stored document and its
 // facts.
-func document(r *graphql.SearchResult) (*index.Document, index.Facts) {
+func document(r *graphql.SearchResult) (*search.Document, search.Facts) {
 	str := func(k string) string { s, _ := r.Properties[k].(string); return s }
-	d := &index.Document{ID: str(propID), Title: str(propTitle), Text: str(propText)}
-	var facts index.Facts
+	d := &search.Document{ID: str(propID), Title: str(propTitle), Text: str(propText)}
+	var facts search.Facts
 	if s := str(propMeta); s != "" {
 		dec := json.NewDecoder(strings.NewReader(s))
 		var m map[string]any
@@ -244,13 +243,13 @@ func document(r *graphql.SearchResult) (*index.Document, index.Facts) {
 		}
 	}
 	if s := str(propSource); s != "" {
-		var src index.Source
+		var src search.Source
 		if json.Unmarshal([]byte(s), &src) == nil {
 			d.Source = &src
 		}
 	}
 	if s := str(propChunk); s != "" {
-		var cr index.ChunkRef
+		var cr search.ChunkRef
 		if json.Unmarshal([]byte(s), &cr) == nil {
 			d.Chunk = &cr
 		}
@@ -262,7 +261,7 @@ func document(r *graphql.SearchResult) (*index.Document, index.Facts) {
 }
 
 // Get returns document (or chunk) id, nil when absent.
-func (b *Backend) Get(ctx context.Context, id string) (*index.Document, error) {
+func (b *Backend) Get(ctx context.Context, id string) (*search.Document, error) {
 	res, err := b.search(ctx, func(s *graphql.Search) { s.WithWhere(textEq(propID, id)).WithLimit(1) })
 	if err != nil || len(res) == 0 {
 		return nil, err

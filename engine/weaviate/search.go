@@ -13,8 +13,8 @@ import (
 	"github.com/weaviate/weaviate/entities/models"
 
 	"github.com/rcpgo/rcpgo/engine/embed"
-	"github.com/rcpgo/rcpgo/engine/index"
-	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/query"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
@@ -42,17 +42,17 @@ func (b *Backend) search(ctx context.Context, build func(*graphql.Search)) ([]gr
 
 func (b *Backend) checkVersion(v string) error {
 	if v != "" && v != b.Version() {
-		return index.ErrSnapshotGone
+		return search.ErrSnapshotGone
 	}
 	return nil
 }
 
-// Search implements pipeline.Sparse: BM25 over title (×2) and text, ties
+// Search implements search.Searcher: BM25 over title (×2) and text, ties
 // by id, with the compiled filter in Weaviate and the exact §8 check on
 // every hit, and quoted phrases checked on the candidates' texts. An empty
 // Text browses the filter's matches in id order. Hits carry their
 // documents (one round trip; SkipDocs is ignored).
-func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, error) {
+func (b *Backend) Search(ctx context.Context, q search.Query) (*search.Result, error) {
 	if err := b.checkVersion(q.Version); err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 		return nil, err
 	}
 	limit := q.K
-	phrases := index.PhraseMatcher(b.an, q.Text)
+	phrases := query.Matcher(b.an, q.Text)
 	if phrases != nil {
 		limit = min(max(phraseDepthPerK*q.K, phraseDepthMin), phraseDepthMax)
 	}
@@ -74,7 +74,7 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 			s.WithWhere(f.Where)
 		}
 		if strings.TrimSpace(q.Text) != "" {
-			s.WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(index.RankText(q.Text)).WithProperties(bm25Props...))
+			s.WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(query.RankText(q.Text)).WithProperties(bm25Props...))
 		} else {
 			s.WithSort(graphql.Sort{Path: []string{propID}})
 		}
@@ -82,7 +82,7 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 	if err != nil {
 		return nil, err
 	}
-	out := &index.Result{Version: b.Version(), Scored: len(res)}
+	out := &search.Result{Version: b.Version(), Scored: len(res)}
 	for i := range res {
 		d, facts := document(&res[i])
 		if f != nil && !f.Exact && !f.Node.Match(d.Meta) {
@@ -94,9 +94,9 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 		if q.NoText {
 			d.Text = ""
 		}
-		out.Hits = append(out.Hits, index.Hit{ID: d.ID, Score: float64(res[i].Metadata.Score), Doc: d, Facts: facts})
+		out.Hits = append(out.Hits, search.Hit{ID: d.ID, Score: float64(res[i].Metadata.Score), Doc: d, Facts: facts})
 	}
-	slices.SortStableFunc(out.Hits, func(a, c index.Hit) int {
+	slices.SortStableFunc(out.Hits, func(a, c search.Hit) int {
 		if x := cmp.Compare(c.Score, a.Score); x != 0 {
 			return x
 		}
@@ -109,7 +109,7 @@ func (b *Backend) Search(ctx context.Context, q index.Query) (*index.Result, err
 // Weaviate's BM25 has no positions: a query quoting phrases fetches
 // phraseDepthPerK candidates per hit asked for (at least phraseDepthMin, at
 // most phraseDepthMax) and keeps those whose analysed title or text holds
-// every phrase (index.PhraseMatcher). A phrase found only below that depth
+// every phrase (query.Matcher). A phrase found only below that depth
 // is missed.
 const (
 	phraseDepthPerK = 8
@@ -117,7 +117,7 @@ const (
 	phraseDepthMax  = 1000
 )
 
-func asFilter(f index.Filter) (*Filter, error) {
+func asFilter(f search.Filter) (*Filter, error) {
 	if f == nil {
 		return nil, nil
 	}
@@ -128,13 +128,13 @@ func asFilter(f index.Filter) (*Filter, error) {
 	return wf, nil
 }
 
-// Load implements pipeline.Sparse. Search returns documents with its hits,
+// Load implements search.Searcher. Search returns documents with its hits,
 // so the pipeline never asks for document numbers.
-func (b *Backend) Load(context.Context, []index.DocNum, bool) ([]*index.Document, []index.Facts, error) {
+func (b *Backend) Load(context.Context, []search.DocNum, bool) ([]*search.Document, []search.Facts, error) {
 	return nil, nil, errors.New("weaviate: documents come with the hits; there are no document numbers to load")
 }
 
-// WordMax implements pipeline.Sparse: the top BM25 score of word alone
+// WordMax implements search.Searcher: the top BM25 score of word alone
 // (the confidence normaliser), cached for a minute per word.
 func (b *Backend) WordMax(ctx context.Context, version, word string) (float64, error) {
 	if err := b.checkVersion(version); err != nil {
@@ -164,11 +164,11 @@ func (b *Backend) Provider() embed.Provider { return b.cfg.Dense }
 // DenseRecall returns up to k units nearest to query by cosine similarity
 // (strictly positive), restricted by the compiled filter f (nil: none),
 // best first, ties by id.
-func (b *Backend) DenseRecall(ctx context.Context, query string, k int, f *filter.Node) ([]*pipeline.Candidate, error) {
+func (b *Backend) DenseRecall(ctx context.Context, text string, k int, f *filter.Node) ([]search.Hit, error) {
 	if b.cfg.Dense == nil {
 		return nil, errors.New("weaviate: no dense encoder configured")
 	}
-	qv, err := b.cfg.Dense.Embed(ctx, []string{query}, embed.KindQuery)
+	qv, err := b.cfg.Dense.Embed(ctx, []string{text}, embed.KindQuery)
 	if err != nil {
 		return nil, fmt.Errorf("weaviate: embedding the query: %w", err)
 	}
@@ -189,17 +189,17 @@ func (b *Backend) DenseRecall(ctx context.Context, query string, k int, f *filte
 	if err != nil {
 		return nil, err
 	}
-	var out []*pipeline.Candidate
+	var out []search.Hit
 	for i := range res {
 		d, _ := document(&res[i])
 		sim := 1 - float64(res[i].Metadata.Distance) // cosine distance
 		if sim <= 0 || (cf != nil && !cf.Exact && !f.Match(d.Meta)) {
 			continue
 		}
-		out = append(out, &pipeline.Candidate{ID: d.ID, Doc: d, Dense: sim, HasDense: true, Score: sim})
+		out = append(out, search.Hit{ID: d.ID, Doc: d, Score: sim})
 	}
-	slices.SortStableFunc(out, func(a, c *pipeline.Candidate) int {
-		if x := cmp.Compare(c.Dense, a.Dense); x != 0 {
+	slices.SortStableFunc(out, func(a, c search.Hit) int {
+		if x := cmp.Compare(c.Score, a.Score); x != 0 {
 			return x
 		}
 		return strings.Compare(a.ID, c.ID)
@@ -254,16 +254,16 @@ func (b *Backend) Vectors(ctx context.Context, ids []string) ([][]float32, error
 
 type cachedStats struct {
 	at    time.Time
-	stats index.Stats
+	stats search.Stats
 }
 
 // Stats reports the number of objects (refreshed at most every 5 s;
 // other fields describe the embedded index and stay zero).
-func (b *Backend) Stats() index.Stats {
+func (b *Backend) Stats() search.Stats {
 	if c := b.stats.Load(); c != nil && time.Since(c.at) < 5*time.Second {
 		return c.stats
 	}
-	st := index.Stats{Version: b.Version()}
+	st := search.Stats{Version: b.Version()}
 	if c, err := b.conn(); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -1,5 +1,5 @@
-// Package weaviate serves the engine's Backend seam (engine.Backend,
-// engine.DenseBackend) on a Weaviate cluster through the official Go client:
+// Package weaviate serves the engine's Backend seam (search.Backend,
+// search.DenseBackend) on a Weaviate cluster through the official Go client:
 // documents and chunks are Weaviate objects with deterministic UUIDs,
 // sparse recall is Weaviate's BM25, dense recall is nearVector over the
 // vectors rcpd's own encoder computed at write time (the collection's
@@ -27,7 +27,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rcpgo/rcpgo/engine/analysis"
 	"log/slog"
 	"net/url"
 	"regexp"
@@ -35,6 +34,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rcpgo/rcpgo/engine/analysis"
 
 	"github.com/maypok86/otter/v2"
 	wv "github.com/weaviate/weaviate-go-client/v5/weaviate"
