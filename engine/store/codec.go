@@ -61,7 +61,6 @@ const (
 	maxDepth    = 64 // nesting of metadata values
 )
 
-
 var (
 	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false),
 		zstd.WithZeroFrames(true))
