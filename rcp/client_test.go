@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,9 +45,36 @@ func runHelperServer() {
 		os.Exit(3)
 		return nil, nil
 	})
+	if dir := os.Getenv("RCPGO_TEST_GENDIR"); dir != "" {
+		r.HandleFunc(MethodRetrieve, helperGeneration(dir))
+	}
 	srv := NewServer(r, &ServerOptions{Logger: quietLogger()})
 	if err := srv.ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
 		os.Exit(1)
+	}
+}
+
+// helperGeneration makes the helper process number n, the count of
+// processes started in dir before it; its retrieves answer "proc-n", or
+// the capabilities-changed error once dir/advance holds a number above n.
+func helperGeneration(dir string) MethodFunc {
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "proc-") {
+			n++
+		}
+	}
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("proc-%d", n)), nil, 0o644)
+	return func(context.Context, json.RawMessage) (any, error) {
+		var adv int
+		if b, err := os.ReadFile(filepath.Join(dir, "advance")); err == nil {
+			fmt.Sscanf(string(b), "%d", &adv)
+		}
+		if adv > n {
+			return nil, CapabilitiesChanged("process %d is behind %d", n, adv)
+		}
+		return &RetrieveResult{Hits: []Hit{{ID: StringID(fmt.Sprintf("proc-%d", n)), Score: 1}}}, nil
 	}
 }
 
@@ -205,8 +233,10 @@ func (r *recordingTransport) close(time.Duration) error                         
 
 func TestClientGating(t *testing.T) {
 	rt := &recordingTransport{}
-	c := &Client{tr: rt, log: quietLogger(), init: InitializeResult{ProtocolVersion: 1, Capabilities: testCaps()}}
-	c.init.Capabilities.Retrieve.MaxK = 5
+	c := &Client{log: quietLogger()}
+	cc := &clientConn{tr: rt, init: InitializeResult{ProtocolVersion: 1, Capabilities: testCaps()}}
+	cc.init.Capabilities.Retrieve.MaxK = 5
+	c.cur.Store(cc)
 	ctx := context.Background()
 	f := false
 	tests := []struct {

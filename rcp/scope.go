@@ -118,7 +118,7 @@ func SessionInfo(ctx context.Context) (Session, bool) {
 		return Session{}, false
 	}
 	sess := s.sess
-	desc := sess.description()
+	desc := s.desc
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	return Session{ID: sess.id, ProtocolVersion: sess.negotiated, Client: sess.client,

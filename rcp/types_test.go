@@ -279,7 +279,8 @@ func TestMethodTable(t *testing.T) {
 // and does not repeat its detail.
 func TestOptionErrorSaysWhatIsAdvertised(t *testing.T) {
 	c := &Client{}
-	c.init.Capabilities.Retrieve = &RetrieveCap{Modes: []string{ModeSparse}, Units: []string{UnitChunk, UnitDocument}}
+	c.cur.Store(&clientConn{})
+	c.Capabilities().Retrieve = &RetrieveCap{Modes: []string{ModeSparse}, Units: []string{UnitChunk, UnitDocument}}
 	for _, tc := range []struct {
 		p    RetrieveParams
 		want string
