@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
 )
 
 // httpTransport speaks §5.2: one POST <base>/<method> per call, SSE when

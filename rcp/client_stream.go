@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
 )
 
 // clientMaxFrame bounds one frame read by a client (servers may send large

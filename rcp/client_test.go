@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
-	"github.com/rcpgo/rcpgo/internal/schematest"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/wiretest"
 )
 
 // TestMain lets the test binary act as a stdio RCP server for ConnectStdio
@@ -79,14 +79,11 @@ func helperGeneration(dir string) MethodFunc {
 }
 
 // inProcess connects a client to h over in-memory pipes whose traffic is
-// checked against the schema: every frame the server writes is a valid
+// checked (package wiretest; against the schema under the root module's
+// TestSDKWireMatchesSchema): every frame the server writes is a valid
 // Message, and every result validates against its method's definition.
 func inProcess(t *testing.T, h Handler, opts *ClientOptions) *Client {
 	t.Helper()
-	// Fail here, on the test's goroutine, when ../shared is missing: the
-	// validator runs on the server's, where t.Fatal would leave the
-	// handshake waiting forever.
-	schematest.SchemaPath(t)
 	srv := NewServer(h, &ServerOptions{Logger: quietLogger()})
 	c2sR, c2sW := io.Pipe()
 	s2cR, s2cW := io.Pipe()
@@ -148,7 +145,7 @@ func (v *validator) request(line []byte) {
 }
 
 func (v *validator) response(line []byte) {
-	schematest.ValidateMessage(v.t, line)
+	wiretest.Message(v.t, line)
 	f := jsonrpc.Decode(line, jsonrpc.Options{MaxDepth: 10000})
 	for _, m := range f.Messages {
 		if m.Kind != jsonrpc.KindResponse || m.Result == nil {
@@ -158,7 +155,7 @@ func (v *validator) response(line []byte) {
 		method := v.methods[jsonrpc.IDKey(m.ID)]
 		v.mu.Unlock()
 		if _, known := methodCaps[method]; known {
-			schematest.ValidateResult(v.t, method, m.Result)
+			wiretest.Result(v.t, method, m.Result)
 		}
 	}
 }
