@@ -14,6 +14,7 @@ require (
 	github.com/maypok86/otter/v2 v2.4.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/prometheus/client_golang v1.23.2
+	github.com/rcpgo/rcpgo/rcp v0.0.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/viterin/vek v0.4.2
 	github.com/weaviate/weaviate v1.33.0-rc.1
@@ -80,3 +81,5 @@ require (
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+replace github.com/rcpgo/rcpgo/rcp => ./rcp

@@ -368,6 +368,10 @@ func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipel
 // planQueries runs the rewrite method, reusing the session's cached plan so
 // a trajectory sees one plan per (method, query, seed).
 func (e *Engine) planQueries(ctx context.Context, plan *agenticPlan, query string) ([]string, error) {
+	if len(query) > transform.MaxQueryBytes { // the cap of query/transform: each word is corrected
+		return nil, rcp.InvalidParams("query", "a query rewritten with %q is at most %d bytes; this one is %d",
+			plan.method, transform.MaxQueryBytes, len(query))
+	}
 	key := fmt.Sprintf("%s\x00%d\x00%s", plan.method, plan.seed, query)
 	if plan.session != "" {
 		if qs, ok := e.ag.sessions.Plan(plan.session, key); ok {

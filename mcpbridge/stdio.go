@@ -13,8 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	ijsonrpc "github.com/rcpgo/rcpgo/internal/jsonrpc"
 	"github.com/rcpgo/rcpgo/mcpbridge/tasks"
+	"github.com/rcpgo/rcpgo/rcp/stdio"
 )
 
 // Stdio limits. A frame deeper than MaxFrameDepth is refused before any
@@ -50,7 +50,7 @@ type StdioTransport struct {
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &stdioConn{w: t.Writer, frames: make(chan frameOrErr), closed: make(chan struct{}),
 		open: map[string]bool{}, cancelled: map[string]bool{}, drained: make(chan struct{}, 1)}
-	go c.readLoop(ijsonrpc.NewReader(t.Reader, MaxFrameBytes))
+	go c.readLoop(stdio.NewReader(t.Reader, MaxFrameBytes))
 	return c, nil
 }
 
@@ -72,7 +72,7 @@ type stdioConn struct {
 	drained   chan struct{}   // signalled when open becomes empty
 }
 
-func (c *stdioConn) readLoop(rd *ijsonrpc.Reader) {
+func (c *stdioConn) readLoop(rd *stdio.Reader) {
 	for {
 		frame, err := rd.Next()
 		if frame != nil {
@@ -83,7 +83,7 @@ func (c *stdioConn) readLoop(rd *ijsonrpc.Reader) {
 		case <-c.closed:
 			return
 		}
-		if err != nil && !errors.Is(err, ijsonrpc.ErrFrameTooLarge) {
+		if err != nil && !errors.Is(err, stdio.ErrFrameTooLarge) {
 			return
 		}
 	}
@@ -103,7 +103,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case fe = <-c.frames:
 		}
 		switch {
-		case errors.Is(fe.err, ijsonrpc.ErrFrameTooLarge):
+		case errors.Is(fe.err, stdio.ErrFrameTooLarge):
 			c.refuse(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("frame exceeds %d bytes", MaxFrameBytes))
 			continue
 		case fe.err != nil:
@@ -117,30 +117,18 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // accept decodes one frame, or answers it and returns nil.
 func (c *stdioConn) accept(frame []byte) jsonrpc.Message {
-	f := ijsonrpc.Decode(frame, ijsonrpc.Options{MaxDepth: MaxFrameDepth})
-	switch {
-	case f.Code != 0:
-		c.refuse(topLevelID(frame), f.Code, f.Reason)
-		return nil
-	case f.Batch:
-		c.refuse(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported (MCP 2025-06-18 removed them): send one message per line")
-		return nil
-	}
-	m := f.Messages[0]
-	if m.Kind == ijsonrpc.KindInvalid || m.Compact {
-		reason := m.Reason
-		if m.Compact {
-			reason = `"jsonrpc" must be "2.0"`
+	id, p := stdio.Check(frame, MaxFrameDepth)
+	if p != nil {
+		reason := p.Reason
+		if p.Batch {
+			reason = "JSON-RPC batches are not supported (MCP 2025-06-18 removed them): send one message per line"
 		}
-		if m.Kind == ijsonrpc.KindInvalid && m.ID == nil && m.Method == "" {
-			m.ID = topLevelID(frame)
-		}
-		c.refuse(m.ID, jsonrpc.CodeInvalidRequest, reason)
+		c.refuse(p.ID, p.Code, reason)
 		return nil
 	}
 	msg, err := jsonrpc.DecodeMessage(tasks.Lift(frame))
 	if err != nil {
-		c.refuse(m.ID, jsonrpc.CodeInvalidRequest, err.Error())
+		c.refuse(id, jsonrpc.CodeInvalidRequest, err.Error())
 		return nil
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
@@ -236,10 +224,16 @@ func (c *stdioConn) writeLine(data []byte) error {
 	return err
 }
 
-// refuse answers a frame that never reaches the MCP server.
+// refuse answers a frame that never reaches the MCP server: an error
+// response with id (null when nil).
 func (c *stdioConn) refuse(id json.RawMessage, code int, reason string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
 	e, _ := json.Marshal(map[string]any{"code": code, "message": reason})
-	if err := c.writeLine(ijsonrpc.ErrorResponse(id, e)); err != nil {
+	frame := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	frame = append(append(append(frame, `,"error":`...), e...), '}')
+	if err := c.writeLine(frame); err != nil {
 		c.Close()
 	}
 }
@@ -259,64 +253,4 @@ func idKey(id jsonrpc.ID) string {
 		return "n:" + strconv.FormatInt(v, 10)
 	}
 	return fmt.Sprintf("x:%v", id.Raw())
-}
-
-// topLevelID reads the "id" member of a frame that was refused as a whole
-// (too deep, for instance), without recursing: the answer can then name
-// the request. It returns nil (answered with id null) when there is none
-// or the frame is not valid JSON.
-func topLevelID(frame []byte) json.RawMessage {
-	if !json.Valid(frame) {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(frame))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		if k != "id" {
-			if skipValue(dec) != nil {
-				return nil
-			}
-			continue
-		}
-		v, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		switch v := v.(type) {
-		case string:
-			b, _ := json.Marshal(v)
-			return b
-		case json.Number:
-			return json.RawMessage(v.String())
-		}
-		return nil
-	}
-	return nil
-}
-
-// skipValue skips one value with the streaming tokenizer (no recursion).
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }

@@ -15,6 +15,5 @@ func FuzzStdioFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		c := &stdioConn{w: io.Discard, open: map[string]bool{}, cancelled: map[string]bool{}, drained: make(chan struct{}, 1), closed: make(chan struct{})}
 		_ = c.accept(frame)
-		_ = topLevelID(frame)
 	})
 }

@@ -42,6 +42,14 @@ type ClientOptions struct {
 	Timeout time.Duration
 	// Retry enables the §12.2 retry policy (nil: no retries).
 	Retry *RetryPolicy
+	// NoReinitialize turns off re-initialization. By default a call
+	// answered with the capabilities-changed error (Error.CapabilitiesChanged:
+	// the server can no longer serve the capability set this session
+	// negotiated, §13.2) opens a new session — a new HTTP session, a new
+	// process of the stdio command, a new in-process session — and is
+	// retried once in it; the new session's capabilities replace the old
+	// (Capabilities, InitializeResult).
+	NoReinitialize bool
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
 
@@ -81,12 +89,18 @@ type RetryPolicy struct {
 // Client is an RCP client over one connection. It is safe for concurrent
 // use; calls are pipelined and correlated by id.
 type Client struct {
-	tr     clientTransport
+	cur    atomic.Pointer[clientConn]
 	opts   ClientOptions
 	log    *slog.Logger
-	init   InitializeResult
 	nextID atomic.Int64
 	closed atomic.Bool
+	// redial opens a new connection for a new session (nil: not
+	// possible); closeFirst: the old one must be closed before (a stdio
+	// command holding a resource, such as rcpd its data directory).
+	redial     func(ctx context.Context) (clientTransport, error)
+	closeFirst bool
+	reinitMu   sync.Mutex
+	retiring   sync.WaitGroup // old connections closing after re-initialization
 	// abandoned is set when a call gave up waiting for its answer (its
 	// context ended) or the server answered it -32014: the server is not
 	// keeping up, so Close waits for it only briefly.
@@ -102,6 +116,14 @@ const (
 	closeGrace     = 5 * time.Second
 	abandonedGrace = 250 * time.Millisecond
 )
+
+// clientConn is one session: its connection and what its initialize
+// answered. A re-initialization replaces it (Client.reinitialize).
+type clientConn struct {
+	tr    clientTransport
+	init  InitializeResult
+	calls sync.WaitGroup // calls in flight on tr
+}
 
 // clientTransport moves requests and notifications.
 type clientTransport interface {
@@ -124,7 +146,7 @@ type response struct {
 }
 
 func newClient(ctx context.Context, tr clientTransport, opts *ClientOptions) (*Client, error) {
-	c := &Client{tr: tr}
+	c := &Client{}
 	if opts != nil {
 		c.opts = *opts
 	}
@@ -138,33 +160,36 @@ func newClient(ctx context.Context, tr clientTransport, opts *ClientOptions) (*C
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	if err := c.handshake(ctx); err != nil {
+	cc, err := c.handshake(ctx, tr)
+	if err != nil {
 		_ = tr.close(c.closeGrace())
 		return nil, err
 	}
+	c.cur.Store(cc)
 	return c, nil
 }
 
-func (c *Client) handshake(ctx context.Context) error {
+// handshake initializes a session over tr.
+func (c *Client) handshake(ctx context.Context, tr clientTransport) (*clientConn, error) {
 	p := InitializeParams{ProtocolVersion: ProtocolVersion, Client: &c.opts.Info, Capabilities: c.opts.Capabilities}
 	if c.opts.LogLevel != "" {
 		p.Meta = p.Meta.Set(MetaLogLevel, c.opts.LogLevel)
 	}
 	raw, _ := json.Marshal(p)
-	var res InitializeResult
-	if err := c.do(ctx, MethodInitialize, raw, &res); err != nil {
-		return err
+	cc := &clientConn{tr: tr}
+	if err := c.doOn(ctx, cc, MethodInitialize, raw, &cc.init); err != nil {
+		return nil, err
 	}
+	res := &cc.init
 	if res.ProtocolVersion < c.opts.MinProtocolVersion {
-		return fmt.Errorf("rcp: server negotiated RCP/%d, below the minimum RCP/%d: %w", res.ProtocolVersion, c.opts.MinProtocolVersion,
+		return nil, fmt.Errorf("rcp: server negotiated RCP/%d, below the minimum RCP/%d: %w", res.ProtocolVersion, c.opts.MinProtocolVersion,
 			&Error{Code: CodeVersionMismatch, Message: "negotiated version below the client's minimum"})
 	}
 	var tok string
 	if res.Meta.Get(MetaSession, &tok) && tok != "" {
-		c.tr.setSession(tok)
+		tr.setSession(tok)
 	}
-	c.init = res
-	return nil
+	return cc, nil
 }
 
 // Close ends the connection. On stdio the server sees EOF (an implicit
@@ -174,7 +199,11 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	return c.tr.close(c.closeGrace())
+	c.reinitMu.Lock() // a re-initialization in progress finishes first
+	defer c.reinitMu.Unlock()
+	err := c.cur.Load().tr.close(c.closeGrace())
+	c.retiring.Wait()
+	return err
 }
 
 func (c *Client) closeGrace() time.Duration {
@@ -186,18 +215,18 @@ func (c *Client) closeGrace() time.Duration {
 
 // InitializeResult returns the server's answer to initialize: identity,
 // the session's capabilities and _meta.
-func (c *Client) InitializeResult() InitializeResult { return c.init }
+func (c *Client) InitializeResult() InitializeResult { return c.cur.Load().init }
 
 // Capabilities returns the session's server capabilities.
-func (c *Client) Capabilities() *Capabilities { return &c.init.Capabilities }
+func (c *Client) Capabilities() *Capabilities { return &c.cur.Load().init.Capabilities }
 
 // Supports reports whether the server advertised capability key.
-func (c *Client) Supports(key string) bool { return c.init.Capabilities.Has(key) }
+func (c *Client) Supports(key string) bool { return c.Capabilities().Has(key) }
 
 // Conformance returns the level the server declared in _meta.conformance.
 func (c *Client) Conformance() string {
 	var s string
-	c.init.Meta.Get(MetaConformance, &s)
+	c.cur.Load().init.Meta.Get(MetaConformance, &s)
 	return s
 }
 
@@ -218,14 +247,85 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if c.closed.Load() {
 		return ErrClosed
 	}
-	if err := c.gate(method); err != nil {
+	cc := c.cur.Load()
+	if err := gate(&cc.init.Capabilities, method); err != nil {
 		return err
 	}
 	raw, err := marshalParams(params)
 	if err != nil {
 		return fmt.Errorf("rcp: %s: encoding params: %w", method, err)
 	}
-	return c.do(ctx, method, raw, result)
+	err = c.doOn(ctx, cc, method, raw, result)
+	var e *Error
+	if !errors.As(err, &e) || !e.CapabilitiesChanged() || c.opts.NoReinitialize || method == MethodShutdown {
+		return err
+	}
+	// The session's capability set can no longer be served: a new session
+	// negotiates the current one, and the call is retried once in it.
+	next, rerr := c.reinitialize(ctx, cc)
+	if rerr != nil {
+		c.log.Warn("rcp: re-initializing after the server's capabilities changed failed", "method", method, "err", rerr)
+		return err
+	}
+	if gerr := gate(&next.init.Capabilities, method); gerr != nil {
+		return fmt.Errorf("%w (re-initialized: %w)", err, gerr)
+	}
+	return c.doOn(ctx, next, method, raw, result)
+}
+
+// reinitialize replaces the session failed with a new one (see
+// ClientOptions.NoReinitialize). Calls that fail together re-initialize
+// once: the later ones find failed replaced and use its successor.
+func (c *Client) reinitialize(ctx context.Context, failed *clientConn) (*clientConn, error) {
+	c.reinitMu.Lock()
+	defer c.reinitMu.Unlock()
+	if cur := c.cur.Load(); cur != failed {
+		return cur, nil
+	}
+	if c.redial == nil {
+		return nil, errors.New("rcp: this connection cannot open another session")
+	}
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if c.closeFirst {
+		// The command's resources (rcpd's data directory lock) go with the
+		// old process: let the calls in flight finish (bounded), then end it.
+		waitFor(&failed.calls, c.closeGrace())
+		_ = failed.tr.close(c.closeGrace())
+	}
+	tr, err := c.redial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := c.handshake(ctx, tr)
+	if err != nil {
+		_ = tr.close(c.closeGrace())
+		return nil, err
+	}
+	c.cur.Store(cc)
+	if !c.closeFirst {
+		c.retiring.Add(1)
+		go func() {
+			defer c.retiring.Done()
+			waitFor(&failed.calls, closeGrace)
+			_ = failed.tr.close(c.closeGrace())
+		}()
+	}
+	c.log.Info("rcp: re-initialized: the server's capabilities changed", "server", cc.init.Server.Name)
+	return cc, nil
+}
+
+// waitFor waits for wg, at most d.
+func waitFor(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 func marshalParams(params any) (json.RawMessage, error) {
@@ -253,7 +353,7 @@ func marshalParams(params any) (json.RawMessage, error) {
 
 // gate applies §14.4 client rules: never call an undefined or unadvertised
 // method.
-func (c *Client) gate(method string) error {
+func gate(caps *Capabilities, method string) error {
 	capKey, defined := MethodCapability(method)
 	if !defined {
 		return NewError(CodeUnknownMethod, "method %q is not defined by RCP", method)
@@ -261,14 +361,14 @@ func (c *Client) gate(method string) error {
 	if capKey == "" {
 		return nil
 	}
-	if !c.init.Capabilities.Allows(method) {
+	if !caps.Allows(method) {
 		return NewError(CodeCapabilityMissing, "server did not advertise capability %q", capKey)
 	}
 	return nil
 }
 
-// do performs one call with retries.
-func (c *Client) do(ctx context.Context, method string, params json.RawMessage, result any) error {
+// doOn performs one call with retries in session cc.
+func (c *Client) doOn(ctx context.Context, cc *clientConn, method string, params json.RawMessage, result any) error {
 	if c.opts.Timeout > 0 {
 		if _, ok := ctx.Deadline(); !ok {
 			var cancel context.CancelFunc
@@ -293,7 +393,7 @@ func (c *Client) do(ctx context.Context, method string, params json.RawMessage, 
 	}
 	internalRetried := false
 	for attempt := 0; ; attempt++ {
-		resp, err := c.once(ctx, method, params)
+		resp, err := c.once(ctx, cc, method, params)
 		if err != nil {
 			return err
 		}
@@ -370,12 +470,14 @@ func retrySafe(method string, params json.RawMessage) bool {
 
 // once sends one request: it attaches _meta.progressToken when the context
 // asks for progress and _meta.deadlineMs when it has a deadline (§16.2).
-func (c *Client) once(ctx context.Context, method string, params json.RawMessage) (*response, error) {
+func (c *Client) once(ctx context.Context, cc *clientConn, method string, params json.RawMessage) (*response, error) {
+	cc.calls.Add(1)
+	defer cc.calls.Done()
 	id := c.nextID.Add(1)
 	progress, _ := ctx.Value(progressKey{}).(func(ProgressParams))
 	var token string
 	extra := map[string]any{}
-	if (progress != nil || c.opts.OnProgress != nil) && c.Supports(CapStreaming) {
+	if (progress != nil || c.opts.OnProgress != nil) && cc.init.Capabilities.Has(CapStreaming) {
 		token = "p" + strconv.FormatInt(id, 10)
 		extra[MetaProgressToken] = token
 	}
@@ -393,14 +495,14 @@ func (c *Client) once(ctx context.Context, method string, params json.RawMessage
 			return nil, fmt.Errorf("rcp: %s: %w", method, err)
 		}
 	}
-	resp, err := c.tr.roundTrip(ctx, id, method, params, token, progress)
+	resp, err := cc.tr.roundTrip(ctx, id, method, params, token, progress)
 	if err != nil {
 		if ctx.Err() != nil {
 			c.abandoned.Store(true)
 			if method != MethodInitialize {
 				// §7.14: tell the server; the late answer is discarded.
 				cp, _ := json.Marshal(map[string]any{"id": id, "reason": "client context ended"})
-				_ = c.tr.notify(context.WithoutCancel(ctx), NotifyCancel, cp)
+				_ = cc.tr.notify(context.WithoutCancel(ctx), NotifyCancel, cp)
 			}
 		}
 		return nil, fmt.Errorf("rcp: %s: %w", method, err)

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
 )
 
 // httpTransport speaks §5.2: one POST <base>/<method> per call, SSE when
@@ -41,6 +41,16 @@ func ConnectHTTP(ctx context.Context, baseURL string, opts *ClientOptions) (*Cli
 	if opts == nil {
 		opts = &ClientOptions{}
 	}
+	c, err := newClient(ctx, newHTTPTransport(baseURL, opts), opts)
+	if err != nil {
+		return nil, err
+	}
+	c.redial = func(context.Context) (clientTransport, error) { return newHTTPTransport(baseURL, opts), nil }
+	return c, nil
+}
+
+// newHTTPTransport returns a transport to baseURL without a session.
+func newHTTPTransport(baseURL string, opts *ClientOptions) *httpTransport {
 	t := &httpTransport{base: strings.TrimRight(baseURL, "/"), hc: opts.HTTPClient, header: http.Header{}, onLog: opts.OnLog,
 		max: opts.MaxResponseBytes}
 	if t.max <= 0 {
@@ -58,7 +68,7 @@ func ConnectHTTP(ctx context.Context, baseURL string, opts *ClientOptions) (*Cli
 		t.header.Set("Authorization", "Bearer "+opts.BearerToken)
 	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
-	return newClient(ctx, t, opts)
+	return t
 }
 
 func (t *httpTransport) setSession(tok string) {

@@ -59,10 +59,10 @@ func encodingAllowed(enc string, advertised []string) bool {
 
 // Embed embeds inputs (§7.3).
 func (c *Client) Embed(ctx context.Context, p *EmbedParams) (*EmbedResult, error) {
-	if err := c.gate(MethodEmbed); err != nil {
+	if err := gate(c.Capabilities(), MethodEmbed); err != nil {
 		return nil, err
 	}
-	if cp := c.init.Capabilities.Embed; cp != nil && !encodingAllowed(p.Encoding, cp.Encodings) && (p.Strict == nil || *p.Strict) {
+	if cp := c.Capabilities().Embed; cp != nil && !encodingAllowed(p.Encoding, cp.Encodings) && (p.Strict == nil || *p.Strict) {
 		return nil, optionErr("encoding", "server did not advertise encoding %q", p.Encoding)
 	}
 	return call[EmbedResult](ctx, c, MethodEmbed, p)
@@ -75,10 +75,10 @@ func (c *Client) EmbedSparse(ctx context.Context, p *SparseEmbedParams) (*Sparse
 
 // EmbedMulti computes multi-vector matrices (§7.5).
 func (c *Client) EmbedMulti(ctx context.Context, p *EmbedParams) (*MultiEmbedResult, error) {
-	if err := c.gate(MethodEmbedMulti); err != nil {
+	if err := gate(c.Capabilities(), MethodEmbedMulti); err != nil {
 		return nil, err
 	}
-	if cp := c.init.Capabilities.MultiVector; cp != nil && !encodingAllowed(p.Encoding, cp.Encodings) && (p.Strict == nil || *p.Strict) {
+	if cp := c.Capabilities().MultiVector; cp != nil && !encodingAllowed(p.Encoding, cp.Encodings) && (p.Strict == nil || *p.Strict) {
 		return nil, optionErr("encoding", "server did not advertise encoding %q", p.Encoding)
 	}
 	return call[MultiEmbedResult](ctx, c, MethodEmbedMulti, p)
@@ -86,10 +86,10 @@ func (c *Client) EmbedMulti(ctx context.Context, p *EmbedParams) (*MultiEmbedRes
 
 // Rerank rescores passages (§7.6).
 func (c *Client) Rerank(ctx context.Context, p *RerankParams) (*RerankResult, error) {
-	if err := c.gate(MethodRerank); err != nil {
+	if err := gate(c.Capabilities(), MethodRerank); err != nil {
 		return nil, err
 	}
-	cp := c.init.Capabilities.Rerank
+	cp := c.Capabilities().Rerank
 	if p.Method != "" && len(cp.Methods) > 0 && !Contains(cp.Methods, p.Method) {
 		return nil, optionErr("method", "server did not advertise rerank method %q", p.Method)
 	}
@@ -143,10 +143,10 @@ func (c *Client) Retrieve(ctx context.Context, p *RetrieveParams) (*RetrieveResu
 
 // prepareRetrieve gates and pre-clamps a copy of p.
 func (c *Client) prepareRetrieve(p *RetrieveParams) (*RetrieveParams, error) {
-	if err := c.gate(MethodRetrieve); err != nil {
+	if err := gate(c.Capabilities(), MethodRetrieve); err != nil {
 		return nil, err
 	}
-	caps := &c.init.Capabilities
+	caps := c.Capabilities()
 	rc := caps.Retrieve
 	q := *p
 	if q.IsStrict() {
@@ -212,10 +212,10 @@ func (c *Client) prepareRetrieve(p *RetrieveParams) (*RetrieveParams, error) {
 
 // Transform rewrites or expands a query (§7.8).
 func (c *Client) Transform(ctx context.Context, p *TransformParams) (*TransformResult, error) {
-	if err := c.gate(MethodTransform); err != nil {
+	if err := gate(c.Capabilities(), MethodTransform); err != nil {
 		return nil, err
 	}
-	if m := c.init.Capabilities.Transform.Methods; p.Method != "" && len(m) > 0 && !Contains(m, p.Method) {
+	if m := c.Capabilities().Transform.Methods; p.Method != "" && len(m) > 0 && !Contains(m, p.Method) {
 		return nil, optionErr("method", "server did not advertise transform method %q", p.Method)
 	}
 	return call[TransformResult](ctx, c, MethodTransform, p)
@@ -223,10 +223,10 @@ func (c *Client) Transform(ctx context.Context, p *TransformParams) (*TransformR
 
 // Graph runs a graph operation (§7.9).
 func (c *Client) Graph(ctx context.Context, p *GraphParams) (*GraphResult, error) {
-	if err := c.gate(MethodGraph); err != nil {
+	if err := gate(c.Capabilities(), MethodGraph); err != nil {
 		return nil, err
 	}
-	if ops := c.init.Capabilities.Graph.Ops; len(ops) > 0 && !Contains(ops, p.Op) {
+	if ops := c.Capabilities().Graph.Ops; len(ops) > 0 && !Contains(ops, p.Op) {
 		return nil, optionErr("op", "server did not advertise graph op %q", p.Op)
 	}
 	return call[GraphResult](ctx, c, MethodGraph, p)
@@ -234,10 +234,10 @@ func (c *Client) Graph(ctx context.Context, p *GraphParams) (*GraphResult, error
 
 // IndexAdd upserts documents (§7.10). It needs index.writable.
 func (c *Client) IndexAdd(ctx context.Context, p *IndexAddParams) (*IndexAddResult, error) {
-	if err := c.gate(MethodIndexAdd); err != nil {
+	if err := gate(c.Capabilities(), MethodIndexAdd); err != nil {
 		return nil, err
 	}
-	ic := c.init.Capabilities.Index
+	ic := c.Capabilities().Index
 	if p.Chunk != nil && *p.Chunk && !ic.Chunking {
 		return nil, optionErr("chunk", "server did not advertise index.chunking")
 	}
@@ -264,10 +264,10 @@ func (c *Client) Feedback(ctx context.Context, p *FeedbackParams) (*FeedbackResu
 
 // MemoryBuild builds or updates a memory (§7.17).
 func (c *Client) MemoryBuild(ctx context.Context, p *MemoryBuildParams) (*MemoryBuildResult, error) {
-	if err := c.gate(MethodMemoryBuild); err != nil {
+	if err := gate(c.Capabilities(), MethodMemoryBuild); err != nil {
 		return nil, err
 	}
-	if s := c.init.Capabilities.Memory.Scopes; p.Scope != "" && len(s) > 0 && !Contains(s, p.Scope) {
+	if s := c.Capabilities().Memory.Scopes; p.Scope != "" && len(s) > 0 && !Contains(s, p.Scope) {
 		return nil, optionErr("scope", "server did not advertise memory scope %q", p.Scope)
 	}
 	return call[MemoryBuildResult](ctx, c, MethodMemoryBuild, p)

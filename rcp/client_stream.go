@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
 )
 
 // clientMaxFrame bounds one frame read by a client (servers may send large
@@ -195,6 +195,24 @@ func ConnectStdio(ctx context.Context, argv []string, opts *ClientOptions) (*Cli
 	if opts == nil {
 		opts = &ClientOptions{}
 	}
+	tr, err := spawnStdio(argv, opts)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newClient(ctx, tr, opts)
+	if err != nil {
+		return nil, err
+	}
+	// A new session is a new process: the old one ends first (it may hold
+	// what the new one needs, as rcpd holds its data directory).
+	c.redial = func(context.Context) (clientTransport, error) { return spawnStdio(argv, opts) }
+	c.closeFirst = true
+	return c, nil
+}
+
+// spawnStdio starts argv and returns the transport over its stdin and
+// stdout (see ConnectStdio).
+func spawnStdio(argv []string, opts *ClientOptions) (*streamTransport, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = leastPrivilegeEnv(opts.Env)
 	if opts.InheritEnv {
@@ -237,7 +255,7 @@ func ConnectStdio(ctx context.Context, argv []string, opts *ClientOptions) (*Cli
 		_ = stdout.Close()
 		return exitErr(<-waited)
 	}
-	return newClient(ctx, t, opts)
+	return t, nil
 }
 
 func exitErr(err error) error {
@@ -272,6 +290,16 @@ func leastPrivilegeEnv(extra []string) []string {
 // an in-memory pipe: the full protocol (framing, lifecycle, gating) with no
 // process or socket. Close ends the session and waits for the server.
 func ConnectInProcess(ctx context.Context, srv *Server, opts *ClientOptions) (*Client, error) {
+	c, err := newClient(ctx, pipeSession(ctx, srv, opts), opts)
+	if err != nil {
+		return nil, err
+	}
+	c.redial = func(ctx context.Context) (clientTransport, error) { return pipeSession(ctx, srv, opts), nil }
+	return c, nil
+}
+
+// pipeSession serves a new session of srv over in-memory pipes.
+func pipeSession(ctx context.Context, srv *Server, opts *ClientOptions) *streamTransport {
 	c2sR, c2sW := io.Pipe()
 	s2cR, s2cW := io.Pipe()
 	serveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -294,5 +322,5 @@ func ConnectInProcess(ctx context.Context, srv *Server, opts *ClientOptions) (*C
 			return <-served
 		}
 	}
-	return newClient(ctx, t, opts)
+	return t
 }

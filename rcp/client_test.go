@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
-	"github.com/rcpgo/rcpgo/internal/schematest"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/wiretest"
 )
 
 // TestMain lets the test binary act as a stdio RCP server for ConnectStdio
@@ -44,21 +45,45 @@ func runHelperServer() {
 		os.Exit(3)
 		return nil, nil
 	})
+	if dir := os.Getenv("RCPGO_TEST_GENDIR"); dir != "" {
+		r.HandleFunc(MethodRetrieve, helperGeneration(dir))
+	}
 	srv := NewServer(r, &ServerOptions{Logger: quietLogger()})
 	if err := srv.ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
 		os.Exit(1)
 	}
 }
 
+// helperGeneration makes the helper process number n, the count of
+// processes started in dir before it; its retrieves answer "proc-n", or
+// the capabilities-changed error once dir/advance holds a number above n.
+func helperGeneration(dir string) MethodFunc {
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "proc-") {
+			n++
+		}
+	}
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("proc-%d", n)), nil, 0o644)
+	return func(context.Context, json.RawMessage) (any, error) {
+		var adv int
+		if b, err := os.ReadFile(filepath.Join(dir, "advance")); err == nil {
+			fmt.Sscanf(string(b), "%d", &adv)
+		}
+		if adv > n {
+			return nil, CapabilitiesChanged("process %d is behind %d", n, adv)
+		}
+		return &RetrieveResult{Hits: []Hit{{ID: StringID(fmt.Sprintf("proc-%d", n)), Score: 1}}}, nil
+	}
+}
+
 // inProcess connects a client to h over in-memory pipes whose traffic is
-// checked against the schema: every frame the server writes is a valid
+// checked (package wiretest; against the schema under the root module's
+// TestSDKWireMatchesSchema): every frame the server writes is a valid
 // Message, and every result validates against its method's definition.
 func inProcess(t *testing.T, h Handler, opts *ClientOptions) *Client {
 	t.Helper()
-	// Fail here, on the test's goroutine, when ../shared is missing: the
-	// validator runs on the server's, where t.Fatal would leave the
-	// handshake waiting forever.
-	schematest.SchemaPath(t)
 	srv := NewServer(h, &ServerOptions{Logger: quietLogger()})
 	c2sR, c2sW := io.Pipe()
 	s2cR, s2cW := io.Pipe()
@@ -120,7 +145,7 @@ func (v *validator) request(line []byte) {
 }
 
 func (v *validator) response(line []byte) {
-	schematest.ValidateMessage(v.t, line)
+	wiretest.Message(v.t, line)
 	f := jsonrpc.Decode(line, jsonrpc.Options{MaxDepth: 10000})
 	for _, m := range f.Messages {
 		if m.Kind != jsonrpc.KindResponse || m.Result == nil {
@@ -130,7 +155,7 @@ func (v *validator) response(line []byte) {
 		method := v.methods[jsonrpc.IDKey(m.ID)]
 		v.mu.Unlock()
 		if _, known := methodCaps[method]; known {
-			schematest.ValidateResult(v.t, method, m.Result)
+			wiretest.Result(v.t, method, m.Result)
 		}
 	}
 }
@@ -205,8 +230,10 @@ func (r *recordingTransport) close(time.Duration) error                         
 
 func TestClientGating(t *testing.T) {
 	rt := &recordingTransport{}
-	c := &Client{tr: rt, log: quietLogger(), init: InitializeResult{ProtocolVersion: 1, Capabilities: testCaps()}}
-	c.init.Capabilities.Retrieve.MaxK = 5
+	c := &Client{log: quietLogger()}
+	cc := &clientConn{tr: rt, init: InitializeResult{ProtocolVersion: 1, Capabilities: testCaps()}}
+	cc.init.Capabilities.Retrieve.MaxK = 5
+	c.cur.Store(cc)
 	ctx := context.Background()
 	f := false
 	tests := []struct {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
 )
 
 // checkRetrieveEncoding fails t unless the hand-written encoder writes

@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
 )
 
 // TestEncodeResultFrame: the one-pass result framing produces exactly the

@@ -139,6 +139,35 @@ func OptionUnsupported(option, format string, args ...any) *Error {
 		Data: &ErrorData{Option: option, Detail: detail}}
 }
 
+// DataReinitialize is the error.data key of the capabilities-changed
+// error (see CapabilitiesChanged).
+const DataReinitialize = "x-rcpgo/reinitialize"
+
+// CapabilitiesChanged is the error a server answers when it can no longer
+// serve a capability the session negotiated (§13.2: the set is frozen for
+// the session, so the server fails the call instead of narrowing it) but a
+// new session would be offered a working one — e.g. rcpd's dense index of
+// the session's embed.identity was replaced by a refit and is no longer
+// retained. It is -32010 with error.data.retryable true and
+// "x-rcpgo/reinitialize": true; detail says what changed. A Client opens a
+// new session and retries once (ClientOptions.NoReinitialize).
+func CapabilitiesChanged(format string, args ...any) *Error {
+	detail := fmt.Sprintf(format, args...)
+	yes := true
+	return &Error{Code: CodeBackendUnavailable, Message: "the capabilities this session negotiated changed; re-initialize",
+		Data: &ErrorData{Retryable: &yes, Detail: detail + " (open a new session: initialize on a new connection or HTTP session, then retry)",
+			Extra: map[string]json.RawMessage{DataReinitialize: json.RawMessage("true")}}}
+}
+
+// CapabilitiesChanged reports whether e is the capabilities-changed error
+// (see the function CapabilitiesChanged).
+func (e *Error) CapabilitiesChanged() bool {
+	if e == nil || e.Code != CodeBackendUnavailable || e.Data == nil {
+		return false
+	}
+	return string(e.Data.Extra[DataReinitialize]) == "true"
+}
+
 // AsError extracts an *Error from err's chain. Errors that carry no RCP code
 // are reported as -32603 without their text (it may hold internals); ok is
 // false in that case so callers can log the original.

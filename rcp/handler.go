@@ -42,6 +42,15 @@ type Handler interface {
 	Call(ctx context.Context, method string, params json.RawMessage) (any, error)
 }
 
+// LiveMeta is an optional Handler extension for state that changes within
+// a session (capabilities do not: §13.2): its entries are merged into the
+// _meta of every initialize and info answer when it is written. rcpd
+// reports the readiness of its derived structures this way
+// ("x-rcpgo/readiness"). Keys should be vendor-prefixed (§4.4).
+type LiveMeta interface {
+	LiveMeta(ctx context.Context) Meta
+}
+
 // MethodFunc serves one method; see Handler.Call.
 type MethodFunc func(ctx context.Context, params json.RawMessage) (any, error)
 

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
-	"github.com/rcpgo/rcpgo/internal/schematest"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/wiretest"
 )
 
 // quietLogger discards server diagnostics in tests.
@@ -257,7 +257,7 @@ func (c *conn) recv() []byte {
 
 func (c *conn) validate(f []byte) {
 	c.t.Helper()
-	schematest.ValidateMessage(c.t, f)
+	wiretest.Message(c.t, f)
 	var items []json.RawMessage
 	if bytes.HasPrefix(f, []byte("[")) {
 		_ = json.Unmarshal(f, &items)
@@ -276,7 +276,7 @@ func (c *conn) validate(f []byte) {
 		method := c.methods[jsonrpc.IDKey(r.ID)]
 		c.mu.Unlock()
 		if _, defined := methodCaps[method]; defined {
-			schematest.ValidateResult(c.t, method, r.Result)
+			wiretest.Result(c.t, method, r.Result)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
 )
 
 // SessionMode selects how the HTTP transport keeps §13 session state.

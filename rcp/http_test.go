@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/schematest"
+	"github.com/rcpgo/rcpgo/rcp/internal/wiretest"
 )
 
 func newHTTPServer(t *testing.T, h Handler, opts *HTTPOptions) (*httptest.Server, *HTTPHandler) {
@@ -51,13 +51,13 @@ func post(t *testing.T, url, body string, hdr map[string]string) httpResult {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && len(b) > 0 && strings.Contains(body, `"jsonrpc"`) {
-		schematest.ValidateMessage(t, b)
+		wiretest.Message(t, b)
 		var req struct {
 			Method string `json:"method"`
 		}
 		if json.Unmarshal([]byte(body), &req) == nil && req.Method != "" {
 			if _, known := methodCaps[req.Method]; known {
-				schematest.ValidateResponse(t, req.Method, b)
+				wiretest.Response(t, req.Method, b)
 			}
 		}
 	}
@@ -261,7 +261,7 @@ func TestHTTPSSE(t *testing.T) {
 	}
 	progress := 0
 	for _, f := range frames[:len(frames)-1] {
-		schematest.ValidateMessage(t, []byte(f))
+		wiretest.Message(t, []byte(f))
 		if strings.Contains(f, NotifyProgress) {
 			progress++
 			if !strings.Contains(f, `"progressToken":"t"`) {
@@ -272,7 +272,7 @@ func TestHTTPSSE(t *testing.T) {
 	if progress != 2 {
 		t.Fatalf("progress frames %d", progress)
 	}
-	schematest.ValidateResponse(t, MethodRetrieve, []byte(final))
+	wiretest.Response(t, MethodRetrieve, []byte(final))
 
 	// without Accept: one buffered JSON body
 	r := post(t, url, body, nil)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
 )
 
 // logRank orders the §17.1 levels.
@@ -118,7 +118,7 @@ func SessionInfo(ctx context.Context) (Session, bool) {
 		return Session{}, false
 	}
 	sess := s.sess
-	desc := sess.description()
+	desc := s.desc
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	return Session{ID: sess.id, ProtocolVersion: sess.negotiated, Client: sess.client,

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/jsonrpc"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonrpc"
 )
 
 // Defaults of ServerOptions.
@@ -231,6 +231,12 @@ func (s *Server) newSession(ctx context.Context, kind sessionKind) *session {
 // description returns the session's frozen description, asking the handler
 // on first use (§13.2).
 func (sess *session) description() *Description {
+	if sess.kind == sessionStateless {
+		// Every stateless request is its own implicitly initialized
+		// session (§5.2): it sees the handler's current set.
+		d := sess.srv.h.Describe(sess.ctx)
+		return &d
+	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	if sess.desc == nil {
@@ -548,6 +554,11 @@ func (sess *session) result(desc *Description, version int) *InitializeResult {
 	if desc.Conformance != "" {
 		meta = meta.Set(MetaConformance, desc.Conformance)
 	}
+	if lm, ok := sess.srv.h.(LiveMeta); ok {
+		for k, v := range lm.LiveMeta(sess.ctx) {
+			meta[k] = v
+		}
+	}
 	if len(meta) == 0 {
 		meta = nil
 	}
@@ -609,6 +620,7 @@ type scopeKey struct{}
 
 type requestScope struct {
 	sess     *session
+	desc     *Description // the session's (a stateless request's own)
 	id       json.RawMessage
 	method   string
 	meta     Meta
@@ -636,7 +648,7 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 		meta = pm.Meta
 	}
 	c := &serverCall{sess: sess, params: params, done: done, syncReply: fo.syncReply}
-	c.scope = requestScope{sess: sess, id: m.ID, method: m.Method, meta: meta, notify: notify}
+	c.scope = requestScope{sess: sess, desc: desc, id: m.ID, method: m.Method, meta: meta, notify: notify}
 	scope := &c.scope
 	if desc.Capabilities.Streaming != nil {
 		if tok := bytes.TrimSpace(meta[MetaProgressToken]); isProgressToken(tok) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/schematest"
+	"github.com/rcpgo/rcpgo/rcp/internal/wiretest"
 )
 
 func jsonEqual(t *testing.T, a, b []byte) bool {
@@ -58,7 +58,7 @@ func TestCapabilitiesRoundTripIsLossless(t *testing.T) {
 	if !bytes.Equal(out, out2) {
 		t.Fatalf("not stable:\n%s\n%s", out, out2)
 	}
-	schematest.Validate(t, "Capabilities", out)
+	wiretest.Value(t, "Capabilities", out)
 }
 
 func TestCapabilitiesFalseAndNullAreAbsent(t *testing.T) {
@@ -84,7 +84,7 @@ func TestErrorDataRoundTrip(t *testing.T) {
 	if !jsonEqual(t, []byte(in), out) {
 		t.Fatalf("%s", out)
 	}
-	schematest.Validate(t, "ErrorData", mustJSON(t, e.Data))
+	wiretest.Value(t, "ErrorData", mustJSON(t, e.Data))
 	f := false
 	e.Data.Retryable = &f
 	if e.Retryable() {
@@ -117,7 +117,7 @@ func TestHitWithEveryOptionalFieldValidates(t *testing.T) {
 		Trust:      &Trust{Level: TrustUntrusted, Score: ptr(0.1), InjectionSuspected: ptr(true), Sanitized: ptr(false)},
 		Chunk:      &ChunkRef{DocID: "doc", Index: 2, Context: "ctx"}}
 	b := mustJSON(t, h)
-	schematest.Validate(t, "Hit", b)
+	wiretest.Value(t, "Hit", b)
 	var back Hit
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestHitWithEveryOptionalFieldValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schematest.ValidateResult(t, MethodRetrieve, b)
+	wiretest.Result(t, MethodRetrieve, b)
 	if strings.Contains(string(b), "confidence") || !strings.Contains(string(b), `"a":-1.7976931348623157e+308`) ||
 		!strings.Contains(string(b), `"score":1.7976931348623157e+308`) || !strings.Contains(string(b), `"b":1`) {
 		t.Fatalf("%s", b)
@@ -178,7 +178,7 @@ func TestContentAndQuery(t *testing.T) {
 		if string(mustJSON(t, qq)) != q {
 			t.Errorf("query %s re-encoded as %s", q, mustJSON(t, qq))
 		}
-		schematest.Validate(t, "QueryInput", []byte(q))
+		wiretest.Value(t, "QueryInput", []byte(q))
 	}
 }
 
@@ -279,7 +279,8 @@ func TestMethodTable(t *testing.T) {
 // and does not repeat its detail.
 func TestOptionErrorSaysWhatIsAdvertised(t *testing.T) {
 	c := &Client{}
-	c.init.Capabilities.Retrieve = &RetrieveCap{Modes: []string{ModeSparse}, Units: []string{UnitChunk, UnitDocument}}
+	c.cur.Store(&clientConn{})
+	c.Capabilities().Retrieve = &RetrieveCap{Modes: []string{ModeSparse}, Units: []string{UnitChunk, UnitDocument}}
 	for _, tc := range []struct {
 		p    RetrieveParams
 		want string

@@ -137,3 +137,71 @@ type FieldValuesResult struct {
 	Values  []string `json:"values"`
 	HasMore bool     `json:"hasMore,omitempty"`
 }
+
+// MetaRCPGoReadiness is the _meta key of initialize and info answers in
+// which rcpd reports the readiness of its derived structures: the dense
+// generation with its HNSW index ("dense"), the knowledge graph ("graph"),
+// its communities ("communities"), the summary tree ("tree") and the
+// global memory ("memory"), each built in the background from the index.
+// The value is a Readiness; it is read when the answer is written (it is
+// not part of the frozen capability set).
+const MetaRCPGoReadiness = "x-rcpgo/readiness"
+
+// States of a derived structure (DerivedState.State).
+const (
+	// StateWaiting: nothing can be built yet (Detail says why, e.g. "LSA
+	// needs ≥ 20 documents; 1 indexed"); calls that need it are not served.
+	StateWaiting = "waiting"
+	// StateBuilding: the first build is in progress; calls that need it
+	// wait for it within their deadline, else answer -32010 with
+	// retryAfterMs.
+	StateBuilding = "building"
+	// StateReady: current with every acknowledged write.
+	StateReady = "ready"
+	// StateStale: served, but behind recent writes while it is updated;
+	// answers built from it say so in usage.notes.
+	StateStale = "stale"
+)
+
+// DerivedState is the readiness of one derived structure.
+type DerivedState struct {
+	State string `json:"state"`
+	// Phase names the step of a build in progress ("fit", "embed", "load",
+	// "backfill", "extract", "communities").
+	Phase string `json:"phase,omitempty"`
+	// Done and Total count the work of the build or update in progress in
+	// Unit (0 when unknown).
+	Done  int64  `json:"done,omitempty"`
+	Total int64  `json:"total,omitempty"`
+	Unit  string `json:"unit,omitempty"`
+	// ETAMs estimates the time left of the build in progress (0: unknown).
+	ETAMs  int64  `json:"etaMs,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Settled reports whether nothing is being built or updated: the state is
+// ready or waiting.
+func (s DerivedState) Settled() bool { return s.State == StateReady || s.State == StateWaiting }
+
+// Readiness maps structure names to their states.
+type Readiness map[string]DerivedState
+
+// Settled reports whether every structure is settled.
+func (r Readiness) Settled() bool {
+	for _, s := range r {
+		if !s.Settled() {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadReadiness decodes the readiness an initialize or info answer
+// carries; ok is false when it carries none.
+func ReadReadiness(m Meta) (Readiness, bool) {
+	var r Readiness
+	if !m.Get(MetaRCPGoReadiness, &r) || r == nil {
+		return nil, false
+	}
+	return r, true
+}

@@ -18,3 +18,5 @@ require (
 )
 
 replace github.com/rcpgo/rcpgo => ../..
+
+replace github.com/rcpgo/rcpgo/rcp => ../../rcp

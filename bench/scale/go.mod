@@ -35,9 +35,12 @@ require (
 	github.com/kljensen/snowball v0.10.0 // indirect
 	github.com/maypok86/otter/v2 v2.4.0 // indirect
 	github.com/mschoch/smat v0.2.0 // indirect
+	github.com/rcpgo/rcpgo/rcp v0.0.0 // indirect
 	go.etcd.io/bbolt v1.4.3 // indirect
 	golang.org/x/text v0.37.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )
 
 replace github.com/rcpgo/rcpgo => ../..
+
+replace github.com/rcpgo/rcpgo/rcp => ../../rcp

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -421,27 +420,16 @@ func sessionMode(s string) (rcp.SessionMode, error) {
 	return 0, fmt.Errorf("unknown HTTP session mode %q (single, stateful, stateless)", s)
 }
 
-// demoCorpus parses internal/demo's BEIR-style corpus.
+// demoCorpus is internal/demo's corpus as preloaded documents.
 func demoCorpus() ([]engine.Preload, error) {
-	var out []engine.Preload
-	sc := bufio.NewScanner(bytes.NewReader(demo.CorpusJSONL))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var d struct {
-			ID       string         `json:"_id"`
-			Title    string         `json:"title"`
-			Text     string         `json:"text"`
-			Metadata map[string]any `json:"metadata"`
-		}
-		if err := json.Unmarshal(line, &d); err != nil {
-			return nil, fmt.Errorf("demo corpus: %w", err)
-		}
-		out = append(out, engine.Preload{ID: d.ID, Title: d.Title, Text: d.Text, Meta: d.Metadata,
-			Source: "demo", URI: "rcpd-demo://" + d.ID})
+	docs, err := demo.Docs()
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	out := make([]engine.Preload, len(docs))
+	for i, d := range docs {
+		out[i] = engine.Preload{ID: d.ID, Title: d.Title, Text: d.Text, Meta: d.Metadata,
+			Source: "demo", URI: "rcpd-demo://" + d.ID}
+	}
+	return out, nil
 }

@@ -28,9 +28,9 @@ type Lexicon struct {
 	ids   map[string]int32
 	words []string
 	df    []int32
-	post  [][]int32 // word id → document ordinals (ascending)
-	docs  [][]int32 // document ordinal → distinct word ids (first maxDocWords)
-	byLen [][]int32 // word length in runes → word ids, for spelling
+	post  [][]int32  // word id → document ordinals (ascending)
+	docs  [][]int32  // document ordinal → distinct word ids (first maxDocWords)
+	spell spellIndex // candidate corrections (symmetric deletes)
 	stem  func(string) string
 	stems map[string]bool // stems of the words, so inflections are not "corrected"
 }
@@ -106,13 +106,11 @@ func BuildLexicon(ctx context.Context, texts iter.Seq[string], stem func(string)
 		l.docs = append(l.docs, doc)
 		n++
 	}
-	for id, w := range l.words {
+	for _, w := range l.words {
 		l.stems[stem(w)] = true
-		n := len([]rune(w))
-		for len(l.byLen) <= n {
-			l.byLen = append(l.byLen, nil)
-		}
-		l.byLen[n] = append(l.byLen[n], int32(id))
+	}
+	if err := l.spell.build(ctx, l.words, l.df); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -134,8 +132,10 @@ func (l *Lexicon) DF(word string) int {
 // Correct returns the corpus word closest to word by edit distance
 // (optimal string alignment): distance 1 for words of up to 5 runes,
 // 2 above; among equals the most frequent, then the first in byte order.
-// Words known to the corpus (or inflections of them), shorter than 4 runes or holding a digit are
-// returned unchanged.
+// Words known to the corpus (or inflections of them), shorter than 4 runes
+// or holding a digit are returned unchanged. Candidates come from the
+// symmetric-delete index (spellIndex): at most a few dozen lookups and
+// distance checks per word, whatever the vocabulary size.
 func (l *Lexicon) Correct(word string) string {
 	r := []rune(word)
 	if len(r) < 4 || l.DF(word) > 0 || l.stems[l.stem(word)] || strings.IndexFunc(word, unicode.IsDigit) >= 0 {
@@ -146,33 +146,44 @@ func (l *Lexicon) Correct(word string) string {
 		maxD = 2
 	}
 	best, bestD, bestDF := word, maxD+1, int32(0)
-	for n := max(1, len(r)-maxD); n <= len(r)+maxD && n < len(l.byLen); n++ {
-		for _, id := range l.byLen[n] {
-			if l.df[id] < 2 {
-				continue // a hapax is as likely a typo as the query word
-			}
-			c := l.words[id]
-			d := osa(r, []rune(c), maxD)
-			if d > maxD {
-				continue
-			}
-			if d < bestD || d == bestD && (l.df[id] > bestDF || l.df[id] == bestDF && c < best) {
-				best, bestD, bestDF = c, d, l.df[id]
-			}
+	var cr []rune
+	var rows [3][]int
+	l.spell.candidates(r, maxD, func(id int32) {
+		c := l.words[id]
+		cr = append(cr[:0], []rune(c)...)
+		if abs(len(cr)-len(r)) > maxD {
+			return
 		}
-	}
+		d := osaRows(r, cr, maxD, &rows)
+		if d > maxD {
+			return
+		}
+		if d < bestD || d == bestD && (l.df[id] > bestDF || l.df[id] == bestDF && c < best) {
+			best, bestD, bestDF = c, d, l.df[id]
+		}
+	})
 	return best
 }
 
 // osa is the optimal-string-alignment distance of a and b, or limit+1 as
 // soon as it must exceed limit.
 func osa(a, b []rune, limit int) int {
+	var rows [3][]int
+	return osaRows(a, b, limit, &rows)
+}
+
+// osaRows is osa with its three rows kept in rows between calls.
+func osaRows(a, b []rune, limit int, rows *[3][]int) int {
 	if abs(len(a)-len(b)) > limit {
 		return limit + 1
 	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	for i := range rows {
+		if cap(rows[i]) < len(b)+1 {
+			rows[i] = make([]int, len(b)+1)
+		}
+		rows[i] = rows[i][:len(b)+1]
+	}
+	prev2, prev, cur := rows[0], rows[1], rows[2]
 	for j := range prev {
 		prev[j] = j
 	}

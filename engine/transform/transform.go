@@ -122,19 +122,35 @@ func (t *Transformer) Transform(ctx context.Context, req Request) (Result, error
 		}
 		t.cfg.Logger.Warn("transform: chat model failed; serving the offline method", "method", req.Method, "err", err)
 	}
+	if len(req.Query) > MaxQueryBytes {
+		return Result{}, fmt.Errorf("%w: %d bytes > %d", ErrQueryTooLong, len(req.Query), MaxQueryBytes)
+	}
 	var qs []string
+	var err error
 	switch req.Method {
 	case Rewrite:
-		qs = []string{t.RewriteQuery(req.Query)}
+		var q string
+		q, err = t.rewriteQuery(ctx, req.Query)
+		qs = []string{q}
 	case MultiQuery:
-		qs = t.multiQuery(req.Query, n, req.Seed)
+		qs, err = t.multiQuery(ctx, req.Query, n, req.Seed)
 	case Decompose:
-		qs = t.decompose(req.Query, n)
+		qs, err = t.decompose(ctx, req.Query, n)
 	case StepBack:
-		qs = []string{t.stepBack(req.Query)}
+		var q string
+		q, err = t.stepBack(ctx, req.Query)
+		qs = []string{q}
+	}
+	if err != nil {
+		return Result{}, err
 	}
 	return Result{Queries: qs}, nil
 }
+
+// ErrQueryTooLong is returned for a query over MaxQueryBytes: every
+// offline method corrects each word, so the cap bounds their work whoever
+// calls (query/transform, retrieve's rewrite, the MCP tools).
+var ErrQueryTooLong = errors.New("transform: query too long")
 
 // functionWords are dropped when looking for the content of a question:
 // the analyser's stop set plus interrogatives and auxiliaries.
@@ -153,18 +169,37 @@ func init() {
 // IsFunctionWord reports whether w carries no topic.
 func IsFunctionWord(w string) bool { return functionWords[w] }
 
-// corrected returns the words of q, lower-cased and spell-corrected.
-func (t *Transformer) corrected(q string) []string {
+// correctedContext returns the words of q, lower-cased and
+// spell-corrected: each distinct word is corrected once, and ctx is
+// checked every correctCheckEvery distinct words.
+func (t *Transformer) correctedContext(ctx context.Context, q string) ([]string, error) {
 	ws := Words(q)
-	if t.cfg.Lexicon != nil {
-		for i, w := range ws {
-			if !functionWords[w] {
-				ws[i] = t.cfg.Lexicon.Correct(w)
-			}
-		}
+	if t.cfg.Lexicon == nil {
+		return ws, ctx.Err()
 	}
-	return ws
+	done := map[string]string{}
+	for i, w := range ws {
+		if functionWords[w] {
+			continue
+		}
+		c, ok := done[w]
+		if !ok {
+			if len(done)%correctCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			c = t.cfg.Lexicon.Correct(w)
+			done[w] = c
+		}
+		ws[i] = c
+	}
+	return ws, ctx.Err()
 }
+
+// correctCheckEvery is how many distinct words are corrected between two
+// looks at the context (one correction is microseconds).
+const correctCheckEvery = 64
 
 func content(ws []string) []string {
 	var out []string
@@ -176,14 +211,17 @@ func content(ws []string) []string {
 	return out
 }
 
-// RewriteQuery is the offline rewrite: the query normalised (lower case,
+// rewriteQuery is the offline rewrite: the query normalised (lower case,
 // punctuation and extra space removed), spell-corrected against the corpus
 // vocabulary and expanded with related terms.
-func (t *Transformer) RewriteQuery(q string) string {
-	ws := t.corrected(q)
+func (t *Transformer) rewriteQuery(ctx context.Context, q string) (string, error) {
+	ws, err := t.correctedContext(ctx, q)
+	if err != nil {
+		return "", err
+	}
 	c := content(ws)
 	exp := t.expand(c, min(5, max(2, len(c))))
-	return strings.Join(append(ws, exp...), " ")
+	return strings.Join(append(ws, exp...), " "), nil
 }
 
 // known reports whether w is in the corpus often enough to help a query.
@@ -241,8 +279,11 @@ func (t *Transformer) expand(c []string, n int) []string {
 // first, then (in an order fixed by seed) the keyword form, the expanded
 // form, one synonym substitution per word and one drop-a-word form per
 // word (most common word dropped first).
-func (t *Transformer) multiQuery(q string, n int, seed uint64) []string {
-	ws := t.corrected(q)
+func (t *Transformer) multiQuery(ctx context.Context, q string, n int, seed uint64) ([]string, error) {
+	ws, err := t.correctedContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
 	c := content(ws)
 	first := strings.Join(ws, " ")
 	var pool []string
@@ -280,7 +321,7 @@ func (t *Transformer) multiQuery(q string, n int, seed uint64) []string {
 			out = append(out, p)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // byGenerality orders the indexes of c from the most common word in the
@@ -299,66 +340,18 @@ func (t *Transformer) byGenerality(c []string) []int {
 	return idx
 }
 
-// splitters separate the parts of a compound question.
-//
-// A conjunction between two content words followed by a function word (or
-// the end) joins alternatives ("lift and drag on a wing"); otherwise,
-// with two content words on each side, it joins clauses.
-var splitters = map[string]bool{"and": true, "or": true, "vs": true, "versus": true, "also": true}
-
-// decompose splits a compound question into up to n sub-queries: first at
-// sentence ends, question marks and semicolons, then at a conjunction
-// joining two clauses (both sides with at least two content words), or at
-// one joining two single words, in which case each sub-query keeps the
-// shared words and one of the alternatives ("effect of caffeine and
-// nicotine on sleep" → "effect of caffeine on sleep", "effect of nicotine
-// on sleep"). A question with no such structure comes back whole.
-func (t *Transformer) decompose(q string, n int) []string {
-	var parts []string
-	for _, s := range strings.FieldsFunc(q, func(r rune) bool { return r == '?' || r == ';' || r == '.' || r == '!' }) {
-		parts = append(parts, t.splitClause(t.corrected(s))...)
-	}
-	var out []string
-	for _, p := range parts {
-		if p != "" && !slices.Contains(out, p) && len(out) < n {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		out = []string{strings.Join(t.corrected(q), " ")}
-	}
-	return out
-}
-
-func (t *Transformer) splitClause(ws []string) []string {
-	for i, w := range ws {
-		if !splitters[w] || i == 0 || i == len(ws)-1 {
-			continue
-		}
-		a, b := ws[i-1], ws[i+1]
-		alternatives := !functionWords[a] && !functionWords[b] && (i+2 == len(ws) || functionWords[ws[i+2]])
-		left, right := ws[:i], ws[i+1:]
-		if !alternatives && len(content(left)) >= 2 && len(content(right)) >= 2 {
-			return append(t.splitClause(left), t.splitClause(right)...)
-		}
-		if !alternatives {
-			continue
-		}
-		withA := slices.Concat(ws[:i], ws[i+2:])
-		withB := slices.Concat(ws[:i-1], ws[i+1:])
-		return append(t.splitClause(withA), t.splitClause(withB)...)
-	}
-	return []string{strings.Join(ws, " ")}
-}
-
 // stepBack returns a more general query: the content words without
 // numbers and without the rarer half (the specifics), plus a WordNet
 // hypernym of the rarest word when the corpus has one.
-func (t *Transformer) stepBack(q string) string {
-	c := content(t.corrected(q))
+func (t *Transformer) stepBack(ctx context.Context, q string) (string, error) {
+	ws, err := t.correctedContext(ctx, q)
+	if err != nil {
+		return "", err
+	}
+	c := content(ws)
 	c = slices.DeleteFunc(c, func(w string) bool { return strings.IndexFunc(w, unicode.IsDigit) >= 0 })
 	if len(c) == 0 {
-		return strings.Join(t.corrected(q), " ")
+		return strings.Join(ws, " "), nil
 	}
 	order := t.byGenerality(c)
 	keep := map[int]bool{}
@@ -380,5 +373,5 @@ func (t *Transformer) stepBack(q string) string {
 			}
 		}
 	}
-	return strings.Join(out, " ")
+	return strings.Join(out, " "), nil
 }

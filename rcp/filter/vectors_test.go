@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
 	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/internal/shared"
 )
 
 type filterExpect struct {

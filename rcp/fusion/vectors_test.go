@@ -8,8 +8,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
 	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/internal/shared"
 )
 
 type fusionCase struct {

@@ -5,8 +5,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
 	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/internal/shared"
 )
 
 // TestErrorCodesJSON checks package rcp's code constants against

@@ -9,8 +9,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
 	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/internal/shared"
 )
 
 type vecExpect struct {

@@ -1,7 +1,8 @@
 // Package jsonrpc is the JSON-RPC 2.0 machinery under package rcp: NDJSON
 // framing with a frame-size cap (RCP §5.1), a serialised writer, and message
 // decoding with the validation rules of JSON-RPC 2.0 and RCP §4 and §11.
-// Nothing outside package rcp imports it.
+// Only the SDK module can import it: package rcp, and rcp/stdio, which
+// exposes the reader and a check of one message as a small public API.
 package jsonrpc
 
 import (

@@ -1,0 +1,3 @@
+module github.com/rcpgo/rcpgo/rcp
+
+go 1.26.8
