@@ -92,6 +92,19 @@ type Config struct {
 	Name, Version string
 	// ReadOnly disables index/add and index/delete (index.writable false).
 	ReadOnly bool
+	// ReadOnlyReason says why, to clients: in the x-rcpgo capability's
+	// readOnly and in the refusal of a write (default "the server was
+	// started read-only"; a snapshot copy says whose directory it copied).
+	ReadOnlyReason string
+	// Holder describes this process in the data directory's LOCK file (its
+	// PID is filled in), so that a process finding the directory held can
+	// name the holder and the way to reach it.
+	Holder Holder
+	// MaxRequestBytes is the largest request the server's transports
+	// accept (rcp.ServerOptions.MaxFrameBytes), advertised in the x-rcpgo
+	// capability's limits so a client can size its index/add batches (0:
+	// not advertised).
+	MaxRequestBytes int64
 	// MaxK is advertised as retrieve.maxK (default 200).
 	MaxK int
 	// MaxCandidates caps candidateK (default 1000).
@@ -454,20 +467,25 @@ func (cfg Config) withDefaults() (Config, error) {
 // and cfg.SnapshotIfLocked is set, it serves a read-only copy instead:
 // cfg then names the copy (tmp, removed on Close).
 func lockData(cfg *Config, log *slog.Logger) (release func(), tmp string, err error) {
-	release, err = lockDir(cfg.Dir)
-	if errors.Is(err, ErrLocked) && cfg.SnapshotIfLocked {
+	release, err = lockDir(cfg.Dir, cfg.Holder)
+	var held *LockedError
+	if errors.As(err, &held) && cfg.SnapshotIfLocked {
 		for attempt := 0; attempt < 3 && errors.Is(err, ErrLocked); attempt++ {
 			if tmp, err = snapshotDir(cfg.Dir); err != nil {
 				return nil, "", err
 			}
 			log.Warn("engine: data directory in use by another process; serving a read-only snapshot copy",
-				"dir", cfg.Dir, "copy", tmp)
+				"dir", cfg.Dir, "holder", held.Holder.String(), "copy", tmp)
+			cfg.ReadOnlyReason = fmt.Sprintf("this is a read-only snapshot of %s, which %s holds: write through that server", cfg.Dir, held.Holder)
 			cfg.Dir, cfg.ReadOnly, cfg.Preload = tmp, true, nil
-			release, err = lockDir(tmp)
+			release, err = lockDir(tmp, cfg.Holder)
 		}
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("%w (%s)", err, cfg.Dir)
+		if held == nil {
+			err = fmt.Errorf("%w (%s)", err, cfg.Dir)
+		}
+		return nil, "", err
 	}
 	return release, tmp, nil
 }
@@ -531,7 +549,7 @@ func (e *Engine) handle() {
 		rcp.Handle(e.router, rcp.MethodIndexAdd, e.indexAdd)
 	} else {
 		e.router.HandleFunc(rcp.MethodIndexAdd, func(context.Context, json.RawMessage) (any, error) {
-			return nil, rcp.NewError(rcp.CodeCapabilityMissing, "the index is read-only")
+			return nil, e.readOnlyError()
 		})
 	}
 	rcp.Handle(e.router, rcp.MethodIndexDelete, e.indexDelete)
@@ -727,6 +745,7 @@ func (e *Engine) describeWith(g *generation, fields map[string]string) rcp.Descr
 	}
 	e.describeAgentic(&caps, &vendor)
 	e.describeGraph(&caps)
+	e.describeLimits(&vendor)
 	rcp.SetRCPGoCap(&caps, vendor)
 	level := rcp.LevelL0
 	if g != nil {
