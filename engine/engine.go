@@ -44,6 +44,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/memory"
+	"github.com/rcpgo/rcpgo/engine/retain"
 	"github.com/rcpgo/rcpgo/engine/session"
 	"github.com/rcpgo/rcpgo/engine/store"
 	"github.com/rcpgo/rcpgo/engine/transform"
@@ -196,6 +197,10 @@ type Config struct {
 	// Graph builds the knowledge graph (entities, triples, communities)
 	// in the background and serves graph and memory (engine_graph.go).
 	Graph bool
+	// DenseRetain bounds the superseded dense generations kept for the
+	// sessions that negotiated them (engine_retain.go; defaults: 2
+	// generations, 1 GiB, 10 minutes after their last use).
+	DenseRetain retain.Options
 	// Memory bounds the inline-document memories of memory/build.
 	Memory     memory.Options
 	Logger     *slog.Logger
@@ -260,6 +265,7 @@ type Engine struct {
 	// that maintains it (nil with Dense "none") and the seq of the last
 	// committed dense op.
 	gen        atomic.Pointer[generation]
+	kept       *retain.Set[*generation] // the published one and those kept for sessions (engine_retain.go)
 	derive     *deriver
 	opSeq      atomic.Uint64
 	lastWrite  atomic.Int64    // unix ns of the last write that logged dense ops
@@ -319,6 +325,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
 	e.readUnlock = e.qmu.RUnlock
+	e.kept = retain.New[*generation](cfg.DenseRetain)
 	e.writes = newWriteQueue()
 	e.admit = newAdmission(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
 	if e.watch, err = newDirWatch(cfg.Dir); err != nil {
@@ -664,6 +671,9 @@ func (e *Engine) Close() error {
 // dense generation, with the declared filter fields or else those inferred
 // so far; the server freezes it per session.
 func (e *Engine) Describe(ctx context.Context) rcp.Description {
+	if g := e.gen.Load(); g != nil {
+		e.kept.Touch(g.info.identity) // a session negotiates it
+	}
 	if len(e.fields) == 0 {
 		return e.withTree(e.inferredDescription(e.gen.Load()))
 	}

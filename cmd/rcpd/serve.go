@@ -60,6 +60,7 @@ type fileConfig struct {
 	UIDatasets     string            `json:"uiDatasets"`
 	WordNet        string            `json:"wordnet"` // WordNet data directory, or "none"
 	Session        sessionConfig     `json:"session"`
+	DenseRetain    retainConfig      `json:"denseRetain"`
 	Feedback       feedbackConfig    `json:"feedback"`
 	AllowHosts     []string          `json:"allowHosts"`
 	AllowOrigins   []string          `json:"allowOrigins"`
@@ -300,6 +301,9 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		defer ln.Close()
 	}
 	if err := applyAgentic(&cfg, &fc); err != nil {
+		return err
+	}
+	if err := applyRetain(&cfg, fc.DenseRetain); err != nil {
 		return err
 	}
 	cfg.Fusion = engine.FusionDefaults{Method: fc.Fusion.Method, RRFK: fc.Fusion.RRFK, Alpha: fc.Fusion.Alpha,
