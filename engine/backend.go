@@ -43,6 +43,7 @@ func (e *Engine) openRemoteDense() {
 	g := newGeneration(0, db.Provider(), "", nil)
 	g.desc = e.describe(g)
 	e.gen.Store(g)
+	e.keep(g)
 }
 
 // denseDeps is the pipeline's dense backend for one request under

@@ -44,6 +44,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/memory"
+	"github.com/rcpgo/rcpgo/engine/retain"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/session"
 	"github.com/rcpgo/rcpgo/engine/store"
@@ -93,6 +94,19 @@ type Config struct {
 	Name, Version string
 	// ReadOnly disables index/add and index/delete (index.writable false).
 	ReadOnly bool
+	// ReadOnlyReason says why, to clients: in the x-rcpgo capability's
+	// readOnly and in the refusal of a write (default "the server was
+	// started read-only"; a snapshot copy says whose directory it copied).
+	ReadOnlyReason string
+	// Holder describes this process in the data directory's LOCK file (its
+	// PID is filled in), so that a process finding the directory held can
+	// name the holder and the way to reach it.
+	Holder Holder
+	// MaxRequestBytes is the largest request the server's transports
+	// accept (rcp.ServerOptions.MaxFrameBytes), advertised in the x-rcpgo
+	// capability's limits so a client can size its index/add batches (0:
+	// not advertised).
+	MaxRequestBytes int64
 	// MaxK is advertised as retrieve.maxK (default 200).
 	MaxK int
 	// MaxCandidates caps candidateK (default 1000).
@@ -184,6 +198,10 @@ type Config struct {
 	// Graph builds the knowledge graph (entities, triples, communities)
 	// in the background and serves graph and memory (engine_graph.go).
 	Graph bool
+	// DenseRetain bounds the superseded dense generations kept for the
+	// sessions that negotiated them (engine_retain.go; defaults: 2
+	// generations, 1 GiB, 10 minutes after their last use).
+	DenseRetain retain.Options
 	// Memory bounds the inline-document memories of memory/build.
 	Memory     memory.Options
 	Logger     *slog.Logger
@@ -248,6 +266,7 @@ type Engine struct {
 	// that maintains it (nil with Dense "none") and the seq of the last
 	// committed dense op.
 	gen        atomic.Pointer[generation]
+	kept       *retain.Set[*generation] // the published one and those kept for sessions (engine_retain.go)
 	derive     *deriver
 	opSeq      atomic.Uint64
 	lastWrite  atomic.Int64    // unix ns of the last write that logged dense ops
@@ -307,6 +326,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
 	e.readUnlock = e.qmu.RUnlock
+	e.kept = retain.New[*generation](cfg.DenseRetain)
 	e.writes = newWriteQueue()
 	e.admit = newAdmission(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
 	if e.watch, err = newDirWatch(cfg.Dir); err != nil {
@@ -455,20 +475,25 @@ func (cfg Config) withDefaults() (Config, error) {
 // and cfg.SnapshotIfLocked is set, it serves a read-only copy instead:
 // cfg then names the copy (tmp, removed on Close).
 func lockData(cfg *Config, log *slog.Logger) (release func(), tmp string, err error) {
-	release, err = lockDir(cfg.Dir)
-	if errors.Is(err, ErrLocked) && cfg.SnapshotIfLocked {
+	release, err = lockDir(cfg.Dir, cfg.Holder)
+	var held *LockedError
+	if errors.As(err, &held) && cfg.SnapshotIfLocked {
 		for attempt := 0; attempt < 3 && errors.Is(err, ErrLocked); attempt++ {
 			if tmp, err = snapshotDir(cfg.Dir); err != nil {
 				return nil, "", err
 			}
 			log.Warn("engine: data directory in use by another process; serving a read-only snapshot copy",
-				"dir", cfg.Dir, "copy", tmp)
+				"dir", cfg.Dir, "holder", held.Holder.String(), "copy", tmp)
+			cfg.ReadOnlyReason = fmt.Sprintf("this is a read-only snapshot of %s, which %s holds: write through that server", cfg.Dir, held.Holder)
 			cfg.Dir, cfg.ReadOnly, cfg.Preload = tmp, true, nil
-			release, err = lockDir(tmp)
+			release, err = lockDir(tmp, cfg.Holder)
 		}
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("%w (%s)", err, cfg.Dir)
+		if held == nil {
+			err = fmt.Errorf("%w (%s)", err, cfg.Dir)
+		}
+		return nil, "", err
 	}
 	return release, tmp, nil
 }
@@ -532,7 +557,7 @@ func (e *Engine) handle() {
 		rcp.Handle(e.router, rcp.MethodIndexAdd, e.indexAdd)
 	} else {
 		e.router.HandleFunc(rcp.MethodIndexAdd, func(context.Context, json.RawMessage) (any, error) {
-			return nil, rcp.NewError(rcp.CodeCapabilityMissing, "the index is read-only")
+			return nil, e.readOnlyError()
 		})
 	}
 	rcp.Handle(e.router, rcp.MethodIndexDelete, e.indexDelete)
@@ -647,6 +672,9 @@ func (e *Engine) Close() error {
 // dense generation, with the declared filter fields or else those inferred
 // so far; the server freezes it per session.
 func (e *Engine) Describe(ctx context.Context) rcp.Description {
+	if g := e.gen.Load(); g != nil {
+		e.kept.Touch(g.info.identity) // a session negotiates it
+	}
 	if len(e.fields) == 0 {
 		return e.withTree(e.inferredDescription(e.gen.Load()))
 	}
@@ -728,6 +756,7 @@ func (e *Engine) describeWith(g *generation, fields map[string]string) rcp.Descr
 	}
 	e.describeAgentic(&caps, &vendor)
 	e.describeGraph(&caps)
+	e.describeLimits(&vendor)
 	rcp.SetRCPGoCap(&caps, vendor)
 	level := rcp.LevelL0
 	if g != nil {

@@ -50,8 +50,8 @@ func (e *Engine) denseFor(ctx context.Context, caps rcp.Capabilities) (*generati
 	if caps.Embed == nil {
 		return nil, rcp.NewError(rcp.CodeCapabilityMissing, "dense retrieval is not advertised to this session")
 	}
-	g := e.gen.Load()
-	if g != nil && g.info.identity == caps.Embed.Identity {
+	g, ok := e.generationOf(caps.Embed.Identity)
+	if ok {
 		// Right after a start the model and checkpoint may still be loading.
 		select {
 		case <-g.ready:
@@ -62,15 +62,7 @@ func (e *Engine) denseFor(ctx context.Context, caps rcp.Capabilities) (*generati
 			return g, nil
 		}
 	}
-	now := "none"
-	if g != nil {
-		now = g.info.identity
-	}
-	yes := false
-	return nil, &rcp.Error{Code: rcp.CodeBackendUnavailable,
-		Message: fmt.Sprintf("the dense index of embed.identity %q was replaced", caps.Embed.Identity),
-		Data: &rcp.ErrorData{Retryable: &yes, Detail: fmt.Sprintf("the server now serves embed.identity %q; "+
-			"re-initialize the session to use it (sparse retrieval is unaffected)", now)}}
+	return nil, e.notServed(caps.Embed.Identity)
 }
 
 // denseBacklog is the number of dense ops not yet applied to g.
@@ -95,6 +87,7 @@ func (b denseBackend) damaged(err error) error {
 	if !errors.Is(err, ann.ErrCorrupt) && !errors.Is(err, lsa.ErrCorrupt) {
 		return err
 	}
+	b.e.kept.Withdraw(b.g)
 	if b.e.gen.CompareAndSwap(b.g, nil) {
 		b.e.log.Warn("engine: dense generation damaged; rebuilding it in the background", "generation", b.g.n, "err", err)
 		b.e.derive.notify()

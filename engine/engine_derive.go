@@ -203,6 +203,7 @@ func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
 	if err != nil {
 		g.loadErr = err
 		dv.e.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", g.n, "err", err)
+		dv.e.kept.Withdraw(g)
 		dv.e.gen.CompareAndSwap(g, nil)
 		close(g.ready)
 		return
@@ -213,6 +214,7 @@ func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
 	start = time.Now()
 	if err := dv.verifyGeneration(g); err != nil {
 		dv.e.log.Warn("engine: dense generation damaged; rebuilding it in the background", "generation", g.n, "err", err)
+		dv.e.kept.Withdraw(g)
 		dv.e.gen.CompareAndSwap(g, nil)
 		return
 	}
@@ -511,6 +513,10 @@ func (dv *deriver) step(ctx context.Context) (bool, error) {
 	}
 	if g != nil && g.applied.Load() < dv.e.opSeq.Load() {
 		return true, dv.apply(ctx, g)
+	}
+	dv.e.sweepKept()
+	if did, err := dv.applyKept(ctx); did || err != nil {
+		return true, err
 	}
 	if g != nil && (g.applied.Load() > g.saved || g.outdated) && time.Since(dv.lastSave) >= dv.saveSpacing() {
 		return true, dv.checkpoint(g)
@@ -885,6 +891,7 @@ func (dv *deriver) publish(g, old *generation) error {
 	}
 	g.desc = e.describe(g)
 	e.gen.Store(g)
+	e.keep(g)
 	dv.next = g.n + 1
 	dv.failedAt = 0
 	removeOtherGenerations(e.cfg.Dir, g.n)
@@ -931,7 +938,7 @@ func (dv *deriver) writeCheckpoint(g *generation) error {
 
 // trim deletes the ops covered by g's newest checkpoint.
 func (dv *deriver) trim(g *generation) error {
-	if err := dv.e.db.Update(func(tx *bolt.Tx) error { return trimOps(tx, g.saved) }); err != nil {
+	if err := dv.e.db.Update(func(tx *bolt.Tx) error { return trimOps(tx, dv.e.trimBound(g)) }); err != nil {
 		return fmt.Errorf("engine: trimming dense ops: %w", err)
 	}
 	return nil
@@ -967,6 +974,7 @@ func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
 			g.fitUnits = int(fitUnits)
 			g.desc = e.describe(g)
 			e.gen.Store(g)
+			e.keep(g)
 		}
 	}
 	var bf *backfill

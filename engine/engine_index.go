@@ -140,6 +140,8 @@ func decodeWireDoc(raw json.RawMessage, i int) (addDoc, error) {
 	}
 	if pg, ok := d.meta["page"].(float64); ok && pg >= 1 && pg == float64(int(pg)) {
 		d.page = int(pg)
+	} else if f, _ := d.meta["format"].(string); f == "pdf" {
+		d.page = 1 // a PDF is paginated even when it has one page (no form feed)
 	}
 	return d, nil
 }
@@ -658,7 +660,7 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 	e.admit.beginWrite()
 	defer e.admit.endWrite()
 	if e.cfg.ReadOnly {
-		return nil, rcp.NewError(rcp.CodeCapabilityMissing, "the index is read-only")
+		return nil, e.readOnlyError()
 	}
 	if p.IDs == nil {
 		return nil, rcp.InvalidParams("ids", "ids is required")

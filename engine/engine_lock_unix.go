@@ -5,26 +5,56 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
 )
 
-// lockDir takes an exclusive advisory lock on dir/LOCK without waiting.
-func lockDir(dir string) (release func(), err error) {
+// lockDir takes an exclusive advisory lock on dir/LOCK without waiting and
+// writes h (with this process's PID) into it. A held lock is a
+// *LockedError naming the holder.
+func lockDir(dir string, h Holder) (release func(), err error) {
 	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
+		defer f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, ErrLocked
+			b, _ := io.ReadAll(io.LimitReader(f, 4096))
+			return nil, &LockedError{Dir: dir, Holder: readHolder(b)}
 		}
 		return nil, fmt.Errorf("engine: locking %s: %w", dir, err)
 	}
+	// The record is advisory (the flock is the lock): a failed write
+	// leaves a holder nobody can name, not an unlocked directory.
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt(holderRecord(h), 0)
+	}
 	return func() {
+		_ = f.Truncate(0)
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// probeLock returns a *LockedError when another process holds dir's lock,
+// without taking it (a shared lock, released at once, fails while an
+// exclusive one is held).
+func probeLock(dir string) error {
+	f, err := os.Open(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return nil // no LOCK file: nobody ever held dir
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			b, _ := io.ReadAll(io.LimitReader(f, 4096))
+			return &LockedError{Dir: dir, Holder: readHolder(b)}
+		}
+		return nil
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return nil
 }

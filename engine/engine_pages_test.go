@@ -80,3 +80,46 @@ func TestRetrievePageUnit(t *testing.T) {
 		t.Fatalf("get of a paged document %+v", doc)
 	}
 }
+
+// TestPageUnitOnlyPaginated (issue 34, finding 7): unit "page" returns the
+// pages of paginated documents only — a PDF's, also when it has one page —
+// and leaves out HTML and Markdown documents (whose sections are chunks),
+// saying so in usage.notes; before, an unpaged document was one "page".
+func TestPageUnitOnlyPaginated(t *testing.T) {
+	e := newEngine(t, func(c *Config) { c.Chunk = chunk.Options{Size: 40, Overlap: 10}; c.Preload = nil })
+	defer e.Close()
+	text, _ := pagedText()
+	basalt := "Basalt forms when volcanic lava cools quickly at the surface."
+	mustCall(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []map[string]any{
+		{"id": "report", "text": text, "meta": map[string]any{"format": "pdf"}},
+		{"id": "leaflet", "text": basalt + " A one-page PDF.", "meta": map[string]any{"format": "pdf"}},
+		{"id": "guide.html", "text": basalt + " " + basalt, "meta": map[string]any{"format": "html"}},
+		{"id": "notes.md", "text": "# Basalt\n\n" + basalt, "meta": map[string]any{"format": "markdown"}},
+	}})
+	var r struct {
+		Hits []struct {
+			ID       string        `json:"id"`
+			Unit     string        `json:"unit"`
+			Citation *rcp.Citation `json:"citation"`
+		}
+		Usage rcp.Usage
+	}
+	json.Unmarshal(mustCall(t, e, rcp.MethodRetrieve, map[string]any{"query": "volcanic basalt", "k": 10, "unit": "page"}), &r)
+	var got []string
+	for _, h := range r.Hits {
+		got = append(got, h.ID)
+		if h.Unit != rcp.UnitPage || h.Citation == nil || h.Citation.Page == nil {
+			t.Errorf("page hit %s: unit %q, citation %+v", h.ID, h.Unit, h.Citation)
+		}
+	}
+	if strings.Join(got, " ") != "leaflet#p1 report#p1" && strings.Join(got, " ") != "report#p1 leaflet#p1" {
+		t.Fatalf("unit page hits %q, want the PDF pages only (leaflet#p1, report#p1)", got)
+	}
+	if !strings.Contains(strings.Join(r.Usage.Notes, "; "), "only paginated formats such as PDF have pages") {
+		t.Fatalf("notes %q: want the unpaged documents' omission explained", r.Usage.Notes)
+	}
+	json.Unmarshal(mustCall(t, e, rcp.MethodRetrieve, map[string]any{"query": "volcanic basalt", "k": 10, "unit": "chunk"}), &r)
+	if len(r.Hits) < 4 {
+		t.Fatalf("unit chunk: %d hits, want every document's", len(r.Hits))
+	}
+}

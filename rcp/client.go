@@ -362,7 +362,7 @@ func gate(caps *Capabilities, method string) error {
 		return nil
 	}
 	if !caps.Allows(method) {
-		return NewError(CodeCapabilityMissing, "server did not advertise capability %q", capKey)
+		return capabilityMissing(caps, method, capKey)
 	}
 	return nil
 }

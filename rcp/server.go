@@ -454,7 +454,7 @@ func (sess *session) serveMessage(m *jsonrpc.Message, fo frameOpts, done func([]
 	}
 	desc := sess.description()
 	if !desc.Capabilities.Allows(method) {
-		done(errorFrame(id, NewError(CodeCapabilityMissing, "capability %q is not advertised", capKey)))
+		done(errorFrame(id, capabilityMissing(&desc.Capabilities, method, capKey)))
 		return false
 	}
 	if !paramsOK {

@@ -29,6 +29,21 @@ type RCPGoCap struct {
 	// Options lists vendor request options served (rcpd: "prf", retrieve
 	// _meta "x-rcpgo/prf": RM3 pseudo-relevance feedback).
 	Options []string `json:"options,omitempty"`
+	// ReadOnly, when the index is not writable, says why ("this is a
+	// read-only snapshot of DIR, which rcpd serve (PID 4242) holds").
+	ReadOnly string `json:"readOnly,omitempty"`
+	// Limits are the server's request limits, so that a client can size
+	// its batches instead of meeting -32013.
+	Limits *RCPGoLimits `json:"limits,omitempty"`
+}
+
+// RCPGoLimits are request limits an rcpgo server advertises (0: not said).
+type RCPGoLimits struct {
+	// RequestBytes is the largest request (one stdio frame, one HTTP body)
+	// the server reads.
+	RequestBytes int64 `json:"requestBytes,omitempty"`
+	// AddDocuments is the most documents one index/add may carry.
+	AddDocuments int `json:"addDocuments,omitempty"`
 }
 
 // Has reports whether method is listed. A nil *RCPGoCap lists nothing.
@@ -204,4 +219,19 @@ func ReadReadiness(m Meta) (Readiness, bool) {
 		return nil, false
 	}
 	return r, true
+}
+
+// capabilityMissing is the -32003 answer to a method whose capability is
+// not advertised. A write to an index advertised read-only says so, and
+// why when the x-rcpgo capability tells.
+func capabilityMissing(c *Capabilities, method, capKey string) *Error {
+	if method != MethodIndexAdd || c.Index == nil {
+		return NewError(CodeCapabilityMissing, "capability %q is not advertised", capKey)
+	}
+	e := NewError(CodeCapabilityMissing, "the index is read-only (capabilities.index.writable is false)")
+	if v, _ := ReadRCPGoCap(c); v != nil && v.ReadOnly != "" {
+		e.Message = "the index is read-only: " + v.ReadOnly
+		e.Data = &ErrorData{Detail: v.ReadOnly}
+	}
+	return e
 }

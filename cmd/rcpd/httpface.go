@@ -31,10 +31,11 @@ type httpFace struct {
 
 // httpFaceConfig is what startHTTP needs beyond the server and engine.
 type httpFaceConfig struct {
-	addr, metricsAddr string
-	opts              *rcp.HTTPOptions
-	requestTimeout    time.Duration
-	mount             func(*http.ServeMux) // more handlers on the main address (the console)
+	ln             net.Listener // the main address, bound (listen)
+	metricsAddr    string
+	opts           *rcp.HTTPOptions
+	requestTimeout time.Duration
+	mount          func(*http.ServeMux) // more handlers on the main address (the console)
 }
 
 // startHTTP listens and serves; each server's end is sent on errc.
@@ -67,11 +68,7 @@ func startHTTP(c httpFaceConfig, srv *rcp.Server, eng engineState, m *metrics, l
 		mux.Handle("/metrics", requireAuth(m.handler(), authed))
 	}
 	started := 0
-	serve := func(addr string, h http.Handler, what string) error {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return err
-		}
+	serve := func(ln net.Listener, h http.Handler, what string) {
 		log.Info("rcpd: serving "+what, "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String())
 		hs := rcp.NewHTTPServer(h, lim)
 		f.servers = append(f.servers, hs)
@@ -84,19 +81,18 @@ func startHTTP(c httpFaceConfig, srv *rcp.Server, eng engineState, m *metrics, l
 			}
 			errc <- err
 		}()
-		return nil
 	}
-	if err := serve(c.addr, mux, "HTTP (RCP at /rcp)"); err != nil {
-		return nil, 0, err
-	}
+	serve(c.ln, mux, "HTTP (RCP at /rcp)")
 	if c.metricsAddr != "" {
 		mm := http.NewServeMux()
 		mm.HandleFunc("/healthz", healthz(eng, func(*http.Request) bool { return true }))
 		mm.Handle("/metrics", m.handler())
-		if err := serve(c.metricsAddr, mm, "metrics and health"); err != nil {
+		ln, err := net.Listen("tcp", c.metricsAddr)
+		if err != nil {
 			f.close()
 			return nil, 0, err
 		}
+		serve(ln, mm, "metrics and health")
 	}
 	return f, started, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,7 +30,7 @@ func TestHTTPFaceAuth(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, metricsAddr := range []string{"", "127.0.0.1:0"} {
 		errc := make(chan error, 2)
-		f, _, err := startHTTP(httpFaceConfig{addr: "127.0.0.1:0", metricsAddr: metricsAddr, opts: &rcp.HTTPOptions{BearerTokens: []string{"tok"}}},
+		f, _, err := startHTTP(httpFaceConfig{ln: listen(t, "127.0.0.1:0"), metricsAddr: metricsAddr, opts: &rcp.HTTPOptions{BearerTokens: []string{"tok"}}},
 			srv, eng, m, log, errc)
 		if err != nil {
 			t.Fatal(err)
@@ -110,4 +111,15 @@ func TestHealthzCountsDocuments(t *testing.T) {
 	if got.Documents != 2 || got.Units <= 2 || got.Units != eng.Stats().Docs {
 		t.Fatalf("healthz %s: want 2 documents and every chunk as a unit (%d)", rec.Body, eng.Stats().Docs)
 	}
+}
+
+// listen binds addr for a test (closed with the server, or at the end).
+func listen(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
 }

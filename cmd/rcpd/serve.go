@@ -60,12 +60,16 @@ type fileConfig struct {
 	UIDatasets     string            `json:"uiDatasets"`
 	WordNet        string            `json:"wordnet"` // WordNet data directory, or "none"
 	Session        sessionConfig     `json:"session"`
+	DenseRetain    retainConfig      `json:"denseRetain"`
 	Feedback       feedbackConfig    `json:"feedback"`
 	AllowHosts     []string          `json:"allowHosts"`
 	AllowOrigins   []string          `json:"allowOrigins"`
 	MetricsAddr    string            `json:"metricsAddr"`
-	Backend        string            `json:"backend"` // embedded or weaviate
-	Weaviate       weaviateConfig    `json:"weaviate"`
+	// MaxRequestBytes caps one request (a stdio frame, an HTTP body);
+	// advertised to clients, which size their index/add batches by it.
+	MaxRequestBytes int            `json:"maxRequestBytes"`
+	Backend         string         `json:"backend"` // embedded or weaviate
+	Weaviate        weaviateConfig `json:"weaviate"`
 }
 
 // uriConfig is the Content uri fetch policy (engine.URIPolicy).
@@ -105,6 +109,7 @@ var demoFields = map[string]string{"topic": "keyword", "year": "int", "lang": "k
 type serveFlags struct {
 	data, httpAddr, config, logLevel, sessions, dense, token string
 	onLocked, rerankModel, rerankTokenizer                   string
+	maxRequest                                               string
 	stdio, demo, readOnly, graph                             bool
 	fields                                                   fieldFlags
 
@@ -159,7 +164,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&f.config, "config", "", "JSON configuration file (env RCPD_CONFIG)")
 	fs.BoolVar(&f.demo, "demo", false, "load the built-in demo corpus (idempotent) into its own data directory ($XDG_DATA_HOME/rcpd-demo) unless --data is given")
 	fs.Var(&f.fields, "field", "declare a filterable metadata field NAME=TYPE (keyword, text, int, float, bool, date); repeatable, added to the config file's fields")
-	fs.BoolVar(&f.readOnly, "read-only", false, "refuse index/add and index/delete")
+	fs.BoolVar(&f.readOnly, "read-only", false, "refuse index/add and index/delete; when another process holds the data directory, serve a read-only snapshot copy of it")
 	fs.BoolVar(&f.graph, "graph", false, "build the knowledge graph and the summary tree in the background and serve graph, memory/build|recall and the graph and tree-node units (env RCPD_GRAPH=1; on with --demo)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (env RCPD_LOG_LEVEL; default info)")
 	fs.StringVar(&f.sessions, "http-sessions", "", "HTTP session mode: single, stateful or stateless (env RCPD_HTTP_SESSIONS; default stateful: a session per client that initializes, stateless for clients that send no RCP-Session; single: one shared session, what the reference harness check.py expects)")
@@ -182,7 +187,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&f.sparseModel, "sparse-model", "", "ONNX SPLADE model served by embed/sparse (env RCPD_SPARSE_MODEL)")
 	fs.StringVar(&f.sparseTokenizer, "sparse-tokenizer", "", "tokenizer.json of --sparse-model (env RCPD_SPARSE_TOKENIZER)")
 	fs.StringVar(&f.onnxLibrary, "onnx-library", "", "libonnxruntime.so for ONNX models (default $RCPGO_ONNXRUNTIME_LIB; see scripts/fetch-onnxruntime.sh)")
-	fs.StringVar(&f.onLocked, "on-locked", "", "when another rcpd holds the data directory: snapshot (serve a read-only copy) or fail (env RCPD_ON_LOCKED; default snapshot)")
+	fs.StringVar(&f.onLocked, "on-locked", "", "when another process holds the data directory: fail (say who holds it and what to do instead) or snapshot (serve a read-only copy, as --read-only does) (env RCPD_ON_LOCKED; default fail)")
+	fs.StringVar(&f.maxRequest, "max-request-bytes", "", "largest request accepted, in bytes (a stdio frame or an HTTP body; env RCPD_MAX_REQUEST_BYTES; default 16777216): rcp index add sizes its batches by it, and a file larger than it is skipped by name")
 	fs.StringVar(&f.rerankModel, "rerank-model", "", "--rerank onnx-*: ONNX cross-encoder or ColBERT model (env RCPD_RERANK_MODEL; needs --rerank-tokenizer and ONNX Runtime)")
 	fs.StringVar(&f.rerankTokenizer, "rerank-tokenizer", "", "tokenizer.json of the rerank model (env RCPD_RERANK_TOKENIZER)")
 	fs.StringVar(&f.token, "token", "", "require this bearer token on HTTP (env RCPD_TOKEN); /metrics needs it too and /healthz shows counts only with it")
@@ -257,12 +263,8 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		Graph:            f.graph || f.demo || fc.Graph || os.Getenv("RCPD_GRAPH") == "1",
 		Logger:           log,
 	}
-	switch onLocked := pick(f.onLocked, os.Getenv("RCPD_ON_LOCKED"), "snapshot"); onLocked {
-	case "snapshot":
-		cfg.SnapshotIfLocked = true
-	case "fail":
-	default:
-		return fmt.Errorf("--on-locked: want snapshot or fail, got %q", onLocked)
+	if cfg.ReadOnly {
+		cfg.ReadOnlyReason = "the server was started read-only (--read-only)"
 	}
 	for k, v := range fc.TrustedSources {
 		cfg.TrustedSources[k] = v
@@ -291,7 +293,17 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	for _, fl := range f.fields {
 		cfg.Fields[fl.name] = fl.typ
 	}
+	ln, err := claimDataAndAddress(&cfg, f, &fc)
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		defer ln.Close()
+	}
 	if err := applyAgentic(&cfg, &fc); err != nil {
+		return err
+	}
+	if err := applyRetain(&cfg, fc.DenseRetain); err != nil {
 		return err
 	}
 	cfg.Fusion = engine.FusionDefaults{Method: fc.Fusion.Method, RRFK: fc.Fusion.RRFK, Alpha: fc.Fusion.Alpha,
@@ -328,14 +340,10 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	errc := make(chan error, 4)
 	go eng.failed(errc)
 	m := newMetrics(eng)
-	srv := rcp.NewServer(m.wrap(eng), &rcp.ServerOptions{Logger: log, RequestTimeout: timeout})
+	srv := rcp.NewServer(m.wrap(eng), &rcp.ServerOptions{Logger: log, RequestTimeout: timeout, MaxFrameBytes: int(cfg.MaxRequestBytes)})
 
-	httpAddr := pick(f.httpAddr, os.Getenv("RCPD_HTTP"))
-	if httpAddr == "" && !f.stdio {
-		httpAddr = pick(fc.HTTP, "127.0.0.1:7700")
-	}
 	running := 0
-	if httpAddr != "" {
+	if ln != nil {
 		mode, err := sessionMode(pick(f.sessions, os.Getenv("RCPD_HTTP_SESSIONS"), fc.HTTPSessions, "stateful"))
 		if err != nil {
 			return err
@@ -363,7 +371,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 				}
 			}
 		}
-		face, n, err := startHTTP(httpFaceConfig{addr: httpAddr, metricsAddr: pick(f.metricsAddr, fc.MetricsAddr), opts: opts, requestTimeout: timeout, mount: mount},
+		face, n, err := startHTTP(httpFaceConfig{ln: ln, metricsAddr: pick(f.metricsAddr, fc.MetricsAddr), opts: opts, requestTimeout: timeout, mount: mount},
 			srv, eng, m, log, errc)
 		if err != nil {
 			return err
@@ -387,7 +395,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 			}
 		case <-ctx.Done():
 		}
-		if httpAddr == "" {
+		if ln == nil {
 			return eng.openErr()
 		}
 	}

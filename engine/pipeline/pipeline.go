@@ -34,6 +34,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/query"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/trust"
+	"github.com/rcpgo/rcpgo/internal/wording"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 	"github.com/rcpgo/rcpgo/rcp/fusion"
@@ -686,13 +687,19 @@ func diversify(ctx context.Context, s *State) error {
 		}
 		seen := map[string]bool{}
 		out := s.Cands[:0]
+		unpaged := 0
 		for _, c := range s.Cands {
 			g := c.ID
 			if c.Doc != nil && c.Doc.Chunk != nil && c.Doc.Chunk.DocID != "" {
 				g = c.Doc.Chunk.DocID
 			}
 			if r.Unit == rcp.UnitPage {
-				g = PageID(g, pageOf(c.Doc))
+				pg := pageOf(c.Doc)
+				if pg == 0 {
+					unpaged++ // HTML, Markdown, text: sections are chunks, not pages
+					continue
+				}
+				g = PageID(g, pg)
 			}
 			if seen[g] {
 				continue
@@ -702,6 +709,10 @@ func diversify(ctx context.Context, s *State) error {
 			out = append(out, c)
 		}
 		s.Cands = out
+		if unpaged > 0 {
+			s.note("unit page: %s of documents without pages (only paginated formats such as PDF have pages) left out; unit chunk or document retrieves them",
+				wording.Plural(unpaged, "candidate", "candidates"))
+		}
 	}
 	if r.MinScore != nil {
 		s.Cands = slices.DeleteFunc(s.Cands, func(c *Candidate) bool { return c.Score < *r.MinScore })
@@ -858,7 +869,7 @@ func pack(ctx context.Context, s *State) error {
 		}
 	}
 	if s.observing() {
-		s.observe("pack", 1, fmt.Sprintf("packed %d hits (%d tokens)", len(page), tokens), nil)
+		s.observe("pack", 1, fmt.Sprintf("packed %s (%s)", wording.Plural(len(page), "hit", "hits"), wording.Plural(tokens, "token", "tokens")), nil)
 	}
 	return nil
 }
@@ -897,12 +908,15 @@ type ChunkInfo struct {
 // PageID names page n of document doc (unit "page").
 func PageID(doc string, n int) string { return doc + "#p" + strconv.Itoa(n) }
 
-// pageOf is the 1-based page a unit lies on (1 for an unpaged one).
+// pageOf is the 1-based page a unit lies on, 0 for a unit of a document
+// without pages: only paginated documents (PDF, whose text arrives with
+// form feeds between pages, or a document whose meta names its page) have
+// page units.
 func pageOf(d *search.Document) int {
 	if d != nil && d.Source != nil && d.Source.Page > 0 {
 		return d.Source.Page
 	}
-	return 1
+	return 0
 }
 
 // ReadChunkInfo decodes meta[MetaKey].

@@ -243,14 +243,19 @@ func (c *config) dial(ctx context.Context, log *slog.Logger, stderr io.Writer, r
 			}
 			trusted[name] = level
 		}
+		holder, held := engine.HeldBy(c.data)
 		eng, err := engine.Open(ctx, engine.Config{Dir: c.data, ReadOnly: c.readOnly, Fields: fields, TrustedSources: trusted,
-			Logger: log, SnapshotIfLocked: true})
+			Logger: log, SnapshotIfLocked: true, Holder: engine.Holder{What: "rcpd mcp"}})
 		if err != nil {
 			return nil, nil, err
 		}
-		if ix := eng.Describe(ctx).Capabilities.Index; !c.readOnly && (ix == nil || !ix.Writable) {
-			log.Warn("rcpd mcp: the data directory is held by another process (a running rcpd serve?): serving a read-only snapshot taken now; "+
-				"for live, writable access use --connect URL of that server", "dir", c.data)
+		if ix := eng.Describe(ctx).Capabilities.Index; held && !c.readOnly && (ix == nil || !ix.Writable) {
+			connect := "--connect URL of that server (rcpd serve --http)"
+			if holder.URL != "" {
+				connect = "--connect " + holder.URL
+			}
+			log.Warn("rcpd mcp: the data directory is held by "+holder.String()+": serving a read-only snapshot taken now; "+
+				"for live, writable access use "+connect, "dir", c.data)
 		}
 		cl, err := rcp.ConnectInProcess(ctx, rcp.NewServer(eng, &rcp.ServerOptions{Logger: log}), opts)
 		if err != nil {

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// Holder describes the process holding a data directory. The engine that
+// takes a directory's lock writes its Holder (Config.Holder, with its PID)
+// into DIR/LOCK, so a second process that finds the directory held can
+// say by whom, and how to reach it instead.
+type Holder struct {
+	PID int `json:"pid"`
+	// What names the holder ("rcpd serve"); URL is an RCP endpoint that
+	// reaches it ("http://127.0.0.1:7700/rcp"), when it serves one.
+	What string `json:"what,omitempty"`
+	URL  string `json:"url,omitempty"`
+}
+
+// String is "rcpd serve (PID 4242, http://127.0.0.1:7700/rcp)", or
+// "another process" when nothing is known.
+func (h Holder) String() string {
+	var in []string
+	if h.PID > 0 {
+		in = append(in, fmt.Sprintf("PID %d", h.PID))
+	}
+	if h.URL != "" {
+		in = append(in, h.URL)
+	}
+	what := h.What
+	if what == "" {
+		what = "another process"
+	}
+	if len(in) == 0 {
+		return what
+	}
+	return what + " (" + strings.Join(in, ", ") + ")"
+}
+
+// LockedError is the ErrLocked of a data directory, naming its holder.
+type LockedError struct {
+	Dir    string
+	Holder Holder
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("engine: the data directory %s is in use by %s", e.Dir, e.Holder)
+}
+
+// Is makes errors.Is(err, ErrLocked) hold.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// HeldBy reports whether another process holds dir's lock, and which
+// (as far as its LOCK file says). It does not take the lock: a process
+// may take or release it right after.
+func HeldBy(dir string) (Holder, bool) {
+	var le *LockedError
+	if err := probeLock(dir); errors.As(err, &le) {
+		return le.Holder, true
+	}
+	return Holder{}, false
+}
+
+// holderRecord is what a lock holder writes into DIR/LOCK.
+func holderRecord(h Holder) []byte {
+	h.PID = os.Getpid()
+	b, _ := json.Marshal(h) // a struct of strings and an int always marshals
+	return append(b, '\n')
+}
+
+// readHolder parses DIR/LOCK's content (an empty or foreign file gives the
+// zero Holder).
+func readHolder(b []byte) Holder {
+	var h Holder
+	_ = json.Unmarshal(b, &h)
+	return h
+}
+
+// readOnlyReason is Config.ReadOnlyReason or its default.
+func (c *Config) readOnlyReason() string {
+	if c.ReadOnlyReason != "" {
+		return c.ReadOnlyReason
+	}
+	return "the server was started read-only"
+}
+
+// readOnlyError refuses a write to a read-only index, saying why.
+func (e *Engine) readOnlyError() error {
+	return &rcp.Error{Code: rcp.CodeCapabilityMissing, Message: "the index is read-only: " + e.cfg.readOnlyReason(),
+		Data: &rcp.ErrorData{Detail: e.cfg.readOnlyReason()}}
+}
+
+// describeLimits adds to the x-rcpgo capability why the index is
+// read-only, and the request limits a client sizes its batches by.
+func (e *Engine) describeLimits(v *rcp.RCPGoCap) {
+	if e.cfg.ReadOnly {
+		v.ReadOnly = e.cfg.readOnlyReason()
+	}
+	v.Limits = &rcp.RCPGoLimits{RequestBytes: e.cfg.MaxRequestBytes, AddDocuments: e.cfg.maxAddDocs}
+}
