@@ -23,7 +23,7 @@ func agenticChecks() []Check {
 					if !r.ok() {
 						return fail("rewrite %q: %s", m, r)
 					}
-					if err := validateResult("retrieve", r.Result); err != nil {
+					if err := s.validateResult("retrieve", r.Result); err != nil {
 						return fail("rewrite %q: %v", m, err)
 					}
 					if v, err := decodeRetrieve(r.Result); err != nil || len(v.hits) > 3 {
@@ -52,7 +52,7 @@ func agenticChecks() []Check {
 				if o != nil {
 					return *o
 				}
-				if err := validateResult("retrieve", r.Result); err != nil {
+				if err := s.validateResult("retrieve", r.Result); err != nil {
 					return fail("%v", err)
 				}
 				// The first call of a fresh trajectory has seen nothing: same hits.

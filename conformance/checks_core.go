@@ -35,7 +35,7 @@ func preInitChecks() []Check {
 				if !r.ok() {
 					return fail("info before initialize: %s", r)
 				}
-				if err := validateResult("info", r.Result); err != nil {
+				if err := s.validateResult("info", r.Result); err != nil {
 					return fail("info result violates the schema: %v", err)
 				}
 				return pass()
@@ -46,7 +46,7 @@ func preInitChecks() []Check {
 				if !r.ok() {
 					return fail("ping before initialize: %s", r)
 				}
-				return check(validateResult("ping", r.Result) == nil, "ping result is not an object: %s", r)
+				return check(s.validateResult("ping", r.Result) == nil, "ping result is not an object: %s", r)
 			}},
 		{ID: "preinit.ping-nonce-number", Name: "ping echoes a numeric nonce with its JSON type", Level: L0, Section: "§7.15", Requirement: Must,
 			run: func(ctx context.Context, s *suite) outcome { return pingNonce(ctx, s, 777) }},
@@ -143,7 +143,7 @@ func initChecks() []Check {
 			}},
 		{ID: "init.schema", Name: "initialize result matches the InitializeResult schema", Level: L0, Section: "§7.1, §14.4", Requirement: Must,
 			run: func(ctx context.Context, s *suite) outcome {
-				if err := validateResult("initialize", s.initRaw); err != nil {
+				if err := s.validateResult("initialize", s.initRaw); err != nil {
 					return fail("%v", err)
 				}
 				return pass()

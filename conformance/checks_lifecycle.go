@@ -280,7 +280,7 @@ func httpChecks() []Check {
 					if f.method() != "notifications/progress" {
 						return fail("frame %d before the response is not notifications/progress: %s", i, truncate(string(f.raw), 160))
 					}
-					if o := progressOK(f, `"sse-tok"`); o != "" {
+					if o := progressOK(s, f, `"sse-tok"`); o != "" {
 						return fail("frame %d: %s", i, o)
 					}
 				}
@@ -337,8 +337,8 @@ func httpChecks() []Check {
 }
 
 // progressOK validates one progress frame against §9; it returns "" when fine.
-func progressOK(f frame, wantToken string) string {
-	if err := validate("ProgressNotification", f.raw); err != nil {
+func progressOK(s *suite, f frame, wantToken string) string {
+	if err := s.validate("ProgressNotification", f.raw); err != nil {
 		return "violates ProgressNotification: " + err.Error()
 	}
 	var p struct {

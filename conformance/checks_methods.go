@@ -238,7 +238,7 @@ func methodChecks() []Check {
 				if !r.ok() {
 					return fail("embed: %s", r)
 				}
-				if err := validateResult("embed", r.Result); err != nil {
+				if err := s.validateResult("embed", r.Result); err != nil {
 					return fail("%v", err)
 				}
 				vecs, enc, _, err := decodeVectors(r.Result)
@@ -306,7 +306,7 @@ func methodChecks() []Check {
 				if !r.ok() {
 					return fail("%s", r)
 				}
-				if err := validateResult("embed", r.Result); err != nil {
+				if err := s.validateResult("embed", r.Result); err != nil {
 					return fail("%v", err)
 				}
 				vecs, enc, dim, _ := decodeVectors(r.Result)
@@ -365,7 +365,7 @@ func methodChecks() []Check {
 				if !r.ok() {
 					return fail("%s", r)
 				}
-				if err := validateResult("embed/sparse", r.Result); err != nil {
+				if err := s.validateResult("embed/sparse", r.Result); err != nil {
 					return fail("%v", err)
 				}
 				var w struct {
@@ -398,7 +398,7 @@ func methodChecks() []Check {
 				if !r.ok() {
 					return fail("%s", r)
 				}
-				if err := validateResult("embed/multi", r.Result); err != nil {
+				if err := s.validateResult("embed/multi", r.Result); err != nil {
 					return fail("%v", err)
 				}
 				var w struct {
@@ -434,7 +434,7 @@ func methodChecks() []Check {
 				if !r.ok() {
 					return fail("%s", r)
 				}
-				if err := validateResult("rerank", r.Result); err != nil {
+				if err := s.validateResult("rerank", r.Result); err != nil {
 					return fail("%v", err)
 				}
 				var w struct {
@@ -492,7 +492,7 @@ func methodChecks() []Check {
 					if !r.ok() {
 						return fail("method %q: %s", m, r)
 					}
-					if err := validateResult("query/transform", r.Result); err != nil {
+					if err := s.validateResult("query/transform", r.Result); err != nil {
 						return fail("method %q: %v", m, err)
 					}
 				}
@@ -514,7 +514,7 @@ func methodChecks() []Check {
 					if !r.ok() {
 						return fail("op %q: %s", op, r)
 					}
-					if err := validateResult("graph", r.Result); err != nil {
+					if err := s.validateResult("graph", r.Result); err != nil {
 						return fail("op %q: %v", op, err)
 					}
 				}
@@ -535,7 +535,7 @@ func methodChecks() []Check {
 				if !r.ok() {
 					return fail("%s", r)
 				}
-				return check(validateResult("catalog/list", r.Result) == nil, "%v", validateResult("catalog/list", r.Result))
+				return check(s.validateResult("catalog/list", r.Result) == nil, "%v", s.validateResult("catalog/list", r.Result))
 			}},
 		{ID: "feedback.accepted", Name: "feedback returns accepted ≤ the number of signals", Level: L2, Section: "§7.16", Requirement: Must, Needs: []string{"feedback"},
 			run: func(ctx context.Context, s *suite) outcome {
@@ -555,7 +555,7 @@ func methodChecks() []Check {
 				if !b.ok() {
 					return fail("memory/build: %s", b)
 				}
-				if err := validateResult("memory/build", b.Result); err != nil {
+				if err := s.validateResult("memory/build", b.Result); err != nil {
 					return fail("memory/build: %v", err)
 				}
 				var w struct {
@@ -566,7 +566,7 @@ func methodChecks() []Check {
 				if !r.ok() {
 					return fail("memory/recall: %s", r)
 				}
-				return check(validateResult("memory/recall", r.Result) == nil, "memory/recall: %v", validateResult("memory/recall", r.Result))
+				return check(s.validateResult("memory/recall", r.Result) == nil, "memory/recall: %v", s.validateResult("memory/recall", r.Result))
 			}},
 	}
 }

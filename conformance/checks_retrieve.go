@@ -261,7 +261,7 @@ func retrieveChecks() []Check {
 				if o != nil {
 					return *o
 				}
-				if err := validateResult("retrieve", r.Result); err != nil {
+				if err := s.validateResult("retrieve", r.Result); err != nil {
 					return fail("%v", err)
 				}
 				return pass()

@@ -93,7 +93,7 @@ func indexChecks() []Check {
 				if r == nil || !r.ok() {
 					return fail("index/add: %s", r)
 				}
-				if err := validateResult("index/add", r.Result); err != nil {
+				if err := s.validateResult("index/add", r.Result); err != nil {
 					return fail("%v", err)
 				}
 				if len(ids) != 3 {
@@ -256,7 +256,7 @@ func streamingChecks() []Check {
 				if seenResp {
 					return fail("progress frame after the final response: %s", truncate(string(f.raw), 160))
 				}
-				if why := progressOK(f, string(mustJSON(token))); why != "" {
+				if why := progressOK(s, f, string(mustJSON(token))); why != "" {
 					return fail("%s", why)
 				}
 			}
@@ -454,7 +454,7 @@ func freshSessionChecks() []Check {
 						return *o
 					}
 					for _, f := range frames {
-						if err := validate("LogNotification", f.raw); err != nil {
+						if err := s.validate("LogNotification", f.raw); err != nil {
 							return fail("%v: %s", err, truncate(string(f.raw), 160))
 						}
 					}
@@ -581,7 +581,7 @@ func globalChecks() []Check {
 			run: func(ctx context.Context, s *suite) outcome {
 				for _, f := range allObjects(s) {
 					raw := mustJSON(f)
-					if err := validate("Message", raw); err != nil {
+					if err := s.validate("Message", raw); err != nil {
 						return fail("%v: %s", err, truncate(string(raw), 200))
 					}
 				}
@@ -684,7 +684,7 @@ func globalChecks() []Check {
 							continue
 						}
 						n++
-						if err := validateResult(method, res); err != nil {
+						if err := s.validateResult(method, res); err != nil {
 							return fail("%s result: %v", method, err)
 						}
 					}

@@ -63,7 +63,7 @@ func (s *suite) retrieveUnit(ctx context.Context, unit string, level int) ([]uni
 	if o != nil {
 		return nil, o
 	}
-	if err := validateResult("retrieve", r.Result); err != nil {
+	if err := s.validateResult("retrieve", r.Result); err != nil {
 		o := fail("unit %q: %v", unit, err)
 		return nil, &o
 	}

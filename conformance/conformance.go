@@ -126,11 +126,11 @@ type Options struct {
 	Progress func(Result)
 	// HTTPClient overrides the client used for HTTP targets.
 	HTTPClient *http.Client
-	// SchemaPath names the RCP/1 JSON Schema file. Empty: the schema loaded
-	// with LoadSchema, else FindSchema's; when none is found the run goes
-	// on without schema validation: the checks that only validate against
-	// the schema are skipped, the others judge the behaviour alone, and no
-	// level is certified.
+	// SchemaPath names an RCP/1 JSON Schema file (draft 2020-12, with the
+	// $defs names of the specification's schema: Message, ResultFor,
+	// ProgressNotification, LogNotification) that every frame and result is
+	// validated against as well as against the suite's own embedded schema,
+	// such as the normative schema of the specification.
 	SchemaPath string
 	// NoWrites skips the checks that write to the index (index/add and
 	// index/delete probes): for a live index the caller does not want
@@ -270,18 +270,15 @@ func Run(ctx context.Context, target Target, opts Options) (*Report, error) {
 	if !target.isHTTP() && len(target.Command) == 0 && target.pipe == nil {
 		return nil, errors.New("conformance: target needs a command or an HTTP URL")
 	}
-	noSchema := ""
-	if err := ensureSchema(opts.SchemaPath); err != nil {
-		if opts.SchemaPath != "" || !errors.Is(err, errSchemaNotFound) {
-			return nil, err
-		}
-		noSchema = err.Error()
+	schemas, err := loadSchemas(opts.SchemaPath)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	start := time.Now()
 
-	s := &suite{target: target, opts: opts, noSchema: noSchema}
+	s := &suite{target: target, opts: opts, schemas: schemas}
 	defer s.closeAll()
 	stopWatchdog := context.AfterFunc(ctx, s.killAll)
 	defer stopWatchdog()
@@ -383,9 +380,6 @@ func (s *suite) runCheck(ctx context.Context, c Check) (res Result) {
 	case s.opts.NoWrites && slices.Contains(c.Needs, "index.writable"):
 		res.Status, res.Detail = Skip, "writes to the index are off (rcp conformance --allow-writes runs them; every probe document is deleted afterwards)"
 		return res
-	case s.noSchema != "" && schemaOnly[c.ID]:
-		res.Status, res.Detail = Skip, "no RCP/1 JSON Schema to validate against: "+s.noSchema
-		return res
 	}
 	began := time.Now()
 	defer func() { res.DurationMs = time.Since(began).Milliseconds() }()
@@ -405,9 +399,6 @@ func (s *suite) runCheck(ctx context.Context, c Check) (res Result) {
 }
 
 // certify computes the certified level and the honesty of the declaration.
-// schemaOnly are the checks whose whole point is schema validation.
-var schemaOnly = map[string]bool{"init.schema": true, "global.schema": true, "global.result-schema": true}
-
 func (s *suite) certify(rep *Report) {
 	failedMust := map[Level]bool{}
 	for _, r := range rep.Checks {
@@ -443,10 +434,6 @@ func (s *suite) certify(rep *Report) {
 		cert = &l
 	}
 	rep.DeclarationHonest = true
-	if s.noSchema != "" {
-		rep.LevelNotes = append(rep.LevelNotes, "no level certified: the checks ran without schema validation ("+s.noSchema+")")
-		return
-	}
 	rep.CertifiedLevel = cert
 	if rep.DeclaredLevel != nil {
 		d := *rep.DeclaredLevel

@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/rcpgo/rcpgo/internal/rcpschema"
 )
 
 // session is one connection (stdio: one server process; HTTP: one client).
@@ -54,8 +54,8 @@ type suite struct {
 
 	mu       sync.Mutex
 	sessions []*session
-	cleanup  []func() // registered by stateful checks (index writes)
-	noSchema string   // why the run has no schema to validate against ("" when it has one)
+	cleanup  []func()  // registered by stateful checks (index writes)
+	schemas  schemaSet // ours, then any the caller added
 }
 
 func (s *suite) transport() string {
@@ -329,12 +329,6 @@ func (s *suite) call(ctx context.Context, method string, params any) *response {
 	return s.main.callT(ctx, s, method, params, 0)
 }
 
-// callFull is call returning the reply too.
-func (s *suite) callFull(ctx context.Context, method string, params any) (*response, *reply) {
-	s.main.nextID++
-	return s.main.callID(ctx, s, s.main.nextID, method, params, 0)
-}
-
 // notify sends a frame expected to go unanswered and returns whatever arrived
 // within the quiet window (stdio) or the HTTP reply.
 func (s *suite) notify(ctx context.Context, sess *session, frameObj any, path string) *reply {
@@ -443,137 +437,54 @@ func (s *suite) capInt(path string) (int, bool) {
 
 // ---------------------------------------------------------------- schema
 
-// The normative schema is not compiled into the suite: it is the spec's
-// artifact, loaded at run time (LoadSchema, Options.Schema, $RCP_SCHEMA, or
-// found beside the working directory by FindSchema).
+// Every frame and result is validated against rcpgo's own RCP/1 schema,
+// generated from the SDK's wire types and embedded (internal/rcpschema),
+// and against any schema the caller adds (Options.SchemaPath: the
+// normative schema of the specification, say). A message fails when any
+// of them rejects it.
 
-const schemaURL = "https://rcp.invalid/rcp-1.0.json"
+// schemaSet is the schemas of a run, ours first.
+type schemaSet []namedSchema
 
-var (
-	schemaComp  *jsonschema.Compiler
-	schemaCache sync.Map // def → *jsonschema.Schema
-)
-
-// LoadSchema installs the normative RCP/1 JSON Schema (draft 2020-12) that
-// every schema check validates against. It replaces any schema loaded before.
-func LoadSchema(doc []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		return fmt.Errorf("conformance: schema: %w", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return errors.New("conformance: schema: not a JSON object")
-	}
-	if _, ok := m["$defs"].(map[string]any); !ok {
-		return errors.New("conformance: schema: no $defs (is this the RCP/1 schema?)")
-	}
-	m["$id"] = schemaURL
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schemaURL, v); err != nil {
-		return fmt.Errorf("conformance: schema: %w", err)
-	}
-	schemaMu.Lock()
-	defer schemaMu.Unlock()
-	schemaComp = c
-	schemaCache.Range(func(k, _ any) bool { schemaCache.Delete(k); return true })
-	return nil
+type namedSchema struct {
+	name   string
+	schema *rcpschema.Schema
 }
 
-// errSchemaNotFound is FindSchema's error when no schema file is found.
-var errSchemaNotFound = errors.New("conformance: the RCP/1 JSON Schema was not found: pass --schema FILE or set RCP_SCHEMA (it is schema/rcp-1.0.json in the specification repository)")
-
-// errNoSchema is schemaFor's error when no schema is loaded.
-var errNoSchema = errors.New("no schema loaded")
-
-// FindSchema returns the path of the RCP/1 schema: $RCP_SCHEMA when set,
-// else the first rcp-1.0.schema.json found as shared/rcp/ or schema/ (as
-// rcp-1.0.json) in the working directory, a parent, or a parent's sibling.
-func FindSchema() (string, error) {
-	if p := os.Getenv("RCP_SCHEMA"); p != "" {
-		return p, nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		for _, rel := range []string{"shared/rcp/rcp-1.0.schema.json", "../shared/rcp/rcp-1.0.schema.json", "schema/rcp-1.0.json"} {
-			p := filepath.Join(dir, rel)
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-				return p, nil
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errSchemaNotFound
-		}
-		dir = parent
-	}
-}
-
-func ensureSchema(path string) error {
-	schemaMu.Lock()
-	loaded := schemaComp != nil
-	schemaMu.Unlock()
-	if loaded && path == "" {
-		return nil
-	}
+// loadSchemas returns our schema and, when path is set, the schema in that file.
+func loadSchemas(path string) (schemaSet, error) {
+	set := schemaSet{{"", rcpschema.Embedded()}}
 	if path == "" {
-		p, err := FindSchema()
-		if err != nil {
-			return err
-		}
-		path = p
+		return set, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("conformance: schema: %w", err)
+		return nil, fmt.Errorf("conformance: schema: %w", err)
 	}
-	return LoadSchema(b)
+	sch, err := rcpschema.Load(b)
+	if err != nil {
+		return nil, fmt.Errorf("conformance: schema %s: %w", path, err)
+	}
+	return append(set, namedSchema{filepath.Base(path), sch}), nil
 }
 
-func schemaFor(def string) (*jsonschema.Schema, error) {
-	if schemaComp == nil {
-		return nil, errNoSchema
-	}
-	if v, ok := schemaCache.Load(def); ok {
-		return v.(*jsonschema.Schema), nil
-	}
-	sch, err := schemaComp.Compile(schemaURL + "#/$defs/" + def)
-	if err != nil {
-		return nil, err
-	}
-	schemaCache.Store(def, sch)
-	return sch, nil
-}
-
-var schemaMu sync.Mutex // the compiler is not safe for concurrent Compile
-
-// validate checks raw JSON against a $defs entry of the normative schema.
-func validate(def string, raw []byte) error {
-	schemaMu.Lock()
-	sch, err := schemaFor(def)
-	schemaMu.Unlock()
-	if errors.Is(err, errNoSchema) {
-		return nil // a run without the schema judges behaviour only (and certifies nothing)
-	}
-	if err != nil {
-		return fmt.Errorf("schema: %w", err)
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return fmt.Errorf("invalid JSON: %w", err)
-	}
-	if err := sch.Validate(v); err != nil {
-		return fmt.Errorf("%s", truncate(strings.ReplaceAll(err.Error(), "\n", " "), 400))
+// validate checks raw JSON against a $defs entry of every schema of the run.
+func (s *suite) validate(def string, raw []byte) error {
+	for _, sc := range s.schemas {
+		if err := sc.schema.Validate(def, raw); err != nil {
+			msg := truncate(strings.ReplaceAll(err.Error(), "\n", " "), 400)
+			if sc.name != "" {
+				msg = "against " + sc.name + ": " + msg
+			}
+			return errors.New(msg)
+		}
 	}
 	return nil
 }
 
 // validateResult validates a result against the schema bound to its method (ResultFor).
-func validateResult(method string, result json.RawMessage) error {
-	return validate("ResultFor", mustJSON(map[string]any{"method": method, "result": result}))
+func (s *suite) validateResult(method string, result json.RawMessage) error {
+	return s.validate("ResultFor", mustJSON(map[string]any{"method": method, "result": result}))
 }
 
 // ---------------------------------------------------------------- misc

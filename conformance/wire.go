@@ -276,17 +276,6 @@ func (c *stdioConn) write(b []byte) error {
 	return err
 }
 
-// drain discards frames already queued (late replies are still seen by the recorder).
-func (c *stdioConn) drain() {
-	for {
-		select {
-		case <-c.frames:
-		default:
-			return
-		}
-	}
-}
-
 func (c *stdioConn) roundTrip(ctx context.Context, payload []byte, o rtOpts) (*reply, error) {
 	if payload != nil {
 		b := payload

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/search"
+	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -110,29 +111,15 @@ func TestRetrieveDoesNotWaitForRemoteImport(t *testing.T) {
 		}
 	}
 	defer release()
-	added := make(chan *rcp.Error, 1)
-	go func() {
-		_, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []map[string]any{{"id": "new", "text": "a fresh passage"}}})
-		added <- rerr
-	}()
-	<-b.entered
-	got := make(chan *rcp.Error, 1)
-	go func() {
-		_, rerr := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "bm25 saturated term frequency", "k": 3})
-		got <- rerr
-	}()
-	select {
-	case rerr := <-got:
-		if rerr != nil {
-			t.Fatalf("retrieve during the import: %v", rerr)
-		}
-	case <-time.After(30 * time.Second):
-		release()
-		<-got
-		t.Fatal("the retrieve waited for the remote import")
+	added := goCall(e, rcp.MethodIndexAdd, map[string]any{"documents": []map[string]any{{"id": "new", "text": "a fresh passage"}}})
+	within.Recv(t, b.entered, "the index/add to reach the remote import")
+	got := goCall(e, rcp.MethodRetrieve, map[string]any{"query": "bm25 saturated term frequency", "k": 3})
+	a := within.RecvIn(t, 30*time.Second, got, "the retrieve while the remote import waits (it must not wait for it)")
+	if err := a.fault(); err != nil {
+		t.Fatalf("retrieve during the import: %v", err)
 	}
 	release()
-	if rerr := <-added; rerr != nil {
-		t.Fatalf("index/add: %v", rerr)
+	if err := within.Recv(t, added, "the index/add after the import was released").fault(); err != nil {
+		t.Fatalf("index/add: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -228,7 +229,7 @@ func TestIdenticalReAddSkipsTheQueue(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second): // a hang guard: it waits for the lock
 		e.wmu.Unlock()
-		<-done
+		within.Recv(t, done, "the identical re-add once the lock was free")
 		t.Fatal("an identical re-add waited for the commit in progress")
 	}
 	if len(res.IDs) != 1 || res.IDs[0] != "same" || res.IndexVersion != version {
@@ -295,17 +296,8 @@ func TestCommitDoesNotWaitForRunningRetrieves(t *testing.T) {
 	sc := pausingScorer{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	e := newEngine(t, func(c *Config) { c.Reranker = sc; c.RerankMaxCandidates = 50 })
 	version := e.ix.Version()
-	running := make(chan error, 1)
-	var res rcp.RetrieveResult
-	go func() {
-		b, rerr := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "index", "k": 3, "mode": "sparse", "rerank": map[string]any{"method": "cross-encoder"}})
-		if rerr != nil {
-			running <- rerr
-			return
-		}
-		running <- json.Unmarshal(b, &res)
-	}()
-	<-sc.entered // the retrieve is in its pipeline
+	running := goCall(e, rcp.MethodRetrieve, map[string]any{"query": "index", "k": 3, "mode": "sparse", "rerank": map[string]any{"method": "cross-encoder"}})
+	within.Recv(t, sc.entered, "the retrieve to reach its rerank stage")
 
 	add := enqueueAdd(t, e, context.Background(), doc("during", "written while a retrieve runs"), 0)
 	catalogued := func() bool {
@@ -326,16 +318,14 @@ func TestCommitDoesNotWaitForRunningRetrieves(t *testing.T) {
 		t.Fatal("the add changed the index while a retrieve was running")
 	default:
 	}
-	arrived := make(chan error, 1)
-	go func() {
-		if _, rerr := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "written while", "k": 3, "mode": "sparse"}); rerr != nil {
-			arrived <- rerr
-			return
-		}
-		arrived <- nil
-	}()
+	arrived := goCall(e, rcp.MethodRetrieve, map[string]any{"query": "written while", "k": 3, "mode": "sparse"})
 	close(sc.release)
-	if err := <-running; err != nil {
+	a := within.Recv(t, running, "the running retrieve after its rerank was released")
+	if err := a.fault(); err != nil {
+		t.Fatal(err)
+	}
+	var res rcp.RetrieveResult
+	if err := json.Unmarshal(a.res, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.IndexVersion != version {
@@ -344,7 +334,7 @@ func TestCommitDoesNotWaitForRunningRetrieves(t *testing.T) {
 	if r, err := add.wait(t); err != nil || r.IndexVersion == version {
 		t.Fatalf("add: %+v, %v", r, err)
 	}
-	if err := <-arrived; err != nil {
+	if err := within.Recv(t, arrived, "the retrieve that arrived during the commit").fault(); err != nil {
 		t.Fatal(err)
 	}
 }

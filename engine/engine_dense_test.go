@@ -183,9 +183,7 @@ func TestDenseRestart(t *testing.T) {
 		t.Fatalf("first open embedded %d texts, want the 40 preloaded", got)
 	}
 	var add rcp.IndexAddParams
-	for _, d := range topicDocs("late", 5, 9) {
-		add.Documents = append(add.Documents, d)
-	}
+	add.Documents = append(add.Documents, topicDocs("late", 5, 9)...)
 	if _, rerr := call(t, e, rcp.MethodIndexAdd, add); rerr != nil {
 		t.Fatal(rerr)
 	}

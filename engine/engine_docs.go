@@ -59,6 +59,7 @@ import (
 	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/rcpgo/rcpgo/engine/pipeline"
 	"github.com/rcpgo/rcpgo/engine/search"
@@ -223,7 +224,7 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 	err = e.db.Update(func(tx *bolt.Tx) error {
 		b.finish(tx, tx.Bucket(bucketDocs))
 		for _, bk := range [][]byte{bucketDocs, bucketValues, bucketKinds, bucketKindSets} {
-			if err := tx.DeleteBucket(bk); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			if err := tx.DeleteBucket(bk); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 				return err
 			}
 			if _, err := tx.CreateBucket(bk); err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -283,23 +284,19 @@ func TestAddPreparesOutsideTheWriteLock(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("%s: the chunked add never reached it", phase)
 		}
-		smallDone := make(chan *rcp.Error, 1)
-		go func() {
-			_, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": fmt.Sprint("small", i), "text": "a small document"}}})
-			smallDone <- rerr
-		}()
+		smallDone := goCall(e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": fmt.Sprint("small", i), "text": "a small document"}}})
 		select {
-		case rerr := <-smallDone:
-			if rerr != nil {
-				t.Errorf("%s: small add: %v", phase, rerr)
+		case a := <-smallDone:
+			if err := a.fault(); err != nil {
+				t.Errorf("%s: small add: %v", phase, err)
 			}
 			close(gate.release)
 		case <-time.After(10 * time.Second):
 			t.Errorf("%s: a 1-document add waited > 10 s on a chunked add paused there: it holds the write lock", phase)
 			close(gate.release)
-			<-smallDone
+			within.Recv(t, smallDone, "the 1-document add once the chunked add went on")
 		}
-		if err := <-bigDone; err != nil {
+		if err := within.Recv(t, bigDone, "the chunked add"); err != nil {
 			t.Fatalf("%s: chunked add: %v", phase, err)
 		}
 	}
@@ -311,25 +308,27 @@ func TestAddPreparesOutsideTheWriteLock(t *testing.T) {
 func TestSmallAddBesideChunkedAdd(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Preload = nil })
 	text := strings.Repeat("A sentence about nothing in particular. ", 4<<20/40) // 4 MB
-	bigDone := make(chan time.Duration, 1)
 	began := time.Now()
-	go func() {
-		if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": "big", "text": text}}, "chunk": true}); rerr != nil {
-			t.Error(rerr)
-		}
-		bigDone <- time.Since(began)
-	}()
+	bigAdd := goCall(e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": "big", "text": text}}, "chunk": true})
 	var worst time.Duration
 	n := 0
 	var big time.Duration
+	deadline := time.Now().Add(within.Patience)
 	for big == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the 4 MB chunked add did not finish within %v", within.Patience)
+		}
 		start := time.Now()
 		if _, rerr := call(t, e, rcp.MethodIndexAdd, map[string]any{"documents": []any{map[string]any{"id": fmt.Sprint("small", n), "text": "a small document"}}}); rerr != nil {
 			t.Fatal(rerr)
 		}
 		worst, n = max(worst, time.Since(start)), n+1
 		select {
-		case big = <-bigDone:
+		case a := <-bigAdd:
+			if err := a.fault(); err != nil {
+				t.Fatal(err)
+			}
+			big = time.Since(began)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -21,8 +21,6 @@ type Report struct {
 	Modes        []*ModeResult `json:"modes"`
 }
 
-func startTime() time.Time { return time.Now().UTC().Truncate(time.Second) }
-
 // CurvePoint is one point of a recall@k curve.
 type CurvePoint struct {
 	K      int     `json:"k"`

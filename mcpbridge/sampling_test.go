@@ -1,5 +1,7 @@
 package mcpbridge
 
+//lint:file-ignore SA1019 MCP logging and sampling are deprecated by SEP-2577 from protocol version 2026-07-28 on, but clients of the earlier versions this face serves still use them; the face keeps them for the deprecation window.
+
 import (
 	"cmp"
 	"context"

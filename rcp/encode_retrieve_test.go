@@ -81,7 +81,7 @@ func TestRetrieveResultEncodingTable(t *testing.T) {
 				"obj": map[string]any{"k": "v", "a": []string{"x"}}, "raw": json.RawMessage(` [1, {"a" : 2}] `),
 				"u8": uint8(3), "ints": []int{1, 2}},
 			Vector:     json.RawMessage(" [0.5, -1e-7,\n 3 ] "),
-			Scores:     map[string]float64{"sparse": 0.25, "dense": 1e21, "": -0.0, "<": 5e-324},
+			Scores:     map[string]float64{"sparse": 0.25, "dense": 1e21, "": math.Copysign(0, -1), "<": 5e-324},
 			Citation:   &Citation{Source: "s", URI: "u", Title: "t", Start: iptr(0), End: iptr(10), Page: iptr(1)},
 			Provenance: &Provenance{Path: []string{"a"}, Nodes: []string{"n"}, Edges: []Edge{{Src: "a", Dst: "b"}, {Src: "<", Dst: ">", Weight: fptr(0.3)}}, Leaves: []string{"l"}},
 			Trust:      &Trust{Level: TrustTrusted, Score: fptr(0.9), InjectionSuspected: bptr(false), Sanitized: bptr(true)},

@@ -69,9 +69,15 @@ func TestHTTPSessionsAllBusy(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			post(t, base+"/retrieve", `{"jsonrpc":"2.0","id":3,"method":"retrieve","params":{"query":"block","k":1}}`, map[string]string{HeaderSession: tok})
+			if _, err := tryPost(t, base+"/retrieve", `{"jsonrpc":"2.0","id":3,"method":"retrieve","params":{"query":"block","k":1}}`, map[string]string{HeaderSession: tok}); err != nil {
+				t.Error(err)
+			}
 		}()
-		<-h.started
+		select {
+		case <-h.started:
+		case <-time.After(time.Minute):
+			t.Fatal("the session's retrieve did not start within a minute")
+		}
 	}
 	_, body := openSession(t, base)
 	var w struct {
@@ -83,7 +89,7 @@ func TestHTTPSessionsAllBusy(t *testing.T) {
 	if ms := *w.Error.Data.RetryAfterMs; ms < 1000 || ms > 3000 {
 		t.Errorf("retryAfterMs %d, want the busy requests' remaining deadline (≤ 3000)", ms)
 	}
-	wg.Wait()
+	waitGroup(t, &wg, "the busy sessions' retrieves")
 }
 
 // initialize params are bounded: a session keeps the client info.
@@ -104,4 +110,16 @@ func newTestServer(t *testing.T, hh *HTTPHandler) *httptest.Server {
 		hh.Close()
 	})
 	return ts
+}
+
+// waitGroup waits for wg, failing t when it is not done within a minute.
+func waitGroup(t *testing.T, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("waited a minute for %s", what)
+	}
 }

@@ -36,9 +36,20 @@ type httpResult struct {
 
 func post(t *testing.T, url, body string, hdr map[string]string) httpResult {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	r, err := tryPost(t, url, body, hdr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return r
+}
+
+// tryPost is post for any goroutine: it returns its failure, and reports
+// schema violations with t.Errorf only.
+func tryPost(t *testing.T, url, body string, hdr map[string]string) (httpResult, error) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return httpResult{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range hdr {
@@ -46,7 +57,7 @@ func post(t *testing.T, url, body string, hdr map[string]string) httpResult {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return httpResult{}, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -61,7 +72,7 @@ func post(t *testing.T, url, body string, hdr map[string]string) httpResult {
 			}
 		}
 	}
-	return httpResult{resp.StatusCode, resp.Header, b}
+	return httpResult{resp.StatusCode, resp.Header, b}, nil
 }
 
 func TestHTTPStatusTable(t *testing.T) {

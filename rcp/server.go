@@ -53,10 +53,9 @@ type ServerOptions struct {
 // (§7, §12), batching (§11), cancellation (§7.14), deadlines (§13.1) and the
 // progress/log plumbing (§9, §17).
 type Server struct {
-	h      Handler
-	opts   ServerOptions
-	log    *slog.Logger
-	nextID atomic.Uint64
+	h    Handler
+	opts ServerOptions
+	log  *slog.Logger
 }
 
 // NewServer returns a Server for h. opts may be nil.

@@ -155,7 +155,6 @@ type stream struct {
 	zipf  *rand.Zipf
 	words []int32
 	title []int32
-	buf   []byte
 }
 
 const (

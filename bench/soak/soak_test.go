@@ -298,15 +298,12 @@ func startRcpd(ctx context.Context, t *testing.T) *server {
 	return s
 }
 
-// goTool returns the go command that runs this test.
+// goTool returns the go command that runs this test: go test puts its
+// GOROOT/bin first on the PATH of the test binary (since Go 1.19).
 func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
 	return "go"
 }
 
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // stop sends SIGTERM, then SIGKILL after 15 s; it reports an unclean exit.
 func (s *server) stop() error {

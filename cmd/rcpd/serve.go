@@ -342,7 +342,6 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	m := newMetrics(eng)
 	srv := rcp.NewServer(m.wrap(eng), &rcp.ServerOptions{Logger: log, RequestTimeout: timeout, MaxFrameBytes: int(cfg.MaxRequestBytes)})
 
-	running := 0
 	if ln != nil {
 		mode, err := sessionMode(pick(f.sessions, os.Getenv("RCPD_HTTP_SESSIONS"), fc.HTTPSessions, "stateful"))
 		if err != nil {
@@ -371,17 +370,15 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 				}
 			}
 		}
-		face, n, err := startHTTP(httpFaceConfig{ln: ln, metricsAddr: pick(f.metricsAddr, fc.MetricsAddr), opts: opts, requestTimeout: timeout, mount: mount},
+		face, _, err := startHTTP(httpFaceConfig{ln: ln, metricsAddr: pick(f.metricsAddr, fc.MetricsAddr), opts: opts, requestTimeout: timeout, mount: mount},
 			srv, eng, m, log, errc)
 		if err != nil {
 			return err
 		}
 		defer face.close()
-		running += n
 		log.Info("rcpd: web console", "console", consoleURL(face.addrs[0], uiOff))
 	}
 	if f.stdio {
-		running++
 		go func() {
 			errc <- srv.ServeStdio(ctx, stdin, stdout)
 		}()

@@ -245,9 +245,6 @@ func without(s []int32, x int32) []int32 {
 	return s
 }
 
-// NodeName returns the name of a node id as the wire shows it.
-func (g *Graph) nodeName(n int32) string { return g.nodes[n].name }
-
 // lookupNode resolves a wire node id (a normalised phrase) to a node.
 func (g *Graph) lookupNode(name string) (int32, bool) {
 	n, ok := g.byName[strings.ToLower(strings.TrimSpace(name))]

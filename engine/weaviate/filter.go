@@ -59,7 +59,6 @@ type compiled struct {
 }
 
 var (
-	alwaysTrue  = compiled{nil, true}
 	alwaysFalse = compiled{filters.Where().WithPath([]string{propPresent}).WithOperator(filters.ContainsAny).WithValueText(absentToken), true}
 	superset    = compiled{nil, false}
 )

@@ -1,7 +1,12 @@
-// Package schematest validates RCP messages in tests against the normative
-// JSON Schema (../shared/rcp/rcp-1.0.schema.json, draft 2020-12) with
-// github.com/santhosh-tekuri/jsonschema/v6. Tests fail loudly when the
-// schema is missing.
+// Package schematest validates RCP messages in tests against the project's
+// own schema (internal/rcpschema, generated from the wire types and
+// embedded), so every test runs its checks in a fresh clone.
+//
+// When the normative schema of the specification is in the shared data
+// (../shared/rcp/rcp-1.0.schema.json, or under $RCPGO_SHARED), every message
+// is validated against it too, and a message the two schemas judge
+// differently fails the test: the whole suite then holds our schema to the
+// normative one on the real messages of our servers.
 package schematest
 
 import (
@@ -12,74 +17,48 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/rcpgo/rcpgo/internal/rcpschema"
 	"github.com/rcpgo/rcpgo/internal/shared"
 )
 
-const schemaURL = "https://rcp.local/rcp-1.0.schema.json"
-
-var (
-	mu       sync.Mutex
-	compiler *jsonschema.Compiler
-	loadErr  error
-	compiled = map[string]*jsonschema.Schema{}
-)
-
-// SchemaPath returns the path of the shared schema (failing tb when missing).
-func SchemaPath(tb testing.TB) string {
-	tb.Helper()
-	return shared.Path(tb, "rcp", "rcp-1.0.schema.json")
-}
-
-func schema(tb testing.TB, loc string) *jsonschema.Schema {
-	tb.Helper()
-	path := SchemaPath(tb)
-	mu.Lock()
-	defer mu.Unlock()
-	if compiler == nil && loadErr == nil {
-		f, err := os.Open(path)
-		if err != nil {
-			loadErr = err
-		} else {
-			doc, err := jsonschema.UnmarshalJSON(f)
-			f.Close()
-			if err != nil {
-				loadErr = fmt.Errorf("parsing %s: %w", path, err)
-			} else {
-				c := jsonschema.NewCompiler()
-				if err := c.AddResource(schemaURL, doc); err != nil {
-					loadErr = err
-				} else {
-					compiler = c
-				}
-			}
-		}
+// normative returns the specification's schema when the shared data has it.
+var normative = sync.OnceValues(func() (*rcpschema.Schema, error) {
+	p, ok := shared.Lookup("rcp", "rcp-1.0.schema.json")
+	if !ok {
+		return nil, nil
 	}
-	if loadErr != nil {
-		tb.Fatalf("schematest: %v", loadErr)
-	}
-	if s, ok := compiled[loc]; ok {
-		return s
-	}
-	s, err := compiler.Compile(schemaURL + loc)
+	b, err := os.ReadFile(p)
 	if err != nil {
-		tb.Fatalf("schematest: compiling %s: %v", loc, err)
+		return nil, err
 	}
-	compiled[loc] = s
-	return s
-}
+	return rcpschema.Load(b)
+})
 
-// Check validates b against $defs/defName and returns the error (nil when
-// valid), for tests that expect invalid input.
+// Check validates b against $defs/defName of our schema and returns the
+// error (nil when valid), for tests that expect invalid input. With the
+// normative schema at hand, a different verdict from it fails tb.
 func Check(tb testing.TB, defName string, b []byte) error {
 	tb.Helper()
-	s := schema(tb, "#/$defs/"+defName)
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("not JSON: %w", err)
+	err := rcpschema.Embedded().Validate(defName, b)
+	spec, lerr := normative()
+	if lerr != nil {
+		tb.Errorf("schematest: the normative schema: %v", lerr) // not Fatalf: Check may run on any goroutine
 	}
-	return s.Validate(v)
+	if spec != nil {
+		serr := spec.Validate(defName, b)
+		if (err == nil) != (serr == nil) {
+			tb.Errorf("schematest: our schema and the normative one disagree on %s as $defs/%s:\nours: %v\nnormative: %v",
+				truncate(b), defName, verdict(err), verdict(serr))
+		}
+	}
+	return err
+}
+
+func verdict(err error) string {
+	if err == nil {
+		return "valid"
+	}
+	return err.Error()
 }
 
 // Validate fails tb unless b is valid against $defs/defName.
@@ -117,7 +96,8 @@ func ValidateResult(tb testing.TB, method string, result []byte) {
 		Result json.RawMessage `json:"result"`
 	}{method, result})
 	if err != nil {
-		tb.Fatalf("schematest: %v", err)
+		tb.Errorf("schematest: %v", err)
+		return
 	}
 	Validate(tb, "ResultFor", env)
 }
@@ -137,7 +117,7 @@ func ValidateResponse(tb testing.TB, method string, frame []byte) {
 
 func truncate(b []byte) string {
 	if len(b) > 400 {
-		return string(b[:400]) + "…"
+		return fmt.Sprintf("%s…", b[:400])
 	}
 	return string(b)
 }

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/rcp"
-	"github.com/rcpgo/rcpgo/rcp/internal/shared"
 )
 
 type fusionCase struct {
@@ -87,7 +88,14 @@ func TestFusionChoicesCoverDisagreements(t *testing.T) {
 
 func loadFusionCases(t testing.TB) []fusionCase {
 	var out []fusionCase
-	for _, line := range shared.JSONLines(t, "rcp", "vectors", "fusion.jsonl") {
+	b, err := os.ReadFile(filepath.Join("testdata", "fusion.jsonl")) // testdata/README.md: where it comes from
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range bytes.Lines(b) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
 		var c fusionCase
 		if err := json.Unmarshal(line, &c); err != nil {
 			t.Fatalf("bad line: %v", err)

@@ -233,14 +233,14 @@ func TestEmbedderRetries(t *testing.T) {
 		{"429 then ok", func(n int, w http.ResponseWriter) bool {
 			if n == 0 {
 				w.Header().Set("Retry-After", "0")
-				http.Error(w, `{"error":"rate limited"}`, 429)
+				http.Error(w, `{"error":"rate limited"}`, http.StatusTooManyRequests)
 				return true
 			}
 			return false
 		}, 3, false, 2, 0},
 		{"503 twice then ok", func(n int, w http.ResponseWriter) bool {
 			if n < 2 {
-				http.Error(w, "busy", 503)
+				http.Error(w, "busy", http.StatusServiceUnavailable)
 				return true
 			}
 			return false

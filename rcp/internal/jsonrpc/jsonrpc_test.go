@@ -79,7 +79,8 @@ func TestWriter(t *testing.T) {
 		t.Fatalf("%q", buf.String())
 	}
 	ew := NewWriter(errWriter{})
-	if ew.WriteFrame([]byte(`{}`)) == nil || ew.WriteFrame([]byte(`{}`)) == nil {
+	first, second := ew.WriteFrame([]byte(`{}`)), ew.WriteFrame([]byte(`{}`))
+	if first == nil || second == nil {
 		t.Fatal("write errors must stick")
 	}
 }

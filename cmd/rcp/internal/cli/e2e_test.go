@@ -287,7 +287,7 @@ func TestFilterFieldsDiscoverable(t *testing.T) {
 	code, out, errs := rcpRun(append([]string{"query", "--filter", "format=markdown", "alpha"}, serverArgs(t, data)...)...)
 	if code != 1 || !strings.Contains(errs, "declares no filterable metadata fields") || !strings.Contains(errs, "rcpd serve --field") ||
 		strings.Count(errs, "did not advertise filter") != 1 {
-		t.Fatalf("filter without fields: %d %q", code, errs)
+		t.Fatalf("filter without fields: %d %q %q", code, out, errs)
 	}
 	if !strings.Contains(errs, "infers filter fields") {
 		t.Fatalf("hint does not mention inference: %q", errs)

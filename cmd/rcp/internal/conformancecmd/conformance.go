@@ -45,7 +45,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		list        = fs.Bool("list", false, "list the checks and exit")
 		noColor     = fs.Bool("no-color", false, "never colour the output")
 		allowWrites = fs.Bool("allow-writes", false, "with --http, also run the checks that write to the index (every probe document is deleted afterwards)")
-		schemaPath  = fs.String("schema", "", "the RCP/1 JSON Schema file (default $RCP_SCHEMA, else shared/rcp/rcp-1.0.schema.json found above the working directory)")
+		schemaPath  = fs.String("schema", os.Getenv("RCP_SCHEMA"), "an RCP/1 JSON Schema file (such as the specification's normative schema) every message must satisfy too, besides the suite's own embedded schema (env RCP_SCHEMA)")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)

@@ -1,19 +1,19 @@
-package vector
+package rcp_test
 
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/rcp"
-	"github.com/rcpgo/rcpgo/rcp/internal/shared"
 )
 
 // TestErrorCodesJSON checks package rcp's code constants against
-// errors.json (§12, §12.1, §12.2). It lives here because the vector package
-// owns a test-only dependency on the shared vectors; it exercises rcp only.
+// testdata/errors.json (§12, §12.1, §12.2; testdata/README.md says where it
+// comes from).
 func TestErrorCodesJSON(t *testing.T) {
-	b, err := os.ReadFile(shared.Path(t, "rcp", "vectors", "errors.json"))
+	b, err := os.ReadFile(filepath.Join("testdata", "errors.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
