@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,8 +68,8 @@ func (h *Handler) serveExtract(w http.ResponseWriter, r *http.Request) {
 	writeAPI(w, http.StatusOK, extractResult{Documents: docs})
 }
 
-// serveChart draws the chart of a stored eval report (the JSON `rcp eval
-// -json` writes) as PNG, with package eval's renderer.
+// serveChart answers what the chart of a stored eval report (the JSON
+// `rcp eval -json` writes) shows, as eval.Chart; the page draws it.
 func (h *Handler) serveChart(w http.ResponseWriter, r *http.Request) {
 	var rep eval.Report
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes))
@@ -88,12 +87,10 @@ func (h *Handler) serveChart(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var png bytes.Buffer
-	if err := rep.WriteChart(&png, "png"); err != nil {
+	c, err := rep.Chart()
+	if err != nil {
 		apiError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	w.Header().Set("Content-Type", "image/png")
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(png.Bytes())
+	writeAPI(w, http.StatusOK, c)
 }

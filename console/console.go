@@ -145,9 +145,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// csp allows the page only its own script, style and API; images are the
-// inline data of eval charts.
-const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+// csp allows the page only its own script, style and API (eval charts are
+// SVG the script draws).
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 
 type pageData struct {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -222,7 +223,7 @@ func TestEvaluate(t *testing.T) {
 		t.Fatalf("%d events: %+v", len(events), events)
 	}
 	last := events[len(events)-1]
-	if last.Type != "report" || last.Report == nil || len(last.Report.Modes) != 1 || last.ChartPNG == "" || !strings.Contains(last.Markdown, "bm25") {
+	if last.Type != "report" || last.Report == nil || len(last.Report.Modes) != 1 || last.Chart == nil || !strings.Contains(last.Markdown, "bm25") {
 		t.Fatalf("last event %+v", last)
 	}
 	var sawIngest, sawQuery bool
@@ -238,13 +239,22 @@ func TestEvaluate(t *testing.T) {
 		t.Errorf("scores %v, want 1 and 1", m)
 	}
 
-	// The chart endpoint draws a stored report.
+	// The report's chart is data the page draws: the headline metrics,
+	// each mode's values and recall curve.
+	if c := last.Chart; strings.Join(c.Metrics, ",") != "ndcg@10,recall@10" || len(c.Modes) != 1 || c.Modes[0].Name != "bm25" ||
+		len(c.Modes[0].Values) != 2 || c.Modes[0].Values[0] != 1 || len(c.Modes[0].Curve) == 0 || c.Modes[0].Color == "" {
+		t.Errorf("chart %+v", c)
+	}
+
+	// The chart endpoint answers the chart of a stored report.
 	b, _ := json.Marshal(last.Report)
 	creq, _ := http.NewRequest("POST", ts.URL+"/console/api/chart", strings.NewReader(string(b)))
 	creq.Header.Set("Content-Type", "application/json")
 	creq.Header.Set("Authorization", "Bearer s3cret")
-	if resp, png := do(t, creq); resp.StatusCode != 200 || !strings.HasPrefix(png, "\x89PNG") {
-		t.Errorf("chart: %d %.40q", resp.StatusCode, png)
+	resp, body = do(t, creq)
+	var stored eval.Chart
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &stored) != nil || !reflect.DeepEqual(&stored, last.Chart) {
+		t.Errorf("chart: %d %.200s; want %+v", resp.StatusCode, body, last.Chart)
 	}
 }
 

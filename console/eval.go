@@ -1,9 +1,7 @@
 package console
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -165,7 +163,7 @@ type evalEvent struct {
 	Done     int64        `json:"done,omitempty"`
 	Total    int64        `json:"total,omitempty"`
 	Report   *eval.Report `json:"report,omitempty"`
-	ChartPNG string       `json:"chartPng,omitempty"` // base64
+	Chart    *eval.Chart  `json:"chart,omitempty"` // what the page draws
 	Markdown string       `json:"markdown,omitempty"`
 	Error    string       `json:"error,omitempty"`
 }
@@ -208,9 +206,8 @@ func (h *Handler) serveEval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev := evalEvent{Type: "report", Report: rep, Markdown: rep.Markdown()}
-	var png bytes.Buffer
-	if err := rep.WriteChart(&png, "png"); err == nil {
-		ev.ChartPNG = base64.StdEncoding.EncodeToString(png.Bytes())
+	if c, err := rep.Chart(); err == nil {
+		ev.Chart = c
 	}
 	send(ev)
 }

@@ -197,14 +197,8 @@ func TestRunnerCranfieldBM25(t *testing.T) {
 	if !strings.Contains(md, "| mode | nDCG@10 |") || strings.Count(md, "\n") != 7 || !strings.Contains(md, "**") {
 		t.Fatalf("markdown:\n%s", md)
 	}
-	for _, name := range []string{"cranfield.png", "cranfield.svg"} {
-		p := filepath.Join(dir, name)
-		if err := rep.WriteChartFile(p); err != nil {
-			t.Fatal(err)
-		}
-		if fi, err := os.Stat(p); err != nil || fi.Size() < 10_000 {
-			t.Fatalf("%s: %v", name, err)
-		}
+	if c, err := rep.Chart(); err != nil || len(c.Modes) != 3 || strings.Join(c.Labels, ",") != "nDCG@10,Recall@100" || c.MaxK != 100 {
+		t.Fatalf("chart %+v: %v", c, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cranfield.md"), []byte(md), 0o644); err != nil {
 		t.Fatal(err)

@@ -439,15 +439,22 @@ func consoleEvaluate(t *testing.T, ctx context.Context, base, dir string) {
 	// so it evaluates the demo index as it is (no ingest).
 	do(t, ctx, "run an evaluation", chromedp.Navigate(base+"/?tab=evaluate"),
 		discard(chromedp.Poll[bool](`document.getElementById("eval-dataset").value === "tiny"`)),
-		chromedp.Click(`#eval-button`), chromedp.WaitVisible(`#eval-result img.chart`))
+		chromedp.Click(`#eval-button`), chromedp.WaitVisible(`#eval-result svg.chart`))
 	status := js[string](t, ctx, `document.getElementById("eval-status").textContent`)
 	table := js[string](t, ctx, `document.querySelector("#eval-result table").textContent`)
-	size := js[[]int](t, ctx, `(i => [i.naturalWidth, i.naturalHeight])(document.querySelector("#eval-result img.chart"))`)
 	if status != "done" || !strings.Contains(table, "sparse") || !strings.Contains(table, "hybrid") || !strings.Contains(table, "ndcg@10") {
 		t.Errorf("status %q, table %q", status, table)
 	}
-	if len(size) != 2 || size[0] < 600 || size[1] < 200 {
-		t.Errorf("chart size %v", size)
+	// The page draws the chart (rcpd links no plotting library): a bar per
+	// mode and headline metric, a recall curve per mode, at a readable size.
+	chart := js[[]int](t, ctx, `(s => { const r = s.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height), s.querySelectorAll("rect.chart-bar").length, s.querySelectorAll("polyline.chart-curve").length]; })(document.querySelector("#eval-result svg.chart"))`)
+	if len(chart) != 4 || chart[0] < 600 || chart[1] < 200 || chart[2] != 4 || chart[3] != 2 {
+		t.Errorf("chart [width height bars curves] %v, want at least 600×200 with 4 bars and 2 curves", chart)
+	}
+	// Drawn at their value (every score here is 2/3): no page style may
+	// size them (the console's progress .bar once did).
+	if tall := js[bool](t, ctx, `(s => Array.from(s.querySelectorAll("rect.chart-bar")).every(b => b.getBoundingClientRect().height > s.getBoundingClientRect().height / 3))(document.querySelector("#eval-result svg.chart"))`); !tall {
+		t.Error("chart bars are not drawn at their value's height")
 	}
 	shot(t, ctx, dir, "console-evaluate.png")
 
@@ -462,7 +469,10 @@ func consoleEvaluate(t *testing.T, ctx context.Context, base, dir string) {
 	}
 	do(t, ctx, "show a stored report", chromedp.SetUploadFiles(`#report-file`, []string{report}),
 		discard(chromedp.Poll[bool](`(document.querySelector("#eval-result h2")||{}).textContent?.startsWith("stored-set")`)),
-		chromedp.WaitVisible(`#eval-result img.chart`))
+		chromedp.WaitVisible(`#eval-result svg.chart`))
+	if bars := js[int](t, ctx, `document.querySelectorAll("#eval-result svg.chart rect.chart-bar").length`); bars != 2 {
+		t.Errorf("stored report chart: %d bars, want 2 (one mode, two metrics)", bars)
+	}
 	if table := js[string](t, ctx, `document.querySelector("#eval-result table").textContent`); !strings.Contains(table, "bm25-baseline") || !strings.Contains(table, "0.7500") {
 		t.Errorf("stored report table %q", table)
 	}

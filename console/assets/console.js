@@ -861,7 +861,64 @@
       if (!datasets.length) { $("eval-disabled").hidden = false; $("eval-disabled").textContent = "No BEIR datasets under the server's --ui-datasets directory."; }
     } catch (e) { renderError($("eval-error"), e); }
   }
-  function renderReport(rep, png) {
+  // chartSVG draws an eval.Chart — the server's choice of metrics, labels,
+  // colours and curve cutoffs — as the rcp CLI draws its chart files: grouped
+  // bars of the headline metrics per mode with their values, and each mode's
+  // recall@k curve on a log axis.
+  const SVGNS = "http://www.w3.org/2000/svg";
+  function svgEl(tag, attrs, ...kids) {
+    const e = document.createElementNS(SVGNS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    for (const kid of kids) e.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+    return e;
+  }
+  function chartSVG(c, label) {
+    const W = 1100, H = 460, top = 44, bottom = 396, width = 460, bx = 70, cx = 620;
+    const root = svgEl("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "aria-label": label, "font-family": "sans-serif", "font-size": 13 },
+      svgEl("title", {}, label), svgEl("rect", { width: W, height: H, fill: "#fff" }));
+    const add = (...kids) => root.append(...kids);
+    const text = (x, y, s, attrs) => svgEl("text", Object.assign({ x, y, "text-anchor": "middle" }, attrs), s);
+    const yOf = (v, max) => bottom - (v / max) * (bottom - top);
+    const frame = (x0, title, yMax, xLabel, yLabel) => {
+      add(text(x0 + width / 2, 26, title, { "font-size": 16 }));
+      for (let i = 0; i <= 10 && i / 10 <= yMax; i++) {
+        const y = yOf(i / 10, yMax);
+        add(svgEl("line", { x1: x0, x2: x0 + width, y1: y, y2: y, stroke: "#ddd" }));
+        if (i % 2 === 0) add(text(x0 - 8, y + 4, (i / 10).toFixed(1), { "text-anchor": "end" }));
+      }
+      add(svgEl("path", { d: `M${x0} ${top}V${bottom}H${x0 + width}`, fill: "none", stroke: "#333" }));
+      if (xLabel) add(text(x0 + width / 2, bottom + 44, xLabel));
+      add(svgEl("text", { transform: `translate(${x0 - 46} ${(top + bottom) / 2}) rotate(-90)`, "text-anchor": "middle" }, yLabel));
+    };
+    const legend = (x, y, anchor) => c.modes.forEach((m, i) => {
+      const yy = y + i * 20, dx = anchor === "end" ? -16 : 16;
+      add(svgEl("rect", { x: anchor === "end" ? x - 12 : x, y: yy - 10, width: 12, height: 12, fill: m.color }),
+        text(x + dx, yy, m.name, { "text-anchor": anchor }));
+    });
+    // bars: values per headline metric, one bar per mode
+    const n = c.modes.length, yMax = 1.06 + 0.075 * n;
+    frame(bx, c.title, yMax, "", "score");
+    const group = width / Math.max(1, c.metrics.length), barW = Math.min((group * 0.8) / n, 48);
+    c.labels.forEach((l, j) => add(text(bx + group * (j + 0.5), bottom + 20, l, { "font-size": 14 })));
+    c.modes.forEach((m, i) => m.values.forEach((v, j) => {
+      const x = bx + group * (j + 0.5) + (i - (n - 1) / 2) * barW - barW / 2, y = yOf(v, yMax);
+      add(svgEl("rect", { class: "chart-bar", x, y, width: barW, height: bottom - y, fill: m.color }, svgEl("title", {}, `${m.name}: ${c.labels[j]} ${v.toFixed(3)}`)),
+        text(x + barW / 2, y - 4, v.toFixed(3), { "font-size": Math.min(11, barW / 2.6) }));
+    }));
+    legend(bx + 10, top + 14, "start");
+    // curves: recall@k on a log axis
+    frame(cx, "Recall@k", 1, "k (log scale)", "recall");
+    const xOf = (k) => cx + (c.maxK > 1 ? Math.log(k) / Math.log(c.maxK) : 0) * width;
+    for (const k of c.ticks) add(svgEl("line", { x1: xOf(k), x2: xOf(k), y1: top, y2: bottom, stroke: "#ddd" }), text(xOf(k), bottom + 20, k));
+    for (const m of c.modes) {
+      if (!m.curve || !m.curve.length) continue;
+      add(svgEl("polyline", { class: "chart-curve", points: m.curve.map((p) => `${xOf(p.k)},${yOf(p.recall, 1)}`).join(" "), fill: "none", stroke: m.color, "stroke-width": 2.5 }));
+      for (const p of m.curve) add(svgEl("circle", { cx: xOf(p.k), cy: yOf(p.recall, 1), r: 3.5, fill: m.color }, svgEl("title", {}, `${m.name}: R@${p.k} ${p.recall.toFixed(3)}`)));
+    }
+    legend(cx + width - 10, bottom - 14 - 20 * (n - 1), "end");
+    return root;
+  }
+  function renderReport(rep, chart) {
     const box = clear($("eval-result"));
     box.append(el("h2", {}, `${rep.dataset}${rep.split ? " / " + rep.split : ""} · ${rep.queries} queries` + (rep.indexVersion ? ` · index ${rep.indexVersion}` : "")));
     const metrics = rep.metrics || [];
@@ -872,7 +929,7 @@
     }
     box.append(el("table", {}, el("caption", {}, "Mean scores per mode"),
       el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Mode"), ...metrics.map((k) => el("th", { scope: "col" }, k)), el("th", { scope: "col" }, "p50 ms"), el("th", { scope: "col" }, "QPS"))), tb));
-    if (png) box.append(el("img", { class: "chart", src: "data:image/png;base64," + png, alt: `Chart of ${metrics.join(", ")} per mode and the recall@k curve for ${rep.dataset}` }));
+    if (chart) box.append(chartSVG(chart, `Chart of ${metrics.join(", ")} per mode and the recall@k curve for ${rep.dataset}`));
   }
   $("eval-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -893,7 +950,7 @@
           bar.value = e.total ? e.done / e.total : 0;
           status.textContent = e.phase === "ingest" ? `ingesting: ${e.done}${e.total ? "/" + e.total : ""} documents` : `${e.mode}: ${e.done}/${e.total} queries`;
         } else if (e.type === "report") {
-          done = true; bar.value = 1; status.textContent = "done"; renderReport(e.report, e.chartPng);
+          done = true; bar.value = 1; status.textContent = "done"; renderReport(e.report, e.chart);
           $("eval-result").scrollIntoView({ block: "start" });
         }
         else if (e.type === "error") { done = true; throw new Error(e.error); }
@@ -911,9 +968,7 @@
       const rep = JSON.parse(text);
       const r = await fetch("/console/api/chart", { method: "POST", headers: authHeaders({ "Content-Type": "application/json" }), body: text, credentials: "omit" });
       if (!r.ok) { const b = await r.json().catch(() => ({})); throw new Error(b.error || "HTTP " + r.status); }
-      const bytes = new Uint8Array(await r.arrayBuffer());
-      let bin = ""; for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-      renderReport(rep, btoa(bin));
+      renderReport(rep, await r.json());
     } catch (e) { renderError($("eval-error"), new Error(f.name + ": " + e.message)); }
   });
 

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rcpgo/rcpgo/cmd/rcp/internal/evalchart"
 	"github.com/rcpgo/rcpgo/eval"
 	"github.com/rcpgo/rcpgo/internal/progress"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -226,7 +227,7 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 		}
 	}
 	if *chartOut != "" {
-		if err := rep.WriteChartFile(*chartOut); err != nil {
+		if err := evalchart.WriteFile(rep, *chartOut); err != nil {
 			return fail(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rcpgo/rcpgo/cmd/rcp/internal/evalchart"
 	"github.com/rcpgo/rcpgo/eval"
 )
 
@@ -88,7 +89,7 @@ func Score(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *chartOut != "" {
-		if err := rep.WriteChartFile(*chartOut); err != nil {
+		if err := evalchart.WriteFile(rep, *chartOut); err != nil {
 			fmt.Fprintln(stderr, "score:", err)
 			return 1
 		}
