@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rcpgo/rcpgo/internal/varint"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -134,31 +135,31 @@ func decodeCatalogRecord(tx *bolt.Tx, v []byte) (*docRecord, error) {
 		}
 		return rec, nil
 	}
-	r := catReader{b: v}
-	if r.byte1() != catalogRecordTag {
+	r := varint.New(v)
+	if r.Byte() != catalogRecordTag {
 		return nil, fmt.Errorf("%w: unknown tag", errCatalogRecord)
 	}
-	flags := r.byte1()
-	rec.Title = r.str()
-	rec.Size = int64(r.uvarint())
+	flags := r.Byte()
+	rec.Title = r.Str()
+	rec.Size = int64(r.Uvarint())
 	if flags&catChunked != 0 {
-		rec.Chunks = int(r.uvarint())
-		rec.Text = r.str()
+		rec.Chunks = int(r.Uvarint())
+		rec.Text = r.Str()
 	}
 	rec.Context = flags&catContext != 0
-	set := r.uvarint()
-	if n := r.count(); n > 0 {
+	set := r.Uvarint()
+	if n := r.Count(); n > 0 {
 		rec.Values = make(map[string][]string, n)
 		for range n {
-			f := r.str()
-			vals := make([]string, r.count())
+			f := r.Str()
+			vals := make([]string, r.Count())
 			for i := range vals {
-				vals[i] = r.str()
+				vals[i] = r.Str()
 			}
 			rec.Values[f] = vals
 		}
 	}
-	if r.bad || r.off != len(v) || set > 1<<32-1 || rec.Size < 0 || rec.Chunks < 0 {
+	if r.Failed() || r.Off != len(v) || set > 1<<32-1 || rec.Size < 0 || rec.Chunks < 0 {
 		return nil, fmt.Errorf("%w: truncated, out of range or trailing bytes", errCatalogRecord)
 	}
 	if set != 0 {
@@ -179,67 +180,15 @@ func kindSet(tx *bolt.Tx, id uint32) (map[string]string, error) {
 	if enc == nil {
 		return nil, fmt.Errorf("%w: kind set %d missing", errCatalogRecord, id)
 	}
-	r := catReader{b: enc}
-	n := r.count()
+	r := varint.New(enc)
+	n := r.Count()
 	kinds := make(map[string]string, n)
 	for range n {
-		k := r.str()
-		kinds[k] = r.str()
+		k := r.Str()
+		kinds[k] = r.Str()
 	}
-	if r.bad || r.off != len(enc) {
+	if r.Failed() || r.Off != len(enc) {
 		return nil, fmt.Errorf("%w: kind set %d malformed", errCatalogRecord, id)
 	}
 	return kinds, nil
-}
-
-// catReader reads the binary catalog encodings; bad records the first
-// overrun (every later read returns zero values).
-type catReader struct {
-	b   []byte
-	off int
-	bad bool
-}
-
-func (r *catReader) uvarint() uint64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-// count reads a length or element count, which cannot exceed the bytes
-// left (every element takes at least one).
-func (r *catReader) count() int {
-	n := r.uvarint()
-	if n > uint64(len(r.b)-r.off) {
-		r.bad = true
-		return 0
-	}
-	return int(n)
-}
-
-func (r *catReader) str() string {
-	n := r.count()
-	if r.bad {
-		return ""
-	}
-	s := string(r.b[r.off : r.off+n])
-	r.off += n
-	return s
-}
-
-func (r *catReader) byte1() byte {
-	if r.bad || r.off >= len(r.b) {
-		r.bad = true
-		return 0
-	}
-	c := r.b[r.off]
-	r.off++
-	return c
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"sort"
+
+	"github.com/rcpgo/rcpgo/internal/varint"
 )
 
 // The metadata keyword table: sorted keys (field\x00value and the like,
@@ -162,13 +164,13 @@ func (s *segment) kwBlockEnd(b int) int {
 // next is the byte after it. Only openKeywords reads unvalidated bytes
 // this way; readers go through kwKey.
 func (s *segment) kwDecode(b, at int, first bool, prev, dst []byte) (key []byte, next int, ok bool) {
-	r := byteReader{b: s.sec[secKwBlob][:s.kwBlockEnd(b)], off: at}
-	shared, n := r.uvarint(), r.uvarint()
-	suffix := r.bytes(n)
-	if r.err || first && shared != 0 || shared > uint64(len(prev)) {
+	r := varint.Reader[[]byte]{Buf: s.sec[secKwBlob][:s.kwBlockEnd(b)], Off: at}
+	shared, n := r.Uvarint(), r.Uvarint()
+	suffix := r.Bytes(n)
+	if r.Failed() || first && shared != 0 || shared > uint64(len(prev)) {
 		return dst, at, false
 	}
-	return append(append(dst, prev[:shared]...), suffix...), r.off, true
+	return append(append(dst, prev[:shared]...), suffix...), r.Off, true
 }
 
 // kwKey returns key i (aliasing the segment for formats 1–3; decoded into
@@ -179,11 +181,11 @@ func (s *segment) kwKey(i int, buf []byte) []byte {
 	}
 	blob := s.sec[secKwBlob]
 	b := i / kwBlock
-	r := byteReader{b: blob[:s.kwBlockEnd(b)], off: int(binary.LittleEndian.Uint32(s.sec[secKwOff][4*b:]))}
+	r := varint.Reader[[]byte]{Buf: blob[:s.kwBlockEnd(b)], Off: int(binary.LittleEndian.Uint32(s.sec[secKwOff][4*b:]))}
 	buf = buf[:0]
 	for j := b * kwBlock; j <= i; j++ {
-		shared, n := r.uvarint(), r.uvarint()
-		buf = append(buf[:shared], r.bytes(n)...) // validated at open
+		shared, n := r.Uvarint(), r.Uvarint()
+		buf = append(buf[:shared], r.Bytes(n)...) // validated at open
 	}
 	return buf
 }
@@ -211,12 +213,12 @@ func (s *segment) kwList(i int) (count uint64, list []byte, ok bool) {
 	if start > end || end > uint64(len(post)) {
 		return 0, nil, false
 	}
-	r := byteReader{b: post[start:end]}
-	cnt := r.uvarint()
-	if r.err {
+	r := varint.Reader[[]byte]{Buf: post[start:end]}
+	cnt := r.Uvarint()
+	if r.Failed() {
 		return 0, nil, false
 	}
-	return cnt, r.b[r.off:], true
+	return cnt, r.Buf[r.Off:], true
 }
 
 // kwSearch returns the index of the first key ≥ key (nKw if none).

@@ -28,34 +28,35 @@ import (
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/query"
 	"github.com/rcpgo/rcpgo/engine/search"
+	"github.com/rcpgo/rcpgo/internal/varint"
 )
 
 // decodeForward decodes a format 2 forward entry into numFields runs of
 // a count then (term ordinal, position) pairs, appended to dst; ok is false when the
 // entry is malformed or names an ordinal ≥ nTerms.
 func decodeForward(dst []uint32, enc []byte, nTerms int) ([]uint32, bool) {
-	r := byteReader{b: enc}
+	r := varint.Reader[[]byte]{Buf: enc}
 	for f := 0; f < numFields; f++ {
-		n := r.uvarint()
-		if r.err || n > uint64(len(enc)) {
+		n := r.Uvarint()
+		if r.Failed() || n > uint64(len(enc)) {
 			return dst, false
 		}
 		dst = append(dst, uint32(n))
 		pos := int64(-1)
 		for range n {
-			v := r.uvarint()
+			v := r.Uvarint()
 			d := uint64(1)
 			if v&1 != 0 {
-				d = r.uvarint()
+				d = r.Uvarint()
 			}
 			pos += int64(d)
-			if r.err || v>>1 >= uint64(nTerms) || d == 0 || pos > math.MaxUint32 {
+			if r.Failed() || v>>1 >= uint64(nTerms) || d == 0 || pos > math.MaxUint32 {
 				return dst, false
 			}
 			dst = append(dst, uint32(v>>1), uint32(pos))
 		}
 	}
-	return dst, r.off == len(enc)
+	return dst, r.Off == len(enc)
 }
 
 // matchAll reports whether every phrase (given as term ordinals ords[i]

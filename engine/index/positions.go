@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"github.com/rcpgo/rcpgo/internal/varint"
 )
 
 var errCorruptPositions = fmt.Errorf("%w: malformed positions", ErrCorruptSegment)
@@ -41,23 +43,23 @@ func (pi *posIter) init(seg *segment, ti termInfo) {
 		pi.fail()
 		return
 	}
-	r := byteReader{b: sec[pi.it.posOff:]}
+	r := varint.Reader[[]byte]{Buf: sec[pi.it.posOff:]}
 	nb := len(pi.it.skips)
 	pi.starts = slices.Grow(starts, nb+1)[:nb+1]
 	pi.starts[0] = 0
 	for b := range nb {
-		n := r.uvarint()
-		if r.err || n > uint64(len(sec)) {
+		n := r.Uvarint()
+		if r.Failed() || n > uint64(len(sec)) {
 			pi.fail()
 			return
 		}
 		pi.starts[b+1] = pi.starts[b] + int(n)
 	}
-	if pi.starts[nb] > len(r.b)-r.off {
+	if pi.starts[nb] > len(r.Buf)-r.Off {
 		pi.fail()
 		return
 	}
-	pi.chunks = r.b[r.off : r.off+pi.starts[nb]]
+	pi.chunks = r.Buf[r.Off : r.Off+pi.starts[nb]]
 }
 
 func (pi *posIter) fail() {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+
+	"github.com/rcpgo/rcpgo/internal/varint"
 )
 
 const noDoc = math.MaxUint32
@@ -61,15 +63,15 @@ func (it *postIter) reset(data []byte, df int, maxDoc int, format uint32) {
 		skips = nil // it.one is zeroed below
 	}
 	*it = postIter{data: data, df: df, format: format}
-	r := byteReader{b: data}
-	nb := r.uvarint()
-	if r.err || nb != uint64((df+blockSize-1)/blockSize) {
+	r := varint.Reader[[]byte]{Buf: data}
+	nb := r.Uvarint()
+	if r.Failed() || nb != uint64((df+blockSize-1)/blockSize) {
 		it.fail()
 		return
 	}
 	if format >= 3 {
-		po := r.uvarint()
-		if r.err || po > math.MaxInt32 {
+		po := r.Uvarint()
+		if r.Failed() || po > math.MaxInt32 {
 			it.fail()
 			return
 		}
@@ -86,23 +88,23 @@ func (it *postIter) reset(data []byte, df int, maxDoc int, format uint32) {
 	last := uint64(0)
 	for i := range it.skips {
 		e := &it.skips[i]
-		delta := r.uvarint()
+		delta := r.Uvarint()
 		if i > 0 && delta == 0 {
-			r.err = true
+			r.Fail("skip entry")
 		}
 		last += delta
-		e.end = int(r.uvarint())
+		e.end = int(r.Uvarint())
 		for f := 0; f < numFields; f++ {
-			e.maxTf[f] = uint32(min(r.uvarint(), math.MaxUint32))
-			e.minLen[f] = uint32(min(r.uvarint(), math.MaxUint32))
+			e.maxTf[f] = uint32(min(r.Uvarint(), math.MaxUint32))
+			e.minLen[f] = uint32(min(r.Uvarint(), math.MaxUint32))
 		}
-		if r.err || last >= uint64(maxDoc) {
+		if r.Failed() || last >= uint64(maxDoc) {
 			it.fail()
 			return
 		}
 		e.last = uint32(last)
 	}
-	pos := r.off
+	pos := r.Off
 	for i := range it.skips {
 		e := &it.skips[i]
 		if e.end > len(data)-pos {

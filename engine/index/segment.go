@@ -16,6 +16,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/internal/mmapfile"
 	"github.com/rcpgo/rcpgo/internal/prefetch"
+	"github.com/rcpgo/rcpgo/internal/varint"
 )
 
 // Segment file format, version 5 (all integers little-endian):
@@ -671,13 +672,13 @@ func openSegmentTables(name string, data []byte) (*segment, error) {
 		}
 		s.sec[i] = data[off : off+n : off+n]
 	}
-	r := byteReader{b: s.sec[secInfo]}
-	n := r.uvarint()
-	s.minSeq, s.maxSeq = r.uvarint(), r.uvarint()
+	r := varint.Reader[[]byte]{Buf: s.sec[secInfo]}
+	n := r.Uvarint()
+	s.minSeq, s.maxSeq = r.Uvarint(), r.Uvarint()
 	for f := range s.sumLen {
-		s.sumLen[f] = r.uvarint()
+		s.sumLen[f] = r.Uvarint()
 	}
-	if r.err || n > math.MaxUint32/8 {
+	if r.Failed() || n > math.MaxUint32/8 {
 		return nil, bad("info")
 	}
 	s.n = int(n)
@@ -795,40 +796,40 @@ func checkStrings(offs, blob []byte, n int) error {
 }
 
 func decodeNums(b []byte, n int) (map[string]*numCol, error) {
-	r := byteReader{b: b}
-	nf := r.uvarint()
-	if r.err || nf > uint64(len(b)) {
+	r := varint.Reader[[]byte]{Buf: b}
+	nf := r.Uvarint()
+	if r.Failed() || nf > uint64(len(b)) {
 		return nil, errors.New("field count")
 	}
 	out := make(map[string]*numCol, nf)
 	for range nf {
-		l := r.uvarint()
-		name := r.bytes(l)
-		cnt := r.uvarint()
-		if r.err || cnt > uint64(len(b)) {
+		l := r.Uvarint()
+		name := r.Bytes(l)
+		cnt := r.Uvarint()
+		if r.Failed() || cnt > uint64(len(b)) {
 			return nil, errors.New("truncated")
 		}
 		c := &numCol{docs: make([]uint32, cnt), vals: make([]float64, cnt)}
 		d := uint64(0)
 		for i := range c.docs {
-			d += r.uvarint()
+			d += r.Uvarint()
 			if i > 0 && d < uint64(c.docs[i-1]) || d >= uint64(n) {
 				return nil, errors.New("doc out of range")
 			}
 			c.docs[i] = uint32(d)
 		}
 		for i := range c.vals {
-			c.vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(r.bytes(8)))
-			if r.err {
+			c.vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(r.Bytes(8)))
+			if r.Failed() {
 				return nil, errors.New("truncated values")
 			}
 		}
-		if r.err {
+		if r.Failed() {
 			return nil, errors.New("truncated")
 		}
 		out[string(name)] = c
 	}
-	if r.off != len(b) {
+	if r.Off != len(b) {
 		return nil, errors.New("trailing bytes")
 	}
 	return out, nil
@@ -917,16 +918,16 @@ func (s *segment) postingsBytes(ti termInfo) []byte {
 }
 
 func decodeDocList(b []byte, cnt, n int, fn func(uint32)) bool {
-	r := byteReader{b: b}
+	r := varint.Reader[[]byte]{Buf: b}
 	d := uint64(0)
 	for j := 0; j < cnt; j++ {
-		v := r.uvarint()
+		v := r.Uvarint()
 		if j == 0 {
 			d = v
 		} else {
 			d += v
 		}
-		if r.err || d >= uint64(n) || (j > 0 && v == 0) {
+		if r.Failed() || d >= uint64(n) || (j > 0 && v == 0) {
 			return false
 		}
 		fn(uint32(d))
@@ -956,34 +957,4 @@ func (s *segment) findSeq(seq uint64) (uint32, bool) {
 		return uint32(i), true
 	}
 	return 0, false
-}
-
-// byteReader reads uvarints with bounds checks; errors are sticky.
-type byteReader struct {
-	b   []byte
-	off int
-	err bool
-}
-
-func (r *byteReader) uvarint() uint64 {
-	if r.err {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.err = true
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *byteReader) bytes(n uint64) []byte {
-	if r.err || n > uint64(len(r.b)-r.off) {
-		r.err = true
-		return nil
-	}
-	b := r.b[r.off : r.off+int(n)]
-	r.off += int(n)
-	return b
 }

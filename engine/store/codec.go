@@ -41,6 +41,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/rcpgo/rcpgo/engine/search"
+	"github.com/rcpgo/rcpgo/internal/varint"
 )
 
 const (
@@ -241,78 +242,6 @@ func DecodeRecord(b []byte, withText bool) (*search.Document, search.Facts, erro
 	return d, f, nil
 }
 
-type reader struct {
-	s   string // the head, converted once: every decoded string shares it
-	off int
-	err error
-}
-
-func (r *reader) fail(what string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("truncated or malformed %s at byte %d", what, r.off)
-	}
-}
-
-func (r *reader) uvarint(what string) uint64 {
-	if r.err != nil {
-		return 0
-	}
-	var v uint64
-	for shift := 0; shift < 64; shift += 7 {
-		if r.off >= len(r.s) {
-			break
-		}
-		c := r.s[r.off]
-		r.off++
-		v |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return v
-		}
-	}
-	r.fail(what)
-	return 0
-}
-
-func (r *reader) varint(what string) int {
-	u := r.uvarint(what)
-	x := int64(u >> 1)
-	if u&1 != 0 {
-		x = ^x
-	}
-	return int(x)
-}
-
-// count reads a length or element count that must fit the remaining
-// bytes (each element takes at least one).
-func (r *reader) count(what string) int {
-	n := r.uvarint(what)
-	if n > uint64(len(r.s)-r.off) {
-		r.fail(what)
-		return 0
-	}
-	return int(n)
-}
-
-func (r *reader) str(what string) string {
-	n := r.count(what)
-	if r.err != nil {
-		return ""
-	}
-	s := r.s[r.off : r.off+n]
-	r.off += n
-	return s
-}
-
-func (r *reader) byte1(what string) byte {
-	if r.err != nil || r.off >= len(r.s) {
-		r.fail(what)
-		return 0
-	}
-	c := r.s[r.off]
-	r.off++
-	return c
-}
-
 func decodeRecord(b []byte, withText bool) (*search.Document, search.Facts, error) {
 	if len(b) > 0 && b[0] == dictRecordTag {
 		return nil, search.Facts{}, ErrNoDictionary
@@ -331,36 +260,36 @@ func decodePayload(b []byte, withText bool) (*search.Document, search.Facts, err
 		return nil, f, fmt.Errorf("bad head length")
 	}
 	body := b[n+int(hl):]
-	r := &reader{s: string(b[n : n+int(hl)])}
-	d := &search.Document{ID: r.str("id"), Title: r.str("title")}
-	flags := r.byte1("flags")
+	r := varint.New(string(b[n : n+int(hl)]))
+	d := &search.Document{ID: r.Str(), Title: r.Str()}
+	flags := r.Byte()
 	if flags&flagSource != 0 {
-		d.Source = &search.Source{Name: r.str("source.name"), URI: r.str("source.uri"), Page: r.varint("source.page")}
+		d.Source = &search.Source{Name: r.Str(), URI: r.Str(), Page: int(r.Varint())}
 	}
 	if flags&flagChunk != 0 {
-		d.Chunk = &search.ChunkRef{DocID: r.str("chunk.docId"), Index: r.varint("chunk.index"), Start: r.varint("chunk.start"), End: r.varint("chunk.end")}
+		d.Chunk = &search.ChunkRef{DocID: r.Str(), Index: int(r.Varint()), Start: int(r.Varint()), End: int(r.Varint())}
 	}
-	d.Meta = r.object(0)
-	f.ScreenRules = r.str("screenRules")
-	if r.err == nil && r.off+8 <= len(r.s) {
+	d.Meta = readObject(r, 0)
+	f.ScreenRules = r.Str()
+	if !r.Failed() && r.Off+8 <= len(r.Buf) {
 		var bits uint64
 		for i := 7; i >= 0; i-- {
-			bits = bits<<8 | uint64(r.s[r.off+i])
+			bits = bits<<8 | uint64(r.Buf[r.Off+i])
 		}
 		f.ScreenScore = math.Float64frombits(bits)
-		r.off += 8
+		r.Off += 8
 	} else {
-		r.fail("screenScore")
+		r.Fail("screenScore")
 	}
 	f.Suspected = flags&flagSuspected != 0
-	f.Runes = int(r.uvarint("runes"))
-	f.Tokens = int(r.uvarint("tokens"))
-	textLen := r.uvarint("textLen")
-	if r.err == nil && r.off != len(r.s) {
-		r.fail("head (trailing bytes)")
+	f.Runes = int(r.Uvarint())
+	f.Tokens = int(r.Uvarint())
+	textLen := r.Uvarint()
+	if !r.Failed() && r.Off != len(r.Buf) {
+		r.Fail("head (trailing bytes)")
 	}
-	if r.err != nil {
-		return nil, f, r.err
+	if r.Failed() {
+		return nil, f, r.Err()
 	}
 	if len(body) == 0 {
 		return nil, f, fmt.Errorf("missing text codec")
@@ -399,28 +328,28 @@ func decodeText(codec byte, p []byte, n uint64) (string, error) {
 	return "", fmt.Errorf("unknown text codec %d", codec)
 }
 
-func (r *reader) object(depth int) map[string]any {
-	n := r.count("meta")
-	if n == 0 || r.err != nil {
+func readObject(r *varint.Reader[string], depth int) map[string]any {
+	n := r.Count()
+	if n == 0 || r.Failed() {
 		return nil
 	}
 	m := make(map[string]any, n)
 	for range n {
-		k := r.str("meta key")
-		m[k] = r.value(depth + 1)
-		if r.err != nil {
+		k := r.Str()
+		m[k] = readValue(r, depth+1)
+		if r.Failed() {
 			return nil
 		}
 	}
 	return m
 }
 
-func (r *reader) value(depth int) any {
+func readValue(r *varint.Reader[string], depth int) any {
 	if depth > maxDepth {
-		r.fail("metadata (too deep)")
+		r.Fail("metadata (too deep)")
 		return nil
 	}
-	switch tag := r.byte1("value"); tag {
+	switch tag := r.Byte(); tag {
 	case valNull:
 		return nil
 	case valFalse:
@@ -428,31 +357,31 @@ func (r *reader) value(depth int) any {
 	case valTrue:
 		return true
 	case valNumber:
-		s := r.str("number")
-		if r.err == nil && !isJSONNumber(s) {
-			r.fail("number")
+		s := r.Str()
+		if !r.Failed() && !isJSONNumber(s) {
+			r.Fail("number")
 		}
 		return json.Number(s)
 	case valString:
-		return r.str("string")
+		return r.Str()
 	case valArray:
-		n := r.count("array")
+		n := r.Count()
 		a := make([]any, 0, n)
 		for range n {
-			a = append(a, r.value(depth+1))
-			if r.err != nil {
+			a = append(a, readValue(r, depth+1))
+			if r.Failed() {
 				return nil
 			}
 		}
 		return a
 	case valObject:
-		m := r.object(depth)
-		if m == nil && r.err == nil {
+		m := readObject(r, depth)
+		if m == nil && !r.Failed() {
 			m = map[string]any{}
 		}
 		return m
 	default:
-		r.fail("value tag " + strconv.Itoa(int(tag)))
+		r.Fail("value tag " + strconv.Itoa(int(tag)))
 		return nil
 	}
 }
