@@ -2,7 +2,7 @@
 // SDK to the search core (engine/index), the offline dense encoder
 // (engine/embed/lsa + engine/ann), server-side chunking (engine/chunk), the
 // injection screen (engine/trust) and the retrieve pipeline
-// (engine/pipeline).
+// (engine/internal/pipeline).
 //
 // Layout of the data directory:
 //

@@ -24,7 +24,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/engine/feedback"
-	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/session"
 	"github.com/rcpgo/rcpgo/engine/transform"
 	"github.com/rcpgo/rcpgo/rcp"

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/rcpgo/rcpgo/engine/pipeline"
+	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 	"github.com/rcpgo/rcpgo/rcp/fusion"
