@@ -8,13 +8,13 @@
 // /console/api/ for what a browser cannot do on its own: extracting text
 // from uploaded files (package internal/ingest), running an evaluation on a
 // dataset directory of the server (package eval), and drawing an eval
-// report's chart. They are guarded like the RCP endpoint (the same bearer
-// tokens) and refuse cross-site requests.
+// report's chart. They are guarded like the RCP endpoint (the same tokens,
+// read with the same parser: extract needs the write scope, the others
+// read) and refuse cross-site requests.
 package console
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"html/template"
@@ -25,6 +25,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -38,11 +39,11 @@ type Options struct {
 	Server *rcp.Server
 	// Base is the RCP endpoint's path prefix (default "/rcp").
 	Base string
-	// Authorize reports whether a request to a console API may proceed; it
-	// must apply the same credentials as the RCP endpoint. Nil allows all
-	// (an endpoint without auth). The page and its assets are public: they
-	// hold no data.
-	Authorize func(*http.Request) bool
+	// Tokens are the RCP endpoint's tokens; each console API needs a scope
+	// (extract: write; datasets, eval, chart: read). Nil or empty allows
+	// all (an endpoint without auth). The page and its assets are public:
+	// they hold no data.
+	Tokens *auth.Set
 	// Datasets is a directory whose subdirectories are BEIR datasets the
 	// Evaluate tab may run; empty disables running evaluations (a stored
 	// report can still be shown).
@@ -69,25 +70,6 @@ type Handler struct {
 	etags map[string]string // asset name -> content hash
 	mux   *http.ServeMux
 	cop   *http.CrossOriginProtection
-}
-
-// BearerAuth returns an Options.Authorize that accepts "Authorization:
-// Bearer T" for one of tokens (every request when tokens is empty).
-func BearerAuth(tokens []string) func(*http.Request) bool {
-	if len(tokens) == 0 {
-		return nil
-	}
-	return func(r *http.Request) bool {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			return false
-		}
-		match := 0
-		for _, want := range tokens {
-			match |= subtle.ConstantTimeCompare([]byte(tok), []byte(want))
-		}
-		return match == 1
-	}
 }
 
 // New returns the console handler.
@@ -127,10 +109,10 @@ func New(opts Options) *Handler {
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("GET /{$}", h.servePage)
 	h.mux.HandleFunc("GET /console/assets/{name}", h.serveAsset)
-	h.mux.HandleFunc("POST /console/api/extract", h.guard(h.serveExtract))
-	h.mux.HandleFunc("GET /console/api/datasets", h.guard(h.serveDatasets))
-	h.mux.HandleFunc("POST /console/api/eval", h.guard(h.serveEval))
-	h.mux.HandleFunc("POST /console/api/chart", h.guard(h.serveChart))
+	h.mux.HandleFunc("POST /console/api/extract", h.guard(auth.Write, h.serveExtract))
+	h.mux.HandleFunc("GET /console/api/datasets", h.guard(auth.Read, h.serveDatasets))
+	h.mux.HandleFunc("POST /console/api/eval", h.guard(auth.Read, h.serveEval))
+	h.mux.HandleFunc("POST /console/api/chart", h.guard(auth.Read, h.serveChart))
 	return h
 }
 
@@ -198,9 +180,9 @@ func (h *Handler) serveAsset(w http.ResponseWriter, r *http.Request) {
 }
 
 // guard applies the console API's request checks: a known host name,
-// same-origin only (net/http's CrossOriginProtection), the endpoint's
-// credentials, and no simple (form-postable) POST bodies.
-func (h *Handler) guard(next http.HandlerFunc) http.HandlerFunc {
+// same-origin only (net/http's CrossOriginProtection), a token holding
+// scope, and no simple (form-postable) POST bodies.
+func (h *Handler) guard(scope auth.Scope, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !h.hostAllowed(r.Host) {
 			apiError(w, http.StatusForbidden, "host "+r.Host+" is not allowed (DNS rebinding protection)")
@@ -212,9 +194,8 @@ func (h *Handler) guard(next http.HandlerFunc) http.HandlerFunc {
 			apiError(w, http.StatusForbidden, "cross-origin request refused")
 			return
 		}
-		if h.opts.Authorize != nil && !h.opts.Authorize(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="rcp"`)
-			apiError(w, http.StatusUnauthorized, "unauthorized")
+		if status, ok := h.opts.Tokens.Allows(r, scope); !ok {
+			auth.Refuse(w, status, scope, "rcp")
 			return
 		}
 		if r.Method == http.MethodPost && simpleContentType(r.Header.Get("Content-Type")) {

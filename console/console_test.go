@@ -16,6 +16,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/eval"
+	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -31,12 +32,12 @@ func newServer(t *testing.T, datasets string) *httptest.Server {
 	}
 	t.Cleanup(func() { _ = eng.Close() })
 	srv := rcp.NewServer(eng, &rcp.ServerOptions{Logger: quietLogger()})
-	tokens := []string{"s3cret"}
-	rh := srv.HTTPHandler(&rcp.HTTPOptions{BearerTokens: tokens})
+	tokens := auth.Static("test", "s3cret")
+	rh := srv.HTTPHandler(&rcp.HTTPOptions{Authenticate: tokens.Authenticate})
 	t.Cleanup(func() { _ = rh.Close() })
 	mux := http.NewServeMux()
 	mux.Handle("/rcp/", rh)
-	mux.Handle("/", New(Options{Server: srv, Authorize: BearerAuth(tokens), Datasets: datasets, Version: "test", Logger: quietLogger(), MaxUploadBytes: 1 << 16}))
+	mux.Handle("/", New(Options{Server: srv, Tokens: tokens, Datasets: datasets, Version: "test", Logger: quietLogger(), MaxUploadBytes: 1 << 16}))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts

@@ -55,6 +55,9 @@ type ServeOptions struct {
 	// NoDial leaves every engine to be dialled on demand (an exhausted
 	// spawn budget: dialling a stdio engine would fork another gateway).
 	NoDial bool
+	// Wrap, when set, wraps the gateway's handler before it is served
+	// (rcpd applies its tokens' scopes to each call).
+	Wrap func(rcp.Handler) rcp.Handler
 	// Mount, when set, adds routes to the HTTP listener beside the RCP
 	// endpoint, which keeps its base path (rcpd mounts its web console at
 	// "/"). srv is the gateway's RCP server.
@@ -84,14 +87,18 @@ func (g *Gateway) Serve(ctx context.Context, o ServeOptions) error {
 	if o.NoDial {
 		log.Warn("spawn budget exhausted; engines are dialled on demand only", "env", EnvSpawnDepth)
 	}
-	srv := rcp.NewServer(g, o.Server)
+	var h rcp.Handler = g
+	if o.Wrap != nil {
+		h = o.Wrap(h)
+	}
+	srv := rcp.NewServer(h, o.Server)
 	if o.Listener != nil {
 		if !o.NoDial {
 			self, _ := o.Listener.Addr().(*net.TCPAddr)
 			report(g.fed.connect(ctx, func(e *Engine) bool { return self != nil && pointsAt(e.Spec(), self) }))
 		}
 		log.Info("serving RCP over HTTP", "url", "http://"+o.Listener.Addr().String()+"/rcp",
-			"auth", o.HTTP != nil && len(o.HTTP.BearerTokens) > 0)
+			"auth", o.HTTP != nil && (len(o.HTTP.BearerTokens) > 0 || o.HTTP.Authenticate != nil))
 		if o.Mount == nil {
 			return srv.ServeListener(ctx, o.Listener, o.HTTP)
 		}

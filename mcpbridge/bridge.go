@@ -415,8 +415,12 @@ func (b *Bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// route records each session's log level and serves resources/list.
+// route checks the caller's token scope, records each session's log
+// level and serves resources/list.
 func (b *Bridge) route(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	if err := checkScope(method, req); err != nil {
+		return nil, err
+	}
 	switch method {
 	case "logging/setLevel":
 		res, err := next(ctx, method, req)

@@ -48,6 +48,8 @@ func wireError(err error) error {
 	switch re.Code {
 	case rcp.CodeInvalidParams, rcp.CodeOptionUnsupported, rcp.CodeCapabilityMissing, rcp.CodePayloadTooLarge, rcp.CodeNotFound:
 		code = jsonrpc.CodeInvalidParams
+	case rcp.CodeUnauthorized: // the engine refused the face's token (--connect)
+		code = int64(rcp.CodeUnauthorized)
 	}
 	data := map[string]any{"rcpCode": int(re.Code), "rcpError": re.Code.String()}
 	if d := re.Data; d != nil {
@@ -59,6 +61,9 @@ func wireError(err error) error {
 		}
 		if d.Detail != "" {
 			data["detail"] = d.Detail
+		}
+		if sc, ok := d.Extra["scope"]; ok {
+			data["scope"] = sc
 		}
 	}
 	data["retryable"] = re.Retryable()

@@ -10,17 +10,21 @@ import (
 	"sync"
 	"time"
 
+	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/mcpbridge/tasks"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // HTTPOptions configure the streamable HTTP face.
 type HTTPOptions struct {
-	// BearerToken, when set, is required as "Authorization: Bearer …" on
-	// every request (compared in constant time).
-	BearerToken string
+	// Tokens, when not empty, require one of them as "Authorization:
+	// Bearer …" on every request (401 otherwise), read with the one
+	// parser of every rcpd route; each tool call then needs the scope of
+	// its tool (ToolScope: -32012 with error.data.scope otherwise).
+	Tokens *auth.Set
 	// TrustedOrigins are browser origins (scheme://host[:port]) allowed to
 	// make cross-origin requests; all others are refused by
 	// http.CrossOriginProtection.
@@ -64,22 +68,39 @@ func (b *Bridge) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		maxSess = DefaultMaxSessions
 	}
 	var out http.Handler = cop.Handler(&sessionGuard{b: b, max: maxSess, next: newCancelGuard(tasks.LiftHTTP(h, MaxFrameBytes), MaxFrameBytes), used: map[string]time.Time{}, closing: map[string]bool{}})
-	if tok := opts.BearerToken; tok != "" {
-		next := out
-		out = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			got, ok := rcp.BearerToken(r.Header.Get("Authorization"))
-			if !ok || !rcp.TokenMatches(got, []string{tok}) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="rcpd-mcp"`)
-				http.Error(w, "Unauthorized", http.StatusUnauthorized)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
+	if opts.Tokens.Enabled() {
+		out = requireToken(opts.Tokens, out)
 	}
 	if len(opts.TrustedOrigins) > 0 {
 		out = cors(opts.TrustedOrigins, out)
 	}
 	return out, nil
+}
+
+// requireToken admits requests carrying one of tokens and hands the
+// go-sdk the token's name and scopes (mcp.RequestExtra.TokenInfo): it
+// binds each MCP session to the token that opened it (another token cannot
+// use the session) and the bridge checks each tool's scope against it.
+func requireToken(tokens *auth.Set, next http.Handler) http.Handler {
+	verify := func(_ context.Context, _ string, r *http.Request) (*mcpauth.TokenInfo, error) {
+		t, ok := tokens.FromRequest(r) // the one bearer parser, not the go-sdk's
+		if !ok {
+			return nil, mcpauth.ErrInvalidToken
+		}
+		scopes := make([]string, len(t.Scopes))
+		for i, s := range t.Scopes {
+			scopes[i] = string(s)
+		}
+		return &mcpauth.TokenInfo{Scopes: scopes, UserID: t.Name}, nil
+	}
+	h := mcpauth.RequireBearerToken(verify, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := tokens.FromRequest(r); !ok {
+			auth.Refuse(w, http.StatusUnauthorized, "", "rcpd-mcp")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // cors lets the trusted browser origins use the endpoint: their requests

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -20,7 +21,7 @@ import (
 // are refused.
 func TestCORSForTrustedOrigins(t *testing.T) {
 	b, _ := newBridge(t, fullCaps(), Options{})
-	srv := serveHTTP(t, b, HTTPOptions{TrustedOrigins: []string{"https://app.example"}, BearerToken: "s3cret"})
+	srv := serveHTTP(t, b, HTTPOptions{TrustedOrigins: []string{"https://app.example"}, Tokens: auth.Static("t", "s3cret")})
 	do := func(method, origin string, header map[string]string, body string) *http.Response {
 		req, _ := http.NewRequest(method, srv.URL, strings.NewReader(body))
 		req.Header.Set("Origin", origin)

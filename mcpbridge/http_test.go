@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rcpgo/rcpgo/internal/auth"
 )
 
 // bearerTransport adds a bearer token to every request.
@@ -116,7 +118,7 @@ func mustCall(t *testing.T, cs *mcp.ClientSession, p *mcp.CallToolParams) *mcp.C
 func TestHTTPProtections(t *testing.T) {
 	b, _ := newBridge(t, fullCaps(), Options{})
 	open := serveHTTP(t, b, HTTPOptions{TrustedOrigins: []string{"https://app.example"}})
-	locked := serveHTTP(t, b, HTTPOptions{BearerToken: "s3cret"})
+	locked := serveHTTP(t, b, HTTPOptions{Tokens: auth.Static("t", "s3cret")})
 	tests := []struct {
 		name   string
 		url    string

@@ -82,7 +82,11 @@ type HTTPOptions struct {
 	// with one of them before anything else (§5.2, §15.6): 401 and -32012.
 	// Credentials are never read from params.
 	BearerTokens []string
-	// Authorize, when set, is consulted (after BearerTokens) and rejects a
+	// Authenticate, when set, identifies the credentials of a request
+	// (after BearerTokens): the principal it names (Caller.Principal in
+	// the handler's context), or false to refuse it (401 and -32012).
+	Authenticate func(*http.Request) (principal string, ok bool)
+	// Authorize, when set, is consulted (after Authenticate) and rejects a
 	// caller by returning false.
 	Authorize func(*http.Request) bool
 	// RateLimit, when set, sheds load per client (429 + Retry-After, -32011).
@@ -248,7 +252,8 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// §5.2/§15.6: auth first — before initialize, before capability gating,
 	// with one uniform answer.
-	if !h.authorized(r) {
+	principal, ok := h.authorized(r)
+	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rcp"`)
 		writeJSON(w, http.StatusUnauthorized, errorFrame(nil, NewError(CodeUnauthorized, "unauthorized")))
 		return
@@ -290,11 +295,11 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	wantSSE := strings.Contains(r.Header.Get("Accept"), "text/event-stream") &&
 		trimmed[0] == '{' && sess.description().Capabilities.Streaming != nil
 	if wantSSE {
-		h.serveSSE(w, r, sess, trimmed, pathMethod)
+		h.serveSSE(w, r, sess, trimmed, pathMethod, callerFor(r, principal))
 		return
 	}
 
-	fo := frameOpts{compactOK: true, reqCtx: r.Context(), method: pathMethod}
+	fo := frameOpts{compactOK: true, reqCtx: r.Context(), method: pathMethod, caller: callerFor(r, principal)}
 	out := <-h.handleWithSession(sess, trimmed, fo)
 	if out != nil && isCompact(trimmed) {
 		// §5.3: a compact {method, params} request gets a compact answer,
@@ -344,7 +349,7 @@ func statusFor(out []byte) int {
 // the client: frames go through a bounded queue (sseQueue, overflow
 // dropped) to a writer that gives each frame SSEWriteTimeout; a client that
 // stops reading loses the stream and its request is cancelled.
-func (h *HTTPHandler) serveSSE(w http.ResponseWriter, r *http.Request, sess *session, body []byte, pathMethod string) {
+func (h *HTTPHandler) serveSSE(w http.ResponseWriter, r *http.Request, sess *session, body []byte, pathMethod string, caller Caller) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	sw := &sseWriter{w: w, rc: http.NewResponseController(w), cancel: cancel}
@@ -369,7 +374,7 @@ func (h *HTTPHandler) serveSSE(w http.ResponseWriter, r *http.Request, sess *ses
 			sw.event(b)
 		}
 	}()
-	fo := frameOpts{compactOK: true, reqCtx: ctx, method: pathMethod, notify: notify}
+	fo := frameOpts{compactOK: true, reqCtx: ctx, method: pathMethod, notify: notify, caller: caller}
 	out := <-h.handleWithSession(sess, body, fo)
 	mu.Lock()
 	closed = true
@@ -434,18 +439,30 @@ func (h *HTTPHandler) route(path string) (method string, ok bool) {
 	return strings.TrimPrefix(path, base+"/"), true
 }
 
-func (h *HTTPHandler) authorized(r *http.Request) bool {
+// authorized applies BearerTokens, Authenticate and Authorize, and
+// returns the principal the request is served as.
+func (h *HTTPHandler) authorized(r *http.Request) (principal string, ok bool) {
 	if len(h.opts.BearerTokens) > 0 {
 		tok, found := BearerToken(r.Header.Get("Authorization"))
 		if !found || !TokenMatches(tok, h.opts.BearerTokens) {
-			return false
+			return "", false
+		}
+		principal = PrincipalBearer
+	}
+	if h.opts.Authenticate != nil {
+		if principal, ok = h.opts.Authenticate(r); !ok {
+			return "", false
 		}
 	}
 	if h.opts.Authorize != nil && !h.opts.Authorize(r) {
-		return false
+		return "", false
 	}
-	return true
+	return principal, true
 }
+
+// PrincipalBearer is the principal of a request authenticated by one of
+// HTTPOptions.BearerTokens.
+const PrincipalBearer = "bearer"
 
 // sessionFor picks the session of a request. A non-nil frame is an answer to
 // write instead (an unknown session token).

@@ -53,9 +53,10 @@ type ServerOptions struct {
 // (§7, §12), batching (§11), cancellation (§7.14), deadlines (§13.1) and the
 // progress/log plumbing (§9, §17).
 type Server struct {
-	h    Handler
-	opts ServerOptions
-	log  *slog.Logger
+	h       Handler
+	opts    ServerOptions
+	log     *slog.Logger
+	serials atomic.Uint64 // numbers the sessions (Caller.Session)
 }
 
 // NewServer returns a Server for h. opts may be nil.
@@ -190,11 +191,12 @@ const (
 
 // session is the per-connection protocol state machine of §13.
 type session struct {
-	srv  *Server
-	kind sessionKind
-	ctx  context.Context // cancelled on transport death
-	id   string          // HTTP session token ("" otherwise)
-	peer string          // HTTP client address (per-client session caps)
+	srv    *Server
+	kind   sessionKind
+	ctx    context.Context // cancelled on transport death
+	id     string          // HTTP session token ("" otherwise)
+	peer   string          // HTTP client address (per-client session caps)
+	serial uint64          // this server's number for the session (Caller.Session)
 
 	// write sends session-level frames (notifications) on streams.
 	write func([]byte) error
@@ -218,7 +220,7 @@ type session struct {
 }
 
 func (s *Server) newSession(ctx context.Context, kind sessionKind) *session {
-	sess := &session{srv: s, kind: kind, ctx: ctx, inflight: map[string]*requestContext{}, lastUsed: time.Now()}
+	sess := &session{srv: s, kind: kind, ctx: ctx, inflight: map[string]*requestContext{}, lastUsed: time.Now(), serial: s.serials.Add(1)}
 	sess.workers = workerPool{tasks: make(chan *serverCall), done: ctx.Done()}
 	if kind == sessionStateless {
 		sess.state = stateReady
@@ -360,6 +362,8 @@ type frameOpts struct {
 	// returns (a stream's writer copies it), so it may be passed in a
 	// buffer that is reused afterwards.
 	syncReply bool
+	// caller is who sent the frame over HTTP (zero on streams).
+	caller Caller
 }
 
 // serveMessage serves one message. done is called exactly once: with the
@@ -626,6 +630,7 @@ type requestScope struct {
 	token    json.RawMessage // progress token, nil when progress is not allowed
 	notify   func([]byte)
 	logLevel string // minimum level, "" when the client did not opt in
+	caller   Caller
 }
 
 func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func([]byte), fo frameOpts) {
@@ -647,7 +652,7 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 		meta = pm.Meta
 	}
 	c := &serverCall{sess: sess, params: params, done: done, syncReply: fo.syncReply}
-	c.scope = requestScope{sess: sess, desc: desc, id: m.ID, method: m.Method, meta: meta, notify: notify}
+	c.scope = requestScope{sess: sess, desc: desc, id: m.ID, method: m.Method, meta: meta, notify: notify, caller: sess.caller(fo.caller)}
 	scope := &c.scope
 	if desc.Capabilities.Streaming != nil {
 		if tok := bytes.TrimSpace(meta[MetaProgressToken]); isProgressToken(tok) {
@@ -720,6 +725,20 @@ func (sess *session) startCall(m *jsonrpc.Message, desc *Description, done func(
 		c.unlink = context.AfterFunc(fo.reqCtx, func() { c.ctx.cancel(errTransportClosed) })
 	}
 	sess.workers.run(c)
+}
+
+// caller completes the transport's caller with the session.
+func (sess *session) caller(c Caller) Caller {
+	switch sess.kind {
+	case sessionStream:
+		c.Transport = TransportStream
+		c.Session = sessionName(sess.serial)
+	case sessionHTTP:
+		if sess.id != "" { // not the single shared session
+			c.Session = sessionName(sess.serial)
+		}
+	}
+	return c
 }
 
 // serverCall is one request being served: its context, its scope and the state

@@ -21,6 +21,11 @@ const (
 	MethodRCPGoGet    = "x-rcpgo/get"
 	MethodRCPGoList   = "x-rcpgo/list"
 	MethodRCPGoValues = "x-rcpgo/values"
+	// MethodRCPGoQuarantineList and MethodRCPGoQuarantineLift let an
+	// operator see and lift the quarantines client feedback put on units
+	// (§15.3; rcpd serves them to tokens holding the admin scope).
+	MethodRCPGoQuarantineList = "x-rcpgo/quarantine/list"
+	MethodRCPGoQuarantineLift = "x-rcpgo/quarantine/lift"
 )
 
 // RCPGoCap is the value of the x-rcpgo capability: the vendor methods served.

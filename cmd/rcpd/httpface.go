@@ -12,6 +12,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/engine/search"
+	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -34,16 +35,18 @@ type httpFaceConfig struct {
 	ln             net.Listener // the main address, bound (listen)
 	metricsAddr    string
 	opts           *rcp.HTTPOptions
+	tokens         *auth.Set
 	requestTimeout time.Duration
 	mount          func(*http.ServeMux) // more handlers on the main address (the console)
 }
 
 // startHTTP listens and serves; each server's end is sent on errc.
 //
-// Under a bearer token, /metrics needs the token too (it exposes counts and
-// the index version) and /healthz answers unauthenticated callers with the
-// status alone; --metrics-addr serves both without auth on a separate
-// (typically loopback or cluster-internal) address for scrapers and probes.
+// Under tokens, /metrics needs one with the admin scope (it exposes counts
+// and the index version) and /healthz answers callers without a read token
+// with the status alone; --metrics-addr serves both without auth on a
+// separate (typically loopback or cluster-internal) address for scrapers
+// and probes.
 func startHTTP(c httpFaceConfig, srv *rcp.Server, eng engineState, m *metrics, log *slog.Logger, errc chan<- error) (*httpFace, int, error) {
 	f := &httpFace{rh: srv.HTTPHandler(c.opts)}
 	lim := c.opts.Limits
@@ -53,19 +56,13 @@ func startHTTP(c httpFaceConfig, srv *rcp.Server, eng engineState, m *metrics, l
 	mux := http.NewServeMux()
 	mux.Handle("/rcp", f.rh)
 	mux.Handle("/rcp/", f.rh)
-	authed := func(r *http.Request) bool {
-		if len(c.opts.BearerTokens) == 0 {
-			return true
-		}
-		tok, ok := rcp.BearerToken(r.Header.Get("Authorization"))
-		return ok && rcp.TokenMatches(tok, c.opts.BearerTokens)
-	}
+	reader := func(r *http.Request) bool { _, ok := c.tokens.Allows(r, auth.Read); return ok }
 	if c.mount != nil {
 		c.mount(mux)
 	}
 	if c.metricsAddr == "" {
-		mux.HandleFunc("/healthz", healthz(eng, authed))
-		mux.Handle("/metrics", requireAuth(m.handler(), authed))
+		mux.HandleFunc("/healthz", healthz(eng, reader))
+		mux.Handle("/metrics", c.tokens.Require(auth.Admin, "rcp", m.handler()))
 	}
 	started := 0
 	serve := func(ln net.Listener, h http.Handler, what string) {
@@ -104,17 +101,6 @@ func (f *httpFace) close() {
 		_ = hs.Shutdown(sctx)
 	}
 	_ = f.rh.Close()
-}
-
-func requireAuth(h http.Handler, authed func(*http.Request) bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !authed(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="rcp"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // engineState is what /healthz and /metrics read of the engine.

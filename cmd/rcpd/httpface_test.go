@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine"
+	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -30,7 +31,8 @@ func TestHTTPFaceAuth(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, metricsAddr := range []string{"", "127.0.0.1:0"} {
 		errc := make(chan error, 2)
-		f, _, err := startHTTP(httpFaceConfig{ln: listen(t, "127.0.0.1:0"), metricsAddr: metricsAddr, opts: &rcp.HTTPOptions{BearerTokens: []string{"tok"}}},
+		tokens := auth.Static("test", "tok")
+		f, _, err := startHTTP(httpFaceConfig{ln: listen(t, "127.0.0.1:0"), metricsAddr: metricsAddr, opts: &rcp.HTTPOptions{Authenticate: tokens.Authenticate}, tokens: tokens},
 			srv, eng, m, log, errc)
 		if err != nil {
 			t.Fatal(err)

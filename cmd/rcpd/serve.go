@@ -20,6 +20,7 @@ import (
 	"github.com/rcpgo/rcpgo/console"
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/engine/chunk"
+	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/internal/demo"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
@@ -45,6 +46,7 @@ type fileConfig struct {
 	QueryConc      int               `json:"queryConcurrency"`
 	HTTPSessions   string            `json:"httpSessions"`
 	BearerTokens   []string          `json:"bearerTokens"`
+	TokenFile      string            `json:"tokenFile"`
 	RequestTimeout string            `json:"requestTimeout"`
 	LogLevel       string            `json:"logLevel"`
 	Rerank         rerankConfig      `json:"rerank"`
@@ -108,6 +110,7 @@ var demoFields = map[string]string{"topic": "keyword", "year": "int", "lang": "k
 
 type serveFlags struct {
 	data, httpAddr, config, logLevel, sessions, dense, token string
+	tokenFile                                                string
 	onLocked, rerankModel, rerankTokenizer                   string
 	maxRequest                                               string
 	stdio, demo, readOnly, graph                             bool
@@ -191,7 +194,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&f.maxRequest, "max-request-bytes", "", "largest request accepted, in bytes (a stdio frame or an HTTP body; env RCPD_MAX_REQUEST_BYTES; default 16777216): rcp index add sizes its batches by it, and a file larger than it is skipped by name")
 	fs.StringVar(&f.rerankModel, "rerank-model", "", "--rerank onnx-*: ONNX cross-encoder or ColBERT model (env RCPD_RERANK_MODEL; needs --rerank-tokenizer and ONNX Runtime)")
 	fs.StringVar(&f.rerankTokenizer, "rerank-tokenizer", "", "tokenizer.json of the rerank model (env RCPD_RERANK_TOKENIZER)")
-	fs.StringVar(&f.token, "token", "", "require this bearer token on HTTP (env RCPD_TOKEN); /metrics needs it too and /healthz shows counts only with it")
+	fs.StringVar(&f.token, "token", "", "require this bearer token on HTTP, with every scope (env RCPD_TOKEN); /metrics needs it too and /healthz shows counts only with it")
+	fs.StringVar(&f.tokenFile, "token-file", "", "require one of the tokens of this `FILE` on HTTP, each with its scopes read, write, admin (env RCPD_TOKEN_FILE; format: docs/hostile-input.md, rcpd token new)")
 	fs.Var(&f.allowHosts, "allow-host", "also accept this `NAME` in the HTTP Host header (repeatable; IP literals and localhost always pass; * accepts any): DNS-rebinding protection")
 	fs.Var(&f.allowOrigins, "allow-origin", "accept cross-site browser requests from this `ORIGIN` (scheme://host[:port], repeatable; * accepts any): CSRF protection")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz without auth on this separate `ADDR` (and not on --http)")
@@ -340,24 +344,26 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	errc := make(chan error, 4)
 	go eng.failed(errc)
 	m := newMetrics(eng)
-	srv := rcp.NewServer(m.wrap(eng), &rcp.ServerOptions{Logger: log, RequestTimeout: timeout, MaxFrameBytes: int(cfg.MaxRequestBytes)})
+	tokens, err := auth.Configure(pick(f.tokenFile, os.Getenv("RCPD_TOKEN_FILE"), fc.TokenFile),
+		append(slices.Clone(fc.BearerTokens), pick(f.token, os.Getenv("RCPD_TOKEN")))...)
+	if err != nil {
+		return err
+	}
+	srv := rcp.NewServer(m.wrap(tokens.Guard(eng)), &rcp.ServerOptions{Logger: log, RequestTimeout: timeout, MaxFrameBytes: int(cfg.MaxRequestBytes)})
 
 	if ln != nil {
 		mode, err := sessionMode(pick(f.sessions, os.Getenv("RCPD_HTTP_SESSIONS"), fc.HTTPSessions, "stateful"))
 		if err != nil {
 			return err
 		}
-		opts := &rcp.HTTPOptions{Sessions: mode, BearerTokens: fc.BearerTokens,
+		opts := &rcp.HTTPOptions{Sessions: mode, Authenticate: tokens.Authenticate,
 			AllowedHosts: append(fc.AllowHosts, f.allowHosts...), TrustedOrigins: append(fc.AllowOrigins, f.allowOrigins...)}
-		if t := pick(f.token, os.Getenv("RCPD_TOKEN")); t != "" {
-			opts.BearerTokens = append(opts.BearerTokens, t)
-		}
 		uiOff := f.noUI || fc.NoUI || os.Getenv("RCPD_NO_UI") == "1"
 		var mount func(*http.ServeMux)
 		if !uiOff {
 			mount = func(mux *http.ServeMux) {
 				mux.Handle("/", console.New(console.Options{
-					Server: srv, Authorize: console.BearerAuth(opts.BearerTokens), Version: version, Logger: log,
+					Server: srv, Tokens: tokens, Version: version, Logger: log,
 					Datasets:     pick(f.uiDatasets, os.Getenv("RCPD_UI_DATASETS"), fc.UIDatasets),
 					AllowedHosts: opts.AllowedHosts, // the RCP endpoint's DNS-rebinding list
 				}))
@@ -370,7 +376,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 				}
 			}
 		}
-		face, _, err := startHTTP(httpFaceConfig{ln: ln, metricsAddr: pick(f.metricsAddr, fc.MetricsAddr), opts: opts, requestTimeout: timeout, mount: mount},
+		face, _, err := startHTTP(httpFaceConfig{ln: ln, metricsAddr: pick(f.metricsAddr, fc.MetricsAddr), opts: opts, tokens: tokens, requestTimeout: timeout, mount: mount},
 			srv, eng, m, log, errc)
 		if err != nil {
 			return err

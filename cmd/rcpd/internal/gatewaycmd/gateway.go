@@ -17,10 +17,11 @@ import (
 	"github.com/rcpgo/rcpgo/cmd/rcpd/internal/procmetrics"
 	"github.com/rcpgo/rcpgo/console"
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-const usage = `usage: rcpd gateway --registry rcp.json [--http ADDR | --stdio] [--token T] [flags]
+const usage = `usage: rcpd gateway --registry rcp.json [--http ADDR | --stdio] [--token-file FILE] [flags]
 
 Serves every engine of an rcp.json registry (§16.1) as one RCP server:
 retrieve, graph local and graph drift fan out and fuse, catalog/list
@@ -49,7 +50,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		registry      = fs.String("registry", "", "path of the rcp.json engine registry (required)")
 		httpAddr      = fs.String("http", "", "serve HTTP on this address, e.g. 127.0.0.1:8090 (base path /rcp)")
 		stdio         = fs.Bool("stdio", false, "serve NDJSON on stdin/stdout (the default when --http is not given)")
-		token         = fs.String("token", "", "require this bearer token on the HTTP listener (-32012 otherwise)")
+		token         = fs.String("token", "", "require this bearer token on the HTTP listener, with every scope (-32012 otherwise)")
+		tokenFile     = fs.String("token-file", "", "require one of the tokens of this `FILE` on the HTTP listener, each with its scopes read, write, admin (format: docs/hostile-input.md)")
 		sessions      = fs.String("sessions", "stateful", "HTTP session mode: stateful (a session per initializing client; tokenless requests served statelessly) | stateless | single")
 		identity      = fs.String("id", "", "federation identity used for loop detection (default: random per process)")
 		engineTimeout = fs.Duration("engine-timeout", 10*time.Second, "client-side deadline of one engine call")
@@ -88,8 +90,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return fail("--registry is required")
 	case *httpAddr != "" && *stdio:
 		return fail("give either --http or --stdio, not both")
-	case *token != "" && *httpAddr == "":
-		return fail("--token needs --http (stdio peers are authorised by whoever spawns the process)")
+	case (*token != "" || *tokenFile != "") && *httpAddr == "":
+		return fail("--token and --token-file need --http (stdio peers are authorised by whoever spawns the process)")
 	case (len(allowHosts) > 0 || len(allowOrigins) > 0 || *metricsAddr != "") && *httpAddr == "":
 		return fail("--allow-host, --allow-origin and --metrics-addr need --http")
 	}
@@ -119,10 +121,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err != nil {
 		return fail("--sessions: %v", err)
 	}
-	httpOpts := &rcp.HTTPOptions{Sessions: mode, AllowedHosts: allowHosts, TrustedOrigins: allowOrigins}
-	if *token != "" {
-		httpOpts.BearerTokens = []string{*token}
+	tokens, err := auth.Configure(*tokenFile, *token)
+	if err != nil {
+		return fail("%v", err)
 	}
+	httpOpts := &rcp.HTTPOptions{Sessions: mode, AllowedHosts: allowHosts, TrustedOrigins: allowOrigins, Authenticate: tokens.Authenticate}
 	reg, err := federation.LoadRegistry(*registry)
 	if err != nil {
 		return fail("%v", err)
@@ -148,14 +151,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	})
 	defer gw.Close()
 	o := federation.ServeOptions{HTTP: httpOpts, Stdin: stdin, Stdout: stdout, Server: &rcp.ServerOptions{Logger: log},
-		Logger: log, EngineTimeout: *engineTimeout, NoDial: budget <= 0}
+		Logger: log, EngineTimeout: *engineTimeout, NoDial: budget <= 0, Wrap: tokens.Guard}
 	if *httpAddr != "" {
 		o.Mount = func(mux *http.ServeMux, srv *rcp.Server) {
 			if *metricsAddr == "" {
-				procmetrics.Mount(mux, httpOpts.BearerTokens, "rcpd-gateway")
+				procmetrics.Mount(mux, tokens, "rcpd-gateway")
 			}
 			if !*noUI {
-				mux.Handle("/", console.New(console.Options{Server: srv, Authorize: console.BearerAuth(httpOpts.BearerTokens),
+				mux.Handle("/", console.New(console.Options{Server: srv, Tokens: tokens,
 					Datasets: *uiDatasets, Title: "rcpd gateway console", Logger: log, AllowedHosts: httpOpts.AllowedHosts}))
 			}
 		}

@@ -126,7 +126,7 @@ func TestMainUsage(t *testing.T) {
 	}{
 		{nil, "--registry is required"},
 		{[]string{"--registry", reg, "--http", "127.0.0.1:0", "--stdio"}, "not both"},
-		{[]string{"--registry", reg, "--token", "t"}, "--token needs --http"},
+		{[]string{"--registry", reg, "--token", "t"}, "--token and --token-file need --http"},
 		{[]string{"--registry", reg, "--fusion", "magic"}, "unknown --fusion"},
 		{[]string{"--registry", bad}, `engines[0].transport`},
 		{[]string{"--registry", filepath.Join(t.TempDir(), "missing.json")}, "no such file"},

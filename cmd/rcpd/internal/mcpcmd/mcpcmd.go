@@ -26,6 +26,7 @@ import (
 	"github.com/rcpgo/rcpgo/cmd/rcpd/internal/procmetrics"
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/mcpbridge"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -74,7 +75,7 @@ func newFlags(name string, stderr io.Writer, c *config, desc bool) *flag.FlagSet
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP on `ADDR` (loopback only unless --allow-remote) instead of stdio")
 	fs.StringVar(&c.path, "path", "/mcp", "HTTP endpoint `PATH`")
-	fs.StringVar(&c.tokenFile, "token-file", "", "require the bearer token read from `FILE` over HTTP (or set $"+TokenEnv+")")
+	fs.StringVar(&c.tokenFile, "token-file", "", "require one of the tokens of `FILE` over HTTP: NAME SCOPES SECRET lines (scopes read, write, admin; docs/hostile-input.md), or one bare token with every scope (or set $"+TokenEnv+")")
 	fs.StringVar(&c.connect, "connect", "", "RCP engine at HTTP base `URL`")
 	fs.StringVar(&c.connectTokenFile, "connect-token-file", "", "with --connect: send the bearer token read from `FILE` to the engine (or set $"+ConnectTokenEnv+")")
 	fs.StringVar(&c.registry, "registry", "", "rcp.json `FILE` (with --engine)")
@@ -173,7 +174,14 @@ func (c *config) logger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 }
 
-func (c *config) token() (string, error) { return readToken(c.tokenFile, TokenEnv, "--token-file") }
+// tokens are the MCP face's tokens: the token file (several tokens with
+// scopes, or one bare token with every scope), else $RCPD_MCP_TOKEN.
+func (c *config) tokens() (*auth.Set, error) {
+	if c.tokenFile != "" {
+		return auth.Configure(c.tokenFile)
+	}
+	return auth.Configure("", strings.TrimSpace(os.Getenv(TokenEnv)))
+}
 
 // readToken reads a bearer token from file, else from the environment.
 func readToken(file, env, flagName string) (string, error) {
@@ -297,7 +305,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 }
 
 func run(ctx context.Context, c *config, log *slog.Logger, stdin io.Reader, stdout, stderr io.Writer) error {
-	token, err := c.token()
+	tokens, err := c.tokens()
 	if err != nil {
 		return err
 	}
@@ -327,8 +335,8 @@ func run(ctx context.Context, c *config, log *slog.Logger, stdin io.Reader, stdo
 		if err != nil {
 			return err
 		}
-		log.Info("rcpd mcp: serving streamable HTTP", "url", "http://"+ln.Addr().String()+c.path, "auth", token != "")
-		opts := mcpbridge.HTTPOptions{BearerToken: token, TrustedOrigins: c.origins}
+		log.Info("rcpd mcp: serving streamable HTTP", "url", "http://"+ln.Addr().String()+c.path, "auth", tokens.Enabled())
+		opts := mcpbridge.HTTPOptions{Tokens: tokens, TrustedOrigins: c.origins}
 		if c.metricsAddr != "" {
 			mctx, cancel := context.WithCancel(ctx) // the metrics listener ends with the MCP one
 			defer cancel()
@@ -337,10 +345,6 @@ func run(ctx context.Context, c *config, log *slog.Logger, stdin io.Reader, stdo
 				return fmt.Errorf("--metrics-addr: %w", err)
 			}
 		} else {
-			var tokens []string
-			if token != "" {
-				tokens = []string{token}
-			}
 			opts.Mount = func(mux *http.ServeMux) { procmetrics.Mount(mux, tokens, "rcpd-mcp") }
 		}
 		return b.ServeHTTP(ctx, ln, c.path, opts)
@@ -431,7 +435,7 @@ func DescMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 }
 
 func describe(ctx context.Context, c *config, log *slog.Logger, stderr io.Writer) ([]byte, error) {
-	token, err := c.token()
+	tokens, err := c.tokens()
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +451,7 @@ func describe(ctx context.Context, c *config, log *slog.Logger, stderr io.Writer
 	opts := mcpbridge.DescribeOptions{Command: "rcpd", Args: append([]string{"mcp"}, c.sourceArgs...)}
 	if c.httpAddr != "" {
 		opts.HTTPURL = "http://" + c.httpAddr + c.path
-		opts.Bearer = token != ""
+		opts.Bearer = tokens.Enabled()
 	}
 	d, err := b.Describe(ctx, opts)
 	if err != nil {

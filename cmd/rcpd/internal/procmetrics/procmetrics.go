@@ -3,8 +3,8 @@
 // collectors (go_goroutines, process_resident_memory_bytes, open file
 // descriptors…), which is what an operator watches under attack. It also
 // holds the rule every rcpd face applies to /metrics (docs/hostile-input.md
-// item 3): under a bearer token the endpoint needs the token, or it moves
-// to a separate unauthenticated address with --metrics-addr.
+// item 3): under tokens the endpoint needs one with the admin scope, or it
+// moves to a separate unauthenticated address with --metrics-addr.
 package procmetrics
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -29,26 +30,10 @@ func Handler() http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
-// RequireBearer lets through only requests carrying one of tokens as
-// "Authorization: Bearer …" (401 otherwise); with no tokens, everything.
-func RequireBearer(h http.Handler, tokens []string, realm string) http.Handler {
-	if len(tokens) == 0 {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := rcp.BearerToken(r.Header.Get("Authorization"))
-		if !ok || !rcp.TokenMatches(tok, tokens) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="`+realm+`"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// Mount adds /metrics to mux, behind the bearer tokens when there are any.
-func Mount(mux *http.ServeMux, tokens []string, realm string) {
-	mux.Handle("/metrics", RequireBearer(Handler(), tokens, realm))
+// Mount adds /metrics to mux, behind a token with the admin scope when
+// there are tokens.
+func Mount(mux *http.ServeMux, tokens *auth.Set, realm string) {
+	mux.Handle("/metrics", tokens.Require(auth.Admin, realm, Handler()))
 }
 
 // ServeSeparate serves /metrics without auth on addr (--metrics-addr),
