@@ -759,15 +759,6 @@ func classify(w string, start, end int) token {
 	return t
 }
 
-func hasLetter(s string) bool {
-	for _, r := range s {
-		if unicode.IsLetter(r) {
-			return true
-		}
-	}
-	return false
-}
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
