@@ -22,7 +22,6 @@ import (
 	"github.com/rcpgo/rcpgo/engine/graph"
 	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/fusion"
 )
@@ -278,6 +277,7 @@ type graphResult struct {
 	Communities *[]rcp.Community `json:"communities,omitempty"`
 	Nodes       *[]rcp.GraphNode `json:"nodes,omitempty"`
 	Edges       *[]rcp.GraphEdge `json:"edges,omitempty"`
+	Usage       *rcp.Usage       `json:"usage,omitempty"`
 }
 
 func (e *Engine) graphOp(ctx context.Context, p *graphParams) (*graphResult, error) {
@@ -289,12 +289,17 @@ func (e *Engine) graphOp(ctx context.Context, p *graphParams) (*graphResult, err
 	seeds := graph.Seeds{Query: pl.query, IDs: pl.seeds}
 	switch pl.op {
 	case "local":
+		seeds, err := e.graphSeeds(ctx, pl.query, pl.seeds)
+		if err != nil {
+			return nil, err
+		}
 		hits, err := g.Local(ctx, seeds, pl.k, pl.hops)
 		if err != nil {
 			return nil, err
 		}
+		hits = orRetrieved(hits, seeds, pl.k)
 		out, err := e.graphHits(ctx, hits)
-		return &graphResult{Hits: &out}, err
+		return &graphResult{Hits: &out, Usage: notesUsage(fallbackNote(hits))}, err
 	case "drift":
 		return e.graphDrift(ctx, pl)
 	case "global":
@@ -358,11 +363,15 @@ func wireCommunity(c *graph.Community, score *float64) rcp.Community {
 // rank).
 func (e *Engine) graphDrift(ctx context.Context, pl *graphPlan) (*graphResult, error) {
 	g := e.kg.g
-	seeds := graph.Seeds{Query: pl.query, IDs: pl.seeds}
+	seeds, err := e.graphSeeds(ctx, pl.query, pl.seeds)
+	if err != nil {
+		return nil, err
+	}
 	local, err := g.Local(ctx, seeds, pl.k, pl.hops)
 	if err != nil {
 		return nil, err
 	}
+	local = orRetrieved(local, seeds, pl.k)
 	clues, err := g.Clues(ctx, seeds, driftFollowups, pl.hops)
 	if err != nil {
 		return nil, err
@@ -401,7 +410,7 @@ func (e *Engine) graphDrift(ctx context.Context, pl *graphPlan) (*graphResult, e
 		units[i] = u
 	}
 	hits, err := e.graphHits(ctx, units)
-	return &graphResult{Hits: &hits, Followups: followups}, err
+	return &graphResult{Hits: &hits, Followups: followups, Usage: notesUsage(fallbackNote(local))}, err
 }
 
 func idHits(us []graph.UnitHit) []rcp.Hit {
@@ -413,10 +422,10 @@ func idHits(us []graph.UnitHit) []rcp.Hit {
 }
 
 // graphHits turns ranked units into wire hits (text, citation, trust and
-// provenance); units the index no longer holds are skipped.
+// provenance, as retrieve gives them); units the index no longer holds
+// are skipped.
 func (e *Engine) graphHits(ctx context.Context, units []graph.UnitHit) ([]rcp.Hit, error) {
 	out := make([]rcp.Hit, 0, len(units))
-	pol := trust.Policy{Sources: e.cfg.TrustedSources}
 	for _, u := range units {
 		d, err := e.ix.Get(ctx, u.ID)
 		if err != nil {
@@ -429,25 +438,11 @@ func (e *Engine) graphHits(ctx context.Context, units []graph.UnitHit) ([]rcp.Hi
 		h := rcp.Hit{ID: rcp.StringID(u.ID), Score: u.Score, Text: &text, Unit: rcp.UnitDocument, Modality: rcp.ModalityText}
 		zero := 0
 		h.Level = &zero
-		cit := &rcp.Citation{Title: d.Title, Source: WireSource}
-		src := ""
-		if d.Source != nil {
-			src = d.Source.Name
-			if d.Source.Name != "" {
-				cit.Source = d.Source.Name
-			}
-			cit.URI = d.Source.URI
-			if d.Source.Page > 0 {
-				pg := d.Source.Page
-				cit.Page = &pg
-			}
-		}
 		if d.Chunk != nil {
 			h.Unit = rcp.UnitChunk
 			h.Chunk = &rcp.ChunkRef{DocID: d.Chunk.DocID, Index: d.Chunk.Index}
 		}
-		h.Citation = cit
-		h.Trust = &rcp.Trust{Level: pol.Level(src, src == WireSource || src == "")}
+		h.Citation, h.Trust = e.unitCitation(d, nil)
 		if len(u.Nodes) > 0 || len(u.Path) > 0 {
 			pv := &rcp.Provenance{Nodes: u.Nodes, Path: u.Path}
 			for _, ed := range u.Edges {
@@ -555,6 +550,12 @@ func (e *Engine) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.
 		global = false
 	}
 	seeds := graph.Seeds{Query: *p.Query}
+	if global {
+		var err error
+		if seeds, err = e.graphSeeds(ctx, *p.Query, nil); err != nil {
+			return nil, err
+		}
+	}
 	clues, err := g.Clues(ctx, seeds, n, 0)
 	if err != nil {
 		return nil, err

@@ -129,12 +129,18 @@ func checkGraphMatchesIndex(t *testing.T, dir string) {
 			t.Fatalf("%s: graph units %v, index units %d", d, got, len(units))
 		}
 		for _, u := range units {
-			want := graph.Extract(u.Title, u.Text)
+			want := graph.Extract(u.Title, u.Text, u.Code)
 			var names []string
 			for _, m := range want.Nodes {
-				names = append(names, m.Name)
+				if k := graph.Key(m.Name); !slices.Contains(names, k) {
+					names = append(names, k)
+				}
 			}
-			if have := e.kg.g.UnitNodes(u.ID); !slices.Equal(have, names) {
+			have := e.kg.g.UnitNodes(u.ID)
+			for i, n := range have {
+				have[i] = graph.Key(n)
+			}
+			if !slices.Equal(have, names) {
 				t.Fatalf("%s: graph nodes %v, text gives %v", u.ID, have, names)
 			}
 		}

@@ -55,7 +55,12 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 	}
 	query := p.Query.String()
 	g := e.kg.g
+	seeds, err := e.graphSeeds(ctx, query, nil)
+	if err != nil {
+		return nil, err
+	}
 	var hits []rcp.Hit
+	var cite [][]string // the units behind each hit, in hits order
 	switch p.Unit {
 	case rcp.UnitCommunity:
 		h := g.Communities()
@@ -71,9 +76,10 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 			text, lv := c.Summary, c.Level
 			hits = append(hits, rcp.Hit{ID: rcp.StringID(c.ID), Score: c.Score, Text: &text, Unit: rcp.UnitCommunity, Level: &lv,
 				Modality: rcp.ModalityText, Provenance: &rcp.Provenance{Leaves: c.Leaves}})
+			cite = append(cite, c.Leaves)
 		}
 	case rcp.UnitNode:
-		nodes, err := g.Nodes(ctx, graph.Seeds{Query: query}, k, 1)
+		nodes, err := g.Nodes(ctx, seeds, k, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -83,10 +89,11 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 				text += "\n" + f + "."
 			}
 			hits = append(hits, rcp.Hit{ID: rcp.StringID(n.Name), Score: n.Score, Text: &text, Unit: rcp.UnitNode, Level: &level,
-				Modality: rcp.ModalityText, Provenance: &rcp.Provenance{Nodes: []string{n.Name}}})
+				Modality: rcp.ModalityText, Provenance: &rcp.Provenance{Nodes: []string{n.Name}, Leaves: n.Units}})
+			cite = append(cite, n.Units)
 		}
 	case rcp.UnitPath:
-		paths, err := g.Paths(ctx, graph.Seeds{Query: query}, k, 0)
+		paths, err := g.Paths(ctx, seeds, k, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -95,9 +102,10 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 			hits = append(hits, rcp.Hit{ID: rcp.StringID("path:" + strings.Join(ph.Nodes, " > ")), Score: ph.Score, Text: &text,
 				Unit: rcp.UnitPath, Level: &level, Modality: rcp.ModalityText,
 				Provenance: &rcp.Provenance{Path: ph.Nodes, Nodes: ph.Nodes, Edges: wireEdges(ph.Edges), Leaves: ph.Leaves}})
+			cite = append(cite, ph.Leaves)
 		}
 	case rcp.UnitSubgraph:
-		subs, err := g.Subgraphs(ctx, graph.Seeds{Query: query}, k, 0)
+		subs, err := g.Subgraphs(ctx, seeds, k, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -109,17 +117,27 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 			hits = append(hits, rcp.Hit{ID: rcp.StringID("subgraph:" + sg.Center), Score: sg.Score, Text: &text,
 				Unit: rcp.UnitSubgraph, Level: &level, Modality: rcp.ModalityText,
 				Provenance: &rcp.Provenance{Nodes: sg.Nodes, Edges: wireEdges(sg.Edges), Leaves: sg.Leaves}})
+			cite = append(cite, sg.Leaves)
 		}
 	default: // triplet
-		triples, err := g.Triples(ctx, graph.Seeds{Query: query}, k, 1)
+		triples, err := g.Triples(ctx, seeds, k, 1)
 		if err != nil {
 			return nil, err
 		}
 		for _, t := range triples {
-			text := t.S + " " + t.Pred + " " + t.O + "."
-			hits = append(hits, rcp.Hit{ID: rcp.StringID(t.Unit + "#" + t.S + "|" + t.Pred + "|" + t.O), Score: t.Score, Text: &text,
-				Unit: rcp.UnitTriplet, Level: &level, Modality: rcp.ModalityText,
-				Provenance: &rcp.Provenance{Nodes: []string{t.S, t.O}, Edges: []rcp.Edge{{Src: t.S, Dst: t.O}}, Leaves: []string{t.Unit}}})
+			h, err := e.tripleHit(ctx, t, level)
+			if err != nil {
+				return nil, err
+			}
+			if h != nil {
+				hits = append(hits, *h)
+				cite = append(cite, nil) // cited by its evidence sentence
+			}
+		}
+	}
+	for i := range hits {
+		if _, err := e.citeUnits(ctx, &hits[i], cite[i]); err != nil {
+			return nil, err
 		}
 	}
 	if hits == nil {
@@ -138,4 +156,26 @@ func wireEdges(es []graph.EdgeInfo) []rcp.Edge {
 		out[i] = rcp.Edge{Src: ed.Src, Dst: ed.Dst, Weight: &w}
 	}
 	return out
+}
+
+// tripleHit is a triple as a wire hit: text "subject predicate object."
+// and the evidence sentence, meta subject/predicate/object/evidence, the
+// citation narrowed to the sentence's offsets. nil when the unit is gone.
+func (e *Engine) tripleHit(ctx context.Context, t graph.TripleHit, level int) (*rcp.Hit, error) {
+	d, err := e.ix.Get(ctx, t.Unit)
+	if err != nil || d == nil {
+		return nil, err
+	}
+	var span *[2]int
+	evidence := d.Title
+	if t.Start >= 0 && t.End <= len(d.Text) && t.Start <= t.End {
+		span, evidence = &[2]int{t.Start, t.End}, d.Text[t.Start:t.End]
+	}
+	text := t.S + " " + t.Pred + " " + t.O + ".\nEvidence: " + evidence
+	h := &rcp.Hit{ID: rcp.StringID(t.Unit + "#" + t.S + "|" + t.Pred + "|" + t.O), Score: t.Score, Text: &text,
+		Unit: rcp.UnitTriplet, Level: &level, Modality: rcp.ModalityText,
+		Meta:       map[string]any{"subject": t.S, "predicate": t.Pred, "object": t.O, "evidence": evidence},
+		Provenance: &rcp.Provenance{Nodes: []string{t.S, t.O}, Edges: []rcp.Edge{{Src: t.S, Dst: t.O}}, Leaves: []string{t.Unit}}}
+	h.Citation, h.Trust = e.unitCitation(d, span)
+	return h, nil
 }

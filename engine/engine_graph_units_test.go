@@ -51,7 +51,7 @@ func TestRetrieveGraphUnits(t *testing.T) {
 		t.Fatalf("node hits %+v", n)
 	}
 	tr := get(map[string]any{"query": "where was Boris Kent born", "k": 1, "unit": "triplet"})
-	if len(tr) != 1 || tr[0].Text != "boris kent was born in cara town." || tr[0].Provenance.Leaves[0] != "d2" {
+	if len(tr) != 1 || tr[0].Text != "boris kent was born in cara town.\nEvidence: Boris Kent was born in Cara Town." || tr[0].Provenance.Leaves[0] != "d2" {
 		t.Fatalf("triplet hits %+v", tr)
 	}
 	// A path from the question's entity through the bridge: Anna Vale →

@@ -277,16 +277,19 @@ func (e *Engine) retrieveTreeNode(ctx context.Context, t *tree.Tree, query strin
 	}
 	hits := []rcp.Hit{}
 	for _, n := range t.Rank(level, scores, k) {
-		leaves, err := e.liveIDs(ctx, n.Central)
-		if err != nil {
-			return nil, err
-		}
 		text, lv, by := n.Summary, n.Level, "extractive"
 		if n.Model {
 			by = "model"
 		}
-		hits = append(hits, rcp.Hit{ID: rcp.StringID(n.ID), Score: n.Score, Text: &text, Unit: rcp.UnitTreeNode, Level: &lv,
-			Modality: rcp.ModalityText, Provenance: &rcp.Provenance{Leaves: leaves}, Meta: map[string]any{"summary": by}})
+		h := rcp.Hit{ID: rcp.StringID(n.ID), Score: n.Score, Text: &text, Unit: rcp.UnitTreeNode, Level: &lv,
+			Modality: rcp.ModalityText, Meta: map[string]any{"summary": by}}
+		// Lineage never names a deleted unit: the tree lags deletes.
+		leaves, err := e.citeUnits(ctx, &h, n.Central)
+		if err != nil {
+			return nil, err
+		}
+		h.Provenance = &rcp.Provenance{Leaves: leaves}
+		hits = append(hits, h)
 	}
 	if t.Version != e.ix.Version() {
 		*notes = append(*notes, "the tree is being rebuilt for recent writes; clusters reflect the index as of the last rebuild")
@@ -295,19 +298,4 @@ func (e *Engine) retrieveTreeNode(ctx context.Context, t *tree.Tree, query strin
 	n := len(res.Hits)
 	return &rcp.RetrieveResult{Hits: hits, IndexVersion: e.ix.Version(),
 		Usage: &rcp.Usage{Candidates: &n, LatencyMs: &lat, Notes: *notes}}, nil
-}
-
-// liveIDs keeps the ids the index still holds (a tree lags deletes).
-func (e *Engine) liveIDs(ctx context.Context, ids []string) ([]string, error) {
-	out := make([]string, 0, len(ids))
-	for _, id := range ids {
-		d, err := e.ix.Get(ctx, id)
-		if err != nil {
-			return nil, fmt.Errorf("engine: %w", err)
-		}
-		if d != nil {
-			out = append(out, id)
-		}
-	}
-	return out, nil
 }

@@ -22,7 +22,7 @@ func sciFactGraph(tb testing.TB) *Graph {
 		if err := json.Unmarshal(line, &d); err != nil {
 			tb.Fatal(err)
 		}
-		g.Put(d.ID, d.ID, Extract(d.Title, d.Text))
+		g.Put(d.ID, d.ID, Extract(d.Title, d.Text, false))
 	}
 	return g
 }

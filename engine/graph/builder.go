@@ -36,6 +36,7 @@ type Source interface {
 // SourceUnit is one unit as the index holds it.
 type SourceUnit struct {
 	ID, Title, Text string
+	Code            bool // source code (indexed with --code): identifier rules
 }
 
 // Builder keeps a Graph in step with an index in the background. Writers
@@ -296,8 +297,8 @@ func (b *Builder) apply(ctx context.Context, doc string) error {
 			b.g.Remove(id)
 		}
 	}
-	for _, u := range units {
-		b.g.Put(u.ID, doc, Extract(u.Title, u.Text))
+	for i, ex := range ExtractDoc(units) {
+		b.g.Put(units[i].ID, doc, ex)
 	}
 	return nil
 }

@@ -205,7 +205,7 @@ func (g *Graph) summarizeLocked(level int, parts [][]gg.Node) []*Community {
 		for j, n := range p {
 			ids[j] = int32(n.ID())
 			if int(ids[j]) < len(g.nodes) {
-				c.members[g.nodes[ids[j]].name] = true
+				c.members[g.nodes[ids[j]].key] = true
 			}
 		}
 		g.summarize(c, ids)
@@ -214,8 +214,8 @@ func (g *Graph) summarizeLocked(level int, parts [][]gg.Node) []*Community {
 	return out
 }
 
-// summarize writes c's summary: its most connected entities, then the
-// leads of the units that mention most of its members.
+// summarize writes c's summary: its most connected members (entities
+// first), then the lead of the unit that mentions most of them.
 func (g *Graph) summarize(c *Community, ids []int32) {
 	in := make(map[int32]bool, len(ids))
 	for _, n := range ids {
@@ -275,11 +275,14 @@ func (g *Graph) summarize(c *Community, ids []int32) {
 			break
 		}
 	}
-	c.Summary = "Entities: " + strings.Join(names, ", ") + "."
+	// Readable: the key phrases, then one representative sentence (the
+	// lead of the unit naming most members); ranking reads the other leads
+	// too.
+	c.Summary = "Key phrases: " + strings.Join(names, ", ") + "."
 	if len(leads) > 0 {
-		c.Summary += " " + strings.Join(leads, " ")
+		c.Summary += " " + leads[0]
 	}
-	for _, t := range g.an.Terms(c.Summary) {
+	for _, t := range g.an.Terms(c.Summary + " " + strings.Join(leads, " ")) {
 		c.terms[t] = true
 	}
 }
@@ -325,10 +328,10 @@ func (h *Hierarchy) Rank(ctx context.Context, g *Graph, query string, l, k int) 
 		}
 	}
 	g.mu.RLock()
-	seeds := g.seedsLocked(Seeds{Query: query})
+	seeds, _ := g.seedsLocked(Seeds{Query: query})
 	seedNames := make(map[string]float64, len(seeds))
 	for n, w := range seeds {
-		seedNames[g.nodes[n].name] = w
+		seedNames[g.nodes[n].key] = w
 	}
 	g.mu.RUnlock()
 	var out []ScoredCommunity

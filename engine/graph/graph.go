@@ -14,9 +14,13 @@
 package graph
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
+
+	"github.com/kljensen/snowball/english"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
 )
@@ -29,20 +33,23 @@ const (
 )
 
 type node struct {
-	name  string
+	name  string // display form: the smallest surface form seen
+	key   string // the words stemmed: inflections and case variants are one node
 	kind  uint8
 	units []int32 // units mentioning the node; empty: the node is free
 }
 
 type triple struct {
-	s, o  int32
-	pred  string
-	terms []string // analysed predicate terms (query matching)
+	s, o       int32
+	pred       string
+	terms      []string // analysed predicate terms (query matching)
+	start, end int      // evidence sentence, byte offsets in the unit's text (-1: the title)
 }
 
 type unit struct {
 	id, parent string
 	nodes      []int32
+	groups     [][]int32 // co-occurrence windows (nil: all nodes together)
 	triples    []triple
 	lead       string
 }
@@ -53,7 +60,8 @@ type Graph struct {
 
 	mu        sync.RWMutex
 	nodes     []node
-	byName    map[string]int32
+	byKey     map[string]int32   // node key → node
+	byWord    map[string][]int32 // stemmed word → nodes whose name holds it
 	freeNodes []int32
 	adj       []map[int32]float32
 	units     []*unit // nil: a free slot
@@ -69,7 +77,7 @@ type Graph struct {
 // New returns an empty graph; an analyses predicates and queries (the
 // index's analyzer, so stemming agrees with retrieve).
 func New(an *analysis.Analyzer) *Graph {
-	return &Graph{an: an, byName: map[string]int32{}, unitByID: map[string]int32{}, byParent: map[string][]int32{}}
+	return &Graph{an: an, byKey: map[string]int32{}, byWord: map[string][]int32{}, unitByID: map[string]int32{}, byParent: map[string][]int32{}}
 }
 
 // Stats counts the graph's contents.
@@ -81,7 +89,7 @@ type Stats struct {
 func (g *Graph) Stats() Stats {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	s := Stats{Units: g.live, Nodes: len(g.byName)}
+	s := Stats{Units: g.live, Nodes: len(g.byKey)}
 	for _, m := range g.adj {
 		s.Edges += len(m)
 	}
@@ -99,15 +107,29 @@ func (g *Graph) Put(id, parent string, ex Extraction) {
 	defer g.mu.Unlock()
 	g.removeLocked(id)
 	u := &unit{id: id, parent: parent, lead: ex.Lead}
-	u.nodes = make([]int32, len(ex.Nodes))
+	u.nodes = make([]int32, 0, len(ex.Nodes))
+	idx := make([]int32, len(ex.Nodes))
 	for i, m := range ex.Nodes {
-		u.nodes[i] = g.nodeLocked(m)
+		n := g.nodeLocked(m)
+		idx[i] = n
+		if !slices.Contains(u.nodes, n) { // two mentions may merge into one node
+			u.nodes = append(u.nodes, n)
+		}
+	}
+	for _, grp := range ex.Groups {
+		var ids []int32
+		for _, i := range grp {
+			if i >= 0 && i < len(idx) && !slices.Contains(ids, idx[i]) {
+				ids = append(ids, idx[i])
+			}
+		}
+		u.groups = append(u.groups, ids)
 	}
 	for _, t := range ex.Triples {
-		if t.S < 0 || t.S >= len(u.nodes) || t.O < 0 || t.O >= len(u.nodes) {
+		if t.S < 0 || t.S >= len(idx) || t.O < 0 || t.O >= len(idx) || idx[t.S] == idx[t.O] {
 			continue
 		}
-		u.triples = append(u.triples, triple{s: u.nodes[t.S], o: u.nodes[t.O], pred: t.Pred, terms: g.an.Terms(t.Pred)})
+		u.triples = append(u.triples, triple{s: idx[t.S], o: idx[t.O], pred: t.Pred, terms: g.an.Terms(t.Pred), start: t.Start, end: t.End})
 	}
 	var n int32
 	if k := len(g.freeUnits); k > 0 {
@@ -120,15 +142,41 @@ func (g *Graph) Put(id, parent string, ex Extraction) {
 	g.unitByID[id] = n
 	g.byParent[parent] = append(g.byParent[parent], n)
 	g.live++
-	for i, a := range u.nodes {
+	for _, a := range u.nodes {
 		g.nodes[a].units = append(g.nodes[a].units, n)
-		for _, b := range u.nodes[i+1:] {
-			w := pairWeight(g.nodes[a].kind, g.nodes[b].kind)
-			g.adj[a][b] += w
-			g.adj[b][a] += w
+	}
+	g.eachPair(u, func(a, b int32, w float32) {
+		g.adj[a][b] += w
+		g.adj[b][a] += w
+	})
+	g.version.Add(1)
+}
+
+// eachPair calls fn once for every pair of u's nodes that co-occur (in one
+// of its windows, or anywhere in it when it has none) with the pair's
+// weight.
+func (g *Graph) eachPair(u *unit, fn func(a, b int32, w float32)) {
+	if len(u.groups) == 0 {
+		for i, a := range u.nodes {
+			for _, b := range u.nodes[i+1:] {
+				fn(a, b, pairWeight(g.nodes[a].kind, g.nodes[b].kind))
+			}
+		}
+		return
+	}
+	seen := map[[2]int32]bool{}
+	for _, grp := range u.groups {
+		for i, a := range grp {
+			for _, b := range grp[i+1:] {
+				p := [2]int32{min(a, b), max(a, b)}
+				if seen[p] {
+					continue
+				}
+				seen[p] = true
+				fn(a, b, pairWeight(g.nodes[a].kind, g.nodes[b].kind))
+			}
 		}
 	}
-	g.version.Add(1)
 }
 
 // Remove deletes unit id (no-op when absent).
@@ -170,23 +218,31 @@ func pairWeight(a, b uint8) float32 {
 }
 
 func (g *Graph) nodeLocked(m Mention) int32 {
-	if n, ok := g.byName[m.Name]; ok {
+	k := Key(m.Name)
+	if n, ok := g.byKey[k]; ok {
 		if m.Kind == KindEntity {
-			g.nodes[n].kind = KindEntity // a phrase seen capitalised anywhere is a name
+			g.nodes[n].kind = KindEntity // a phrase seen as a name anywhere is a name
+		}
+		if m.Name < g.nodes[n].name {
+			g.nodes[n].name = m.Name // a deterministic display form, whatever the order of writes
 		}
 		return n
 	}
 	var n int32
-	if k := len(g.freeNodes); k > 0 {
-		n, g.freeNodes = g.freeNodes[k-1], g.freeNodes[:k-1]
-		g.nodes[n] = node{name: m.Name, kind: m.Kind}
+	nd := node{name: m.Name, key: k, kind: m.Kind}
+	if f := len(g.freeNodes); f > 0 {
+		n, g.freeNodes = g.freeNodes[f-1], g.freeNodes[:f-1]
+		g.nodes[n] = nd
 		g.adj[n] = map[int32]float32{}
 	} else {
 		n = int32(len(g.nodes))
-		g.nodes = append(g.nodes, node{name: m.Name, kind: m.Kind})
+		g.nodes = append(g.nodes, nd)
 		g.adj = append(g.adj, map[int32]float32{})
 	}
-	g.byName[m.Name] = n
+	g.byKey[k] = n
+	for _, w := range strings.Fields(k) {
+		g.byWord[w] = append(g.byWord[w], n)
+	}
 	return n
 }
 
@@ -196,17 +252,22 @@ func (g *Graph) removeLocked(id string) bool {
 		return false
 	}
 	u := g.units[n]
-	for i, a := range u.nodes {
-		for _, b := range u.nodes[i+1:] {
-			w := pairWeight(g.nodes[a].kind, g.nodes[b].kind)
-			decr(g.adj[a], b, w)
-			decr(g.adj[b], a, w)
-		}
-	}
+	g.eachPair(u, func(a, b int32, w float32) {
+		decr(g.adj[a], b, w)
+		decr(g.adj[b], a, w)
+	})
 	for _, a := range u.nodes {
 		g.nodes[a].units = without(g.nodes[a].units, n)
 		if len(g.nodes[a].units) == 0 {
-			delete(g.byName, g.nodes[a].name)
+			k := g.nodes[a].key
+			delete(g.byKey, k)
+			for _, w := range strings.Fields(k) {
+				if rest := without(g.byWord[w], a); len(rest) > 0 {
+					g.byWord[w] = rest
+				} else {
+					delete(g.byWord, w)
+				}
+			}
 			g.nodes[a] = node{}
 			g.adj[a] = nil
 			g.freeNodes = append(g.freeNodes, a)
@@ -245,10 +306,37 @@ func without(s []int32, x int32) []int32 {
 	return s
 }
 
-// lookupNode resolves a wire node id (a normalised phrase) to a node.
+// lookupNode resolves a wire node id (a phrase, in any inflection or
+// case) to a node.
 func (g *Graph) lookupNode(name string) (int32, bool) {
-	n, ok := g.byName[strings.ToLower(strings.TrimSpace(name))]
+	n, ok := g.byKey[Key(strings.ToLower(strings.TrimSpace(name)))]
 	return n, ok
+}
+
+// Key is a node's identity: its words lower-cased and stemmed (Snowball
+// English), so "Posting lists" and "posting list" are one node.
+func Key(name string) string {
+	ws := strings.Fields(name)
+	for i, w := range ws {
+		ws[i] = stemWord(strings.ToLower(w))
+	}
+	return strings.Join(ws, " ")
+}
+
+func stemWord(w string) string {
+	if len(w) <= 3 || !isLetters(w) {
+		return w
+	}
+	return english.Stem(w, true)
+}
+
+func isLetters(s string) bool {
+	for _, r := range s {
+		if !unicode.IsLetter(r) && r != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // Tokens estimates the graph's size in words: node names and unit leads.
@@ -256,8 +344,8 @@ func (g *Graph) Tokens() int {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	n := 0
-	for name := range g.byName {
-		n += strings.Count(name, " ") + 1
+	for k := range g.byKey {
+		n += strings.Count(k, " ") + 1
 	}
 	for _, u := range g.units {
 		if u != nil {
@@ -290,5 +378,19 @@ func (g *Graph) Parents() []string {
 	for p := range g.byParent {
 		out = append(out, p)
 	}
+	return out
+}
+
+// Names returns the names of the nodes of kind (0: every kind), sorted.
+func (g *Graph) Names(kind uint8) []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	out := make([]string, 0, len(g.byKey))
+	for _, n := range g.byKey {
+		if kind == 0 || g.nodes[n].kind == kind {
+			out = append(out, g.nodes[n].name)
+		}
+	}
+	slices.Sort(out)
 	return out
 }

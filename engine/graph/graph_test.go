@@ -30,7 +30,7 @@ func TestExtract(t *testing.T) {
 		triples           []Triple
 	}{
 		{"entities and triple", "", "Varokin Delmar was mentored by Teshal Orrin. The weather was mild.",
-			[]string{"varokin delmar", "teshal orrin"}, []Triple{{S: 0, O: 1, Pred: "was mentored by"}}},
+			[]string{"varokin delmar", "teshal orrin"}, []Triple{{S: 0, O: 1, Pred: "was mentored by", Start: 0, End: 44}}},
 		{"sentence-initial word is not a name", "", "Researchers found that BRCA1 mutations matter. Mutations of BRCA1 and mutations again.",
 			[]string{"brca1", "mutations"}, nil},
 		{"far apart entities make no triple", "", "Alpha Corp and then a very long list of many words here to read before Beta Labs.",
@@ -40,7 +40,7 @@ func TestExtract(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := Extract(tc.title, tc.text)
+			ex := Extract(tc.title, tc.text, false)
 			if got := names(ex); !reflect.DeepEqual(got, tc.nodes) {
 				t.Errorf("nodes = %q, want %q", got, tc.nodes)
 			}
@@ -55,7 +55,7 @@ func FuzzExtract(f *testing.F) {
 	f.Add("T", "Varokin Delmar was mentored by Teshal Orrin. x")
 	f.Add("", "É. .. 'A-' B\n\nC D E F G H I")
 	f.Fuzz(func(t *testing.T, title, text string) {
-		ex := Extract(title, text)
+		ex := Extract(title, text, false)
 		if len(ex.Nodes) > maxNodesPerUnit || len(ex.Triples) > maxTriples {
 			t.Fatalf("unbounded extraction: %d nodes %d triples", len(ex.Nodes), len(ex.Triples))
 		}
@@ -88,7 +88,7 @@ var chain = map[string]string{
 func build(t testing.TB, docs map[string]string) *Graph {
 	g := New(analysis.Default())
 	for _, id := range slices.Sorted(mapsKeys(docs)) {
-		g.Put(id, id, Extract("", docs[id]))
+		g.Put(id, id, Extract("", docs[id], false))
 	}
 	return g
 }
@@ -194,13 +194,13 @@ func TestCancelled(t *testing.T) {
 func TestRemoveRestoresGraph(t *testing.T) {
 	g := build(t, chain)
 	before := g.Stats()
-	g.Put("x", "x", Extract("", "Anna Vale visited Zed Isle with Boris Kent."))
-	g.Put("x", "x", Extract("", "Anna Vale visited Zed Isle.")) // replace
+	g.Put("x", "x", Extract("", "Anna Vale visited Zed Isle with Boris Kent.", false))
+	g.Put("x", "x", Extract("", "Anna Vale visited Zed Isle.", false)) // replace
 	g.Remove("x")
 	if after := g.Stats(); after != before {
 		t.Fatalf("stats %+v after add/replace/remove, want %+v", after, before)
 	}
-	if _, ok := g.byName["zed isle"]; ok {
+	if _, ok := g.byKey[Key("zed isle")]; ok {
 		t.Fatal("node of a removed unit survives")
 	}
 }
@@ -282,7 +282,7 @@ func TestCommunitiesCoverSatellites(t *testing.T) {
 	satellites := 0
 	for a := range g.nodes {
 		if len(g.adj[a]) > 0 {
-			connected[g.nodes[a].name] = true
+			connected[g.nodes[a].key] = true
 			if len(g.nodes[a].units) < coreMinUnits {
 				satellites++
 			}

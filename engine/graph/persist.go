@@ -15,7 +15,7 @@ import (
 // snapshotMagic heads a graph snapshot; the version changes with the
 // encoding or with the extraction rules (a snapshot made by other rules is
 // rebuilt, not reused).
-const snapshotMagic = "rcpgo-graph-v1\n"
+const snapshotMagic = "rcpgo-graph-v2\n"
 
 // ErrSnapshot reports a snapshot that is unreadable, of another format, or
 // fails its checksum: the caller rebuilds the graph from the index.
@@ -35,8 +35,15 @@ func (g *Graph) extraction(u *unit) Extraction {
 		ex.Nodes[i] = Mention{Name: g.nodes[n].name, Kind: g.nodes[n].kind}
 		pos[n] = i
 	}
+	for _, grp := range u.groups {
+		idx := make([]int, len(grp))
+		for i, n := range grp {
+			idx[i] = pos[n]
+		}
+		ex.Groups = append(ex.Groups, idx)
+	}
 	for _, t := range u.triples {
-		ex.Triples = append(ex.Triples, Triple{S: pos[t.s], O: pos[t.o], Pred: t.pred})
+		ex.Triples = append(ex.Triples, Triple{S: pos[t.s], O: pos[t.o], Pred: t.pred, Start: t.start, End: t.end})
 	}
 	return ex
 }
@@ -95,7 +102,7 @@ func (g *Graph) Load(path string) error {
 		fresh.Put(su.ID, su.Parent, su.Ex)
 	}
 	g.mu.Lock()
-	g.nodes, g.byName, g.freeNodes, g.adj = fresh.nodes, fresh.byName, fresh.freeNodes, fresh.adj
+	g.nodes, g.byKey, g.byWord, g.freeNodes, g.adj = fresh.nodes, fresh.byKey, fresh.byWord, fresh.freeNodes, fresh.adj
 	g.units, g.unitByID, g.byParent, g.freeUnits, g.live = fresh.units, fresh.unitByID, fresh.byParent, fresh.freeUnits, fresh.live
 	g.mu.Unlock()
 	g.version.Add(1)

@@ -1,10 +1,13 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Search limits: a query touches a bounded region of the graph whatever
@@ -20,14 +23,26 @@ const (
 	// predicateBoost scales the extra score of a triple whose predicate
 	// words occur in the query (the relation the question asks about).
 	predicateBoost = 1.0
+	// relationBoost scales the weight of an edge from a query seed to a
+	// node joined to it by a triple whose predicate the query uses.
+	relationBoost = 2.0
 )
 
-// Seeds are the entry points of a search: the query's entity and keyphrase
-// mentions plus explicit seed ids (node names, or unit ids whose nodes are
-// taken).
+// Seeds are the entry points of a search: the query's mentions of nodes
+// (by stem, case and fuzzy form), explicit seed ids (node names, or unit
+// ids whose nodes are taken) and the units a retrieval ranked for the
+// query, whose nodes seed the walk by rank (HippoRAG / LightRAG).
 type Seeds struct {
 	Query string
 	IDs   []string
+	Units []UnitSeed
+}
+
+// UnitSeed is a unit retrieval ranked for the query, with its weight
+// (higher first; rcpd passes 1/(rank+1)).
+type UnitSeed struct {
+	ID     string
+	Weight float64
 }
 
 // UnitHit is one unit ranked by Local, with its provenance in the graph.
@@ -54,33 +69,33 @@ type NodeScore struct {
 // region is the part of the graph a search explores: the nodes within the
 // hop limit of the seeds, their personalised PageRank and BFS parents.
 type region struct {
-	seeds  map[int32]float64
-	order  []int32         // BFS order
-	parent map[int32]int32 // BFS tree (seeds map to -1)
+	seeds  map[int32]float64 // the primary seeds: the query's mentions and explicit ids
+	order  []int32           // BFS order
+	parent map[int32]int32   // BFS tree (seeds map to -1)
 	rank   map[int32]float64
 	qterms map[string]bool
 }
 
-// seedsLocked resolves s into weighted seed nodes: query n-grams (longest
-// first, non-overlapping) that name a node, weighted by specificity
-// (1/log(1+units)), then explicit ids.
-func (g *Graph) seedsLocked(s Seeds) map[int32]float64 {
-	seeds := map[int32]float64{}
-	toks := tokenize(s.Query)
-	for i := 0; i < len(toks); {
-		matched := 0
-		for n := min(maxEntityWords, len(toks)-i); n >= 1; n-- {
-			if n == 1 && toks[i].stop {
-				break
-			}
-			if id, ok := g.byName[phrase(toks[i:i+n])]; ok {
-				seeds[id] += g.specificity(id)
-				matched = n
-				break
-			}
-		}
-		i += max(matched, 1)
-	}
+// Seed weights by how a node was reached: a query phrase naming it, a
+// query word inside its name, a query word within one edit of a word of
+// its name; and the share of the walk's restart mass the retrieved units'
+// nodes get when the query names nodes itself.
+const (
+	seedPhrase       = 1.0
+	seedWord         = 0.5
+	seedFuzzy        = 0.3
+	maxWordSeeds     = 8 // nodes a single query word seeds, most specific first
+	minFuzzyWordRune = 5
+)
+
+// unitSeedShare is the share of the walk's restart mass the retrieved
+// units' nodes get when the query names nodes itself (all of it when not).
+const unitSeedShare = 0.5
+
+// seedsLocked resolves s into weighted seed nodes: all of them, and the
+// primary ones (the query's mentions and the explicit ids).
+func (g *Graph) seedsLocked(s Seeds) (all, primary map[int32]float64) {
+	seeds := g.querySeedsLocked(s.Query)
 	for _, raw := range s.IDs {
 		if id, ok := g.lookupNode(raw); ok {
 			seeds[id] += g.specificity(id)
@@ -93,7 +108,137 @@ func (g *Graph) seedsLocked(s Seeds) map[int32]float64 {
 			}
 		}
 	}
+	units := map[int32]float64{}
+	var total float64
+	for _, us := range s.Units {
+		un, ok := g.unitByID[us.ID]
+		if !ok || len(g.units[un].nodes) == 0 || us.Weight <= 0 {
+			continue
+		}
+		u := g.units[un]
+		var spec float64
+		for _, n := range u.nodes {
+			spec += g.specificity(n)
+		}
+		for _, n := range u.nodes {
+			w := us.Weight * g.specificity(n) / spec
+			units[n] += w
+			total += w
+		}
+	}
+	primary = maps(seeds)
+	if total == 0 {
+		return seeds, primary
+	}
+	var qtotal float64
+	for _, w := range seeds {
+		qtotal += w
+	}
+	scale := 1 / total
+	if qtotal > 0 {
+		scale = unitSeedShare * qtotal / total
+	}
+	for n, w := range units {
+		seeds[n] += w * scale
+	}
+	return seeds, primary
+}
+
+// querySeedsLocked links the query to nodes: its n-grams (longest first,
+// not overlapping) whose stemmed form names a node, weighted by the node's
+// specificity; then each content word not inside such a phrase seeds the
+// most specific nodes whose names hold it (or, failing that, a word within
+// one edit of it).
+func (g *Graph) querySeedsLocked(query string) map[int32]float64 {
+	seeds := map[int32]float64{}
+	toks := tokenize(query)
+	covered := make([]bool, len(toks))
+	for i := 0; i < len(toks); {
+		matched := 0
+		for n := min(maxEntityWords, len(toks)-i); n >= 1; n-- {
+			if n == 1 && (toks[i].stop || genericWords[toks[i].lower]) {
+				break
+			}
+			if id, ok := g.byKey[Key(phrase(toks[i:i+n]))]; ok {
+				seeds[id] += seedPhrase * g.specificity(id)
+				matched = n
+				break
+			}
+		}
+		for j := i; j < i+matched; j++ {
+			covered[j] = true
+		}
+		i += max(matched, 1)
+	}
+	for i, t := range toks {
+		if covered[i] || t.stop || genericWords[t.lower] || t.letters < 3 {
+			continue
+		}
+		w := stemWord(t.lower)
+		weight := seedWord
+		nodes := g.byWord[w]
+		if len(nodes) == 0 && utf8.RuneCountInString(w) >= minFuzzyWordRune {
+			nodes, weight = g.fuzzyWordLocked(w), seedFuzzy
+		}
+		// The nodes a word seeds share its weight, the most specific
+		// getting most: a word in many names is weak evidence for each.
+		top := g.mostSpecific(nodes, maxWordSeeds)
+		var sum float64
+		for _, n := range top {
+			sum += g.specificity(n)
+		}
+		for _, n := range top {
+			seeds[n] += weight * g.specificity(n) * g.specificity(n) / sum / float64(strings.Count(g.nodes[n].key, " ")+1)
+		}
+	}
 	return seeds
+}
+
+// mostSpecific returns up to k of nodes, those mentioned by the fewest
+// units first (ties by id).
+func (g *Graph) mostSpecific(nodes []int32, k int) []int32 {
+	out := slices.Clone(nodes)
+	slices.SortFunc(out, func(a, b int32) int {
+		if c := cmp.Compare(len(g.nodes[a].units), len(g.nodes[b].units)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return out[:min(k, len(out))]
+}
+
+// fuzzyWordLocked returns the nodes holding a word within one edit of w
+// (a typo), scanning the node vocabulary of words of about w's length.
+func (g *Graph) fuzzyWordLocked(w string) []int32 {
+	var out []int32
+	for v, nodes := range g.byWord {
+		if d := len(v) - len(w); d < -1 || d > 1 || v[0] != w[0] {
+			continue
+		}
+		if withinOneEdit(w, v) {
+			out = append(out, nodes...)
+		}
+	}
+	return out
+}
+
+// withinOneEdit reports whether a and b differ by at most one insertion,
+// deletion, substitution or transposition of adjacent bytes.
+func withinOneEdit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	if i == len(a) {
+		return len(b)-len(a) <= 1
+	}
+	if len(a) == len(b) {
+		return a[i+1:] == b[i+1:] || (i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:])
+	}
+	return a[i:] == b[i+1:]
 }
 
 func (g *Graph) specificity(n int32) float64 {
@@ -102,34 +247,19 @@ func (g *Graph) specificity(n int32) float64 {
 
 // regionLocked explores up to hops from the seeds and runs personalised
 // PageRank on the explored subgraph. It checks ctx between iterations.
-func (g *Graph) regionLocked(ctx context.Context, seeds map[int32]float64, hops int, query string) (*region, error) {
-	r := &region{seeds: seeds, parent: map[int32]int32{}, rank: map[int32]float64{}, qterms: map[string]bool{}}
+func (g *Graph) regionLocked(ctx context.Context, seeds, primary map[int32]float64, hops int, query string) (*region, error) {
+	r := &region{seeds: primary, parent: map[int32]int32{}, rank: map[int32]float64{}, qterms: map[string]bool{}}
 	for _, t := range g.an.Terms(query) {
 		r.qterms[t] = true
 	}
-	frontier := make([]int32, 0, len(seeds))
-	for n := range seeds {
-		frontier = append(frontier, n)
-		r.parent[n] = -1
+	// The query's own seeds are explored first, so a node they reach has
+	// a path from them; the retrieved units' nodes they do not reach are
+	// roots of their own.
+	if err := g.exploreLocked(ctx, r, primary, hops); err != nil {
+		return nil, err
 	}
-	sort.Slice(frontier, func(a, b int) bool { return frontier[a] < frontier[b] })
-	r.order = append(r.order, frontier...)
-	for h := 0; h < hops && len(frontier) > 0 && len(r.order) < maxRegionNodes; h++ {
-		var next []int32
-		for _, a := range frontier {
-			for _, b := range sortedNeighbors(g.adj[a]) {
-				if _, seen := r.parent[b]; seen || len(r.order) >= maxRegionNodes {
-					continue
-				}
-				r.parent[b] = a
-				r.order = append(r.order, b)
-				next = append(next, b)
-			}
-		}
-		frontier = next
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	if err := g.exploreLocked(ctx, r, seeds, hops); err != nil {
+		return nil, err
 	}
 	var total float64
 	for _, w := range seeds {
@@ -142,11 +272,21 @@ func (g *Graph) regionLocked(ctx context.Context, seeds map[int32]float64, hops 
 	for n, w := range seeds {
 		p[n] = w / total
 	}
+	// The relation the question names steers the walk: an edge from a
+	// primary seed to a node it is related to by a triple whose predicate
+	// the query uses ("the person who advised A") weighs more.
+	bonus, _ := g.relationLinks(r)
+	weight := func(a, b int32, w float32) float64 {
+		if _, seed := r.seeds[a]; seed {
+			return float64(w) * (1 + relationBoost*bonus[b])
+		}
+		return float64(w)
+	}
 	deg := make(map[int32]float64, len(r.order))
 	for _, a := range r.order {
 		for b, w := range g.adj[a] {
 			if _, in := r.parent[b]; in {
-				deg[a] += float64(w)
+				deg[a] += weight(a, b, w)
 			}
 		}
 	}
@@ -166,7 +306,7 @@ func (g *Graph) regionLocked(ctx context.Context, seeds map[int32]float64, hops 
 			}
 			for b, w := range g.adj[a] {
 				if _, in := r.parent[b]; in {
-					next[b] += (1 - pprRestart) * v * float64(w) / deg[a]
+					next[b] += (1 - pprRestart) * v * weight(a, b, w) / deg[a]
 				}
 			}
 		}
@@ -174,6 +314,38 @@ func (g *Graph) regionLocked(ctx context.Context, seeds map[int32]float64, hops 
 	}
 	r.rank = rank
 	return r, nil
+}
+
+// exploreLocked adds to r the roots not yet in it and everything within
+// hops of them (breadth first, bounded by maxRegionNodes).
+func (g *Graph) exploreLocked(ctx context.Context, r *region, roots map[int32]float64, hops int) error {
+	frontier := make([]int32, 0, len(roots))
+	for n := range roots {
+		if _, seen := r.parent[n]; !seen {
+			frontier = append(frontier, n)
+			r.parent[n] = -1
+		}
+	}
+	sort.Slice(frontier, func(a, b int) bool { return frontier[a] < frontier[b] })
+	r.order = append(r.order, frontier...)
+	for h := 0; h < hops && len(frontier) > 0 && len(r.order) < maxRegionNodes; h++ {
+		var next []int32
+		for _, a := range frontier {
+			for _, b := range sortedNeighbors(g.adj[a]) {
+				if _, seen := r.parent[b]; seen || len(r.order) >= maxRegionNodes {
+					continue
+				}
+				r.parent[b] = a
+				r.order = append(r.order, b)
+				next = append(next, b)
+			}
+		}
+		frontier = next
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func maps(m map[int32]float64) map[int32]float64 {
@@ -193,30 +365,41 @@ func sortedNeighbors(m map[int32]float32) []int32 {
 	return out
 }
 
+// retrievalPrior is the weight, against a graph score normalised to 1 at
+// the best unit, of a unit's retrieval weight normalised the same way.
+const retrievalPrior = 0.5
+
 // Local ranks units by the personalised PageRank of their nodes from the
 // seeds (HippoRAG), plus a bonus for triples whose predicate words the
 // query uses (the relation asked about), normalised by the unit's node
-// count so that long units do not win by size. hops bounds the explored
-// region (0: DefaultHops).
+// count so that long units do not win by size; with s.Units, each unit's
+// graph score (scaled to 1 at the best) is added to retrievalPrior times
+// its retrieval weight (scaled likewise), so a passage retrieval ranked
+// first stays in view when the graph knows nothing of the question. hops
+// bounds the explored region (0: DefaultHops). A hit the graph did not
+// reach has no Nodes.
 func (g *Graph) Local(ctx context.Context, s Seeds, k, hops int) ([]UnitHit, error) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	r, err := g.searchRegionLocked(ctx, s, hops)
-	if err != nil || r == nil {
+	if err != nil {
 		return nil, err
 	}
 	scores := map[int32]float64{}
-	for _, a := range r.order {
-		for _, un := range g.nodes[a].units {
-			if _, done := scores[un]; done {
-				continue
+	if r != nil {
+		for _, a := range r.order {
+			for _, un := range g.nodes[a].units {
+				if _, done := scores[un]; done {
+					continue
+				}
+				scores[un] = g.unitScore(g.units[un], r)
 			}
-			scores[un] = g.unitScore(g.units[un], r)
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	g.addPrior(scores, s.Units)
 	ranked := topUnits(scores, g.units, k)
 	out := make([]UnitHit, len(ranked))
 	for i, un := range ranked {
@@ -225,16 +408,41 @@ func (g *Graph) Local(ctx context.Context, s Seeds, k, hops int) ([]UnitHit, err
 	return out, nil
 }
 
+// addPrior scales scores to 1 at the best unit and adds retrievalPrior
+// times each retrieved unit's weight (scaled to 1 at the best).
+func (g *Graph) addPrior(scores map[int32]float64, units []UnitSeed) {
+	var best, bestW float64
+	for _, v := range scores {
+		best = math.Max(best, v)
+	}
+	for _, us := range units {
+		bestW = math.Max(bestW, us.Weight)
+	}
+	if best > 0 {
+		for un, v := range scores {
+			scores[un] = v / best
+		}
+	}
+	if bestW <= 0 {
+		return
+	}
+	for _, us := range units {
+		if un, ok := g.unitByID[us.ID]; ok && us.Weight > 0 {
+			scores[un] += retrievalPrior * us.Weight / bestW
+		}
+	}
+}
+
 func (g *Graph) searchRegionLocked(ctx context.Context, s Seeds, hops int) (*region, error) {
 	if hops <= 0 {
 		hops = DefaultHops
 	}
 	hops = min(hops, MaxHops)
-	seeds := g.seedsLocked(s)
+	seeds, primary := g.seedsLocked(s)
 	if len(seeds) == 0 {
 		return nil, ctx.Err()
 	}
-	return g.regionLocked(ctx, seeds, hops, s.Query)
+	return g.regionLocked(ctx, seeds, primary, hops, s.Query)
 }
 
 func (g *Graph) unitScore(u *unit, r *region) float64 {
@@ -283,6 +491,9 @@ func topUnits(scores map[int32]float64, units []*unit, k int) []int32 {
 
 func (g *Graph) unitHit(u *unit, score float64, r *region) UnitHit {
 	h := UnitHit{ID: u.id, Score: score}
+	if r == nil {
+		return h
+	}
 	nodes := append([]int32(nil), u.nodes...)
 	sort.SliceStable(nodes, func(i, j int) bool { return r.rank[nodes[i]] > r.rank[nodes[j]] })
 	for _, n := range nodes[:min(maxProvNodes, len(nodes))] {
@@ -290,7 +501,7 @@ func (g *Graph) unitHit(u *unit, score float64, r *region) UnitHit {
 			h.Nodes = append(h.Nodes, g.nodes[n].name)
 		}
 	}
-	if len(nodes) == 0 {
+	if len(h.Nodes) == 0 {
 		return h
 	}
 	path := g.pathTo(nodes[0], r)

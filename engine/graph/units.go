@@ -16,6 +16,7 @@ type NodeHit struct {
 	Name  string
 	Score float64
 	Facts []string // "subject predicate object"
+	Units []string // units mentioning the node (at most maxUnitLeaves), those stating its facts first
 }
 
 // TripleHit is a triple ranked for a query.
@@ -23,6 +24,9 @@ type TripleHit struct {
 	S, Pred, O string
 	Score      float64
 	Unit       string // the unit it was read from
+	// Start and End are the byte offsets of the evidence sentence in the
+	// unit's text (-1: the unit's title).
+	Start, End int
 }
 
 // Nodes ranks the nodes around the query's seeds (the seeds included) by
@@ -39,9 +43,12 @@ func (g *Graph) Nodes(ctx context.Context, s Seeds, k, hops int) ([]NodeHit, err
 	for i, n := range top {
 		h := NodeHit{Name: g.nodes[n].name, Score: r.rank[n]}
 		seen := map[string]bool{}
+		var rest []string
 		for _, un := range g.nodes[n].units {
+			stated := false
 			for _, t := range g.units[un].triples {
 				if (t.s == n || t.o == n) && len(h.Facts) < maxNodeFacts {
+					stated = true
 					f := g.nodes[t.s].name + " " + t.pred + " " + g.nodes[t.o].name
 					if !seen[f] {
 						seen[f] = true
@@ -49,7 +56,16 @@ func (g *Graph) Nodes(ctx context.Context, s Seeds, k, hops int) ([]NodeHit, err
 					}
 				}
 			}
+			if stated {
+				h.Units = append(h.Units, g.units[un].id)
+			} else {
+				rest = append(rest, g.units[un].id)
+			}
 		}
+		slices.Sort(h.Units)
+		slices.Sort(rest)
+		h.Units = append(h.Units, rest...)
+		h.Units = h.Units[:min(maxUnitLeaves, len(h.Units))]
 		out[i] = h
 	}
 	return out, nil
@@ -76,7 +92,7 @@ func (g *Graph) Triples(ctx context.Context, s Seeds, k, hops int) ([]TripleHit,
 			u := g.units[un]
 			for _, t := range u.triples {
 				sc := (r.rank[t.s] + r.rank[t.o]) * (1 + overlap(t.terms, r.qterms))
-				th := TripleHit{S: g.nodes[t.s].name, Pred: t.pred, O: g.nodes[t.o].name, Score: sc, Unit: u.id}
+				th := TripleHit{S: g.nodes[t.s].name, Pred: t.pred, O: g.nodes[t.o].name, Score: sc, Unit: u.id, Start: t.start, End: t.end}
 				key := th.S + "\x00" + th.Pred + "\x00" + th.O
 				if old, ok := best[key]; sc > 0 && (!ok || sc > old.Score || (sc == old.Score && u.id < old.Unit)) {
 					best[key] = th

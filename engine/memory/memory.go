@@ -162,7 +162,7 @@ func (s *Store) Build(id, scope string, docs []Doc) (string, int, error) {
 		if did == "" {
 			did = fmt.Sprintf("doc%d", e.docs+i)
 		}
-		e.g.Put(did, did, graph.Extract("", d.Text))
+		e.g.Put(did, did, graph.Extract("", d.Text, false))
 	}
 	e.docs = e.g.Stats().Units
 	e.used = s.now()

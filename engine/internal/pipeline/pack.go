@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/internal/wording"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -58,6 +59,43 @@ func pack(ctx context.Context, s *State) error {
 		s.observe("pack", 1, fmt.Sprintf("packed %s (%s)", wording.Plural(len(page), "hit", "hits"), wording.Plural(tokens, "token", "tokens")), nil)
 	}
 	return nil
+}
+
+// CiteSource fills cit's title, source, uri and page from d the way every
+// hit cites its unit (page points at storage for the page number): the
+// source is meta.source when the document has one (a file's URI, set by
+// `rcp index add`), else Source.Name, else wireName. It reports whether d
+// was written over the wire (for the trust policy).
+func CiteSource(d *search.Document, wireName string, cit *rcp.Citation, page *int) bool {
+	cit.Title = d.Title
+	wire := true
+	if d.Source != nil {
+		cit.Source, cit.URI = d.Source.Name, d.Source.URI
+		if d.Source.Page > 0 {
+			*page = d.Source.Page
+			cit.Page = page
+		}
+		wire = d.Source.Name == wireName
+	}
+	if src, ok := d.Meta["source"].(string); ok && src != "" {
+		cit.Source = src
+	}
+	if cit.Source == "" {
+		cit.Source = wireName
+	}
+	return wire
+}
+
+// UnitSpan returns the rune offsets [start, end) d's citation covers: its
+// span of the parent document for a chunk (chunk info), else the whole
+// text.
+func UnitSpan(d *search.Document) (start, end int) {
+	if d.Chunk != nil {
+		if ci, ok := ReadChunkInfo(d.Meta); ok {
+			return ci.Start, ci.End
+		}
+	}
+	return 0, utf8.RuneCountInString(d.Text)
 }
 
 // hitParts holds what one wire hit points to, so that a page allocates
@@ -130,22 +168,7 @@ func (s *State) hit(c *Candidate, p *hitParts) rcp.Hit {
 		}
 	}
 	cit := &p.cit
-	cit.Title = d.Title
-	wire := true
-	if d.Source != nil {
-		cit.Source, cit.URI = d.Source.Name, d.Source.URI
-		if d.Source.Page > 0 {
-			p.page = d.Source.Page
-			cit.Page = &p.page
-		}
-		wire = d.Source.Name == s.Deps.WireName
-	}
-	if src, ok := d.Meta["source"].(string); ok && src != "" {
-		cit.Source = src
-	}
-	if cit.Source == "" {
-		cit.Source = s.Deps.WireName
-	}
+	wire := CiteSource(d, s.Deps.WireName, cit, &p.page)
 	if d.Chunk != nil {
 		p.chunk = rcp.ChunkRef{DocID: d.Chunk.DocID, Index: d.Chunk.Index}
 		h.Chunk = &p.chunk
