@@ -549,7 +549,11 @@ func (e *Engine) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.
 		}
 		global = false
 	}
-	seeds := graph.Seeds{Query: *p.Query}
+	// Seeds: the query's mentions and the passages that match it — by
+	// retrieve over the index, by their words in a memory of inline
+	// documents — so recall answers whenever the memory holds matching
+	// content.
+	seeds := graph.Seeds{Query: *p.Query, Units: g.MatchUnits(*p.Query, graphSeedPassages)}
 	if global {
 		var err error
 		if seeds, err = e.graphSeeds(ctx, *p.Query, nil); err != nil {
@@ -573,8 +577,11 @@ func (e *Engine) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.
 		res.Hits, err = e.graphHits(ctx, drafts)
 		return res, err
 	}
+	// A memory's documents are not in the index: they cite the memory
+	// they were given to.
 	for _, d := range drafts {
-		res.Hits = append(res.Hits, rcp.Hit{ID: rcp.StringID(d.ID), Score: d.Score})
+		res.Hits = append(res.Hits, rcp.Hit{ID: rcp.StringID(d.ID), Score: d.Score, Unit: rcp.UnitDocument,
+			Citation: &rcp.Citation{Source: "memory:" + *p.MemoryID}})
 	}
 	return res, nil
 }

@@ -61,6 +61,10 @@ type Extraction struct {
 	Triples []Triple
 	Lead    string  // the unit's representative sentence (for summaries)
 	Groups  [][]int // Nodes indexes mentioned within one window; nil: all co-occur
+	// Terms, when set, are the unit's distinct analysed terms, kept so
+	// that MatchUnits can find the unit by its words (memories built from
+	// inline documents, which have no index to retrieve from).
+	Terms []string
 }
 
 type token struct {

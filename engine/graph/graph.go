@@ -14,6 +14,8 @@
 package graph
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +54,7 @@ type unit struct {
 	groups     [][]int32 // co-occurrence windows (nil: all nodes together)
 	triples    []triple
 	lead       string
+	terms      []string // Extraction.Terms (sorted), for MatchUnits
 }
 
 // Graph is the knowledge graph of one index.
@@ -106,7 +109,7 @@ func (g *Graph) Put(id, parent string, ex Extraction) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.removeLocked(id)
-	u := &unit{id: id, parent: parent, lead: ex.Lead}
+	u := &unit{id: id, parent: parent, lead: ex.Lead, terms: slices.Compact(slices.Sorted(slices.Values(ex.Terms)))}
 	u.nodes = make([]int32, 0, len(ex.Nodes))
 	idx := make([]int32, len(ex.Nodes))
 	for i, m := range ex.Nodes {
@@ -393,4 +396,53 @@ func (g *Graph) Names(kind uint8) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// MatchUnits ranks the units that keep their terms (Extraction.Terms) by
+// the query terms they hold, each weighted by its inverse unit frequency:
+// up to k, best first, weighted for Seeds.Units. A memory of inline
+// documents finds its passages this way, as the index's graph finds them
+// by retrieve.
+func (g *Graph) MatchUnits(query string, k int) []UnitSeed {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	q := slices.Compact(slices.Sorted(slices.Values(g.an.Terms(query))))
+	if len(q) == 0 {
+		return nil
+	}
+	df := make([]int, len(q))
+	n := 0
+	for _, u := range g.units {
+		if u == nil || len(u.terms) == 0 {
+			continue
+		}
+		n++
+		for i, t := range q {
+			if _, ok := slices.BinarySearch(u.terms, t); ok {
+				df[i]++
+			}
+		}
+	}
+	var out []UnitSeed
+	for _, u := range g.units {
+		if u == nil || len(u.terms) == 0 {
+			continue
+		}
+		var s float64
+		for i, t := range q {
+			if _, ok := slices.BinarySearch(u.terms, t); ok {
+				s += math.Log(1 + float64(n)/float64(df[i]))
+			}
+		}
+		if s > 0 {
+			out = append(out, UnitSeed{ID: u.id, Weight: s})
+		}
+	}
+	slices.SortFunc(out, func(a, b UnitSeed) int {
+		if c := cmp.Compare(b.Weight, a.Weight); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out[:min(k, len(out))]
 }

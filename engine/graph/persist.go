@@ -29,7 +29,7 @@ type savedUnit struct {
 // extraction rebuilds a unit's Extraction from the live graph (the caller
 // holds the read lock).
 func (g *Graph) extraction(u *unit) Extraction {
-	ex := Extraction{Lead: u.lead, Nodes: make([]Mention, len(u.nodes))}
+	ex := Extraction{Lead: u.lead, Nodes: make([]Mention, len(u.nodes)), Terms: u.terms}
 	pos := make(map[int32]int, len(u.nodes))
 	for i, n := range u.nodes {
 		ex.Nodes[i] = Mention{Name: g.nodes[n].name, Kind: g.nodes[n].kind}

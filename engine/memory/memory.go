@@ -162,7 +162,9 @@ func (s *Store) Build(id, scope string, docs []Doc) (string, int, error) {
 		if did == "" {
 			did = fmt.Sprintf("doc%d", e.docs+i)
 		}
-		e.g.Put(did, did, graph.Extract("", d.Text, false))
+		ex := graph.Extract("", d.Text, false)
+		ex.Terms = s.an.Terms(d.Text) // recall finds the document by its words
+		e.g.Put(did, did, ex)
 	}
 	e.docs = e.g.Stats().Units
 	e.used = s.now()
