@@ -43,12 +43,12 @@ import (
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/retain"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/session"
 	"github.com/rcpgo/rcpgo/engine/store"
-	"github.com/rcpgo/rcpgo/engine/transform"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
@@ -181,7 +181,7 @@ type Config struct {
 	// Chat, when set, is an OpenAI-compatible chat model: query/transform
 	// adds hyde and runs every method on it (the offline method serves
 	// when the model fails).
-	Chat transform.Chat
+	Chat llm.Chat
 	// WordNetDir holds WordNet's data.* files, used for synonyms in query
 	// rewriting ("" uses transform.DefaultWordNetDir when installed;
 	// "none" disables WordNet).

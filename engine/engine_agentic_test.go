@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/engine/embed/openai"
+	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -67,7 +67,9 @@ func TestTransformMethodAndCapabilities(t *testing.T) {
 
 type fixedChat struct{ reply string }
 
-func (f fixedChat) Complete(context.Context, []openai.Message) (string, error) { return f.reply, nil }
+func (f fixedChat) Model() string { return "fixed" }
+
+func (f fixedChat) Complete(context.Context, []llm.Message) (string, error) { return f.reply, nil }
 
 func TestTransformWithChatAdvertisesHyDE(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Chat = fixedChat{`{"passage":"An inverted index maps terms to postings."}`} })

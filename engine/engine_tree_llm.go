@@ -19,7 +19,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rcpgo/rcpgo/engine/embed/openai"
+	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/tree"
 )
 
@@ -83,7 +83,7 @@ func (e *Engine) summarizeTree(ctx context.Context, ts *treeSummaries, t *tree.T
 }
 
 func clusterSummary(ctx context.Context, chat interface {
-	Complete(context.Context, []openai.Message) (string, error)
+	Complete(context.Context, []llm.Message) (string, error)
 }, n *tree.Node, text func(id string) string) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -100,7 +100,7 @@ func clusterSummary(ctx context.Context, chat interface {
 		fmt.Fprintf(&sb, "- %s\n", strings.ReplaceAll(t, nonce, ""))
 	}
 	fmt.Fprintf(&sb, "</passages-%s>", nonce)
-	reply, err := chat.Complete(ctx, []openai.Message{
+	reply, err := chat.Complete(ctx, []llm.Message{
 		{Role: "system", Content: fmt.Sprintf(treeLLMSystem, nonce)},
 		{Role: "user", Content: sb.String()},
 	})

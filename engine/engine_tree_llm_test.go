@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rcpgo/rcpgo/engine/embed/openai"
+	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -24,7 +25,7 @@ func TestTreeModelSummaries(t *testing.T) {
 	var failing atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
-		var req struct{ Messages []openai.Message }
+		var req struct{ Messages []llm.Message }
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) != 2 {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return

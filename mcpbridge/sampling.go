@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/rcpgo/rcpgo/engine/embed/openai"
+	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/transform"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -28,7 +28,7 @@ import (
 //     reordered by its grades.
 //
 // The prompts are the engine's own (engine/transform for hyde and rewrite,
-// engine/embed/openai's LLM judge for rerank): the instructions are the
+// engine/llm's judge for rerank): the instructions are the
 // system prompt, and the query and passages travel as data inside
 // delimiters with a fresh random nonce, never as instructions (§15.2).
 // What the model wrote is returned marked as generated, never as evidence.
@@ -37,7 +37,7 @@ import (
 
 // clientModel is the MCP client's model, reached through
 // sampling/createMessage; it serves as a chat model for engine/transform and
-// openai.LLMReranker.
+// llm.Reranker.
 type clientModel struct {
 	ss *mcp.ServerSession
 }
@@ -53,14 +53,14 @@ const maxHypothetical = 4096
 // requests of ten passages).
 const modelRerankMax = 20
 
-var _ openai.Chat = clientModel{}
+var _ llm.Chat = clientModel{}
 
-// Model implements openai.Chat.
+// Model implements llm.Chat.
 func (clientModel) Model() string { return "mcp-client" }
 
-// Complete implements openai.Chat: system messages become the system
+// Complete implements llm.Chat: system messages become the system
 // prompt, the others the conversation.
-func (m clientModel) Complete(ctx context.Context, messages []openai.Message) (string, error) {
+func (m clientModel) Complete(ctx context.Context, messages []llm.Message) (string, error) {
 	var system []string
 	var conv []*mcp.SamplingMessage
 	for _, msg := range messages {
@@ -154,7 +154,7 @@ func rerankByModel(ctx context.Context, m clientModel, query string, hits []Hit,
 			passages[i] = h.Title + "\n" + h.Text
 		}
 	}
-	grades, err := openai.NewLLMReranker(m).Score(ctx, query, passages)
+	grades, err := llm.NewReranker(m).Score(ctx, query, passages)
 	if err != nil {
 		return nil, fmt.Errorf("modelRerank: %w", err)
 	}

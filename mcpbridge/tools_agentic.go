@@ -6,7 +6,6 @@ package mcpbridge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -49,22 +48,6 @@ func applySearchAgentic(in searchIn, p *rcp.RetrieveParams) {
 	p.SessionID = in.SessionID
 }
 
-type feedbackSignalIn struct {
-	HitID              string   `json:"hitId"`
-	Used               *bool    `json:"used,omitempty"`
-	Cited              *bool    `json:"cited,omitempty"`
-	Helpful            *bool    `json:"helpful,omitempty"`
-	Reward             *float64 `json:"reward,omitempty"`
-	PoisonSuspected    *bool    `json:"poisonSuspected,omitempty"`
-	InjectionSuspected *bool    `json:"injectionSuspected,omitempty"`
-}
-
-type feedbackIn struct {
-	SessionID string             `json:"sessionId,omitempty"`
-	Query     string             `json:"query,omitempty"`
-	Signals   []feedbackSignalIn `json:"signals"`
-}
-
 // FeedbackOutput is the structured result of the feedback tool.
 type FeedbackOutput struct {
 	Accepted int `json:"accepted"`
@@ -99,20 +82,13 @@ func (b *Bridge) feedbackTool(st *state) toolEntry {
 		}, "accepted", "sent"),
 		Annotations: &mcp.ToolAnnotations{Title: "Report how search hits fared", ReadOnlyHint: false, DestructiveHint: ptr(false), IdempotentHint: false, OpenWorldHint: ptr(false)},
 	}
-	return newTool(tool, func(ctx context.Context, req *mcp.CallToolRequest, in feedbackIn) (*mcp.CallToolResult, *FeedbackOutput, error) {
+	// The tool's input is the RCP request itself (the schema above admits
+	// no _meta: the call's own _meta travels instead).
+	return newTool(tool, func(ctx context.Context, req *mcp.CallToolRequest, p *rcp.FeedbackParams) (*mcp.CallToolResult, *FeedbackOutput, error) {
 		st := b.st.Load()
 		call := b.begin(ctx, req)
 		defer call.done()
-		p := &rcp.FeedbackParams{SessionID: in.SessionID, Query: in.Query, Signals: make([]rcp.FeedbackSignal, len(in.Signals)), Meta: call.meta}
-		for i, s := range in.Signals {
-			id, _ := json.Marshal(s.HitID)
-			var hid rcp.ID
-			if err := json.Unmarshal(id, &hid); err != nil {
-				return nil, nil, fmt.Errorf("signals[%d].hitId: %w", i, err)
-			}
-			p.Signals[i] = rcp.FeedbackSignal{HitID: hid, Used: s.Used, Cited: s.Cited, Helpful: s.Helpful, Reward: s.Reward,
-				PoisonSuspected: s.PoisonSuspected, InjectionSuspected: s.InjectionSuspected}
-		}
+		p.Meta = call.meta
 		res, err := st.client.Feedback(call.ctx, p)
 		if err != nil {
 			return nil, nil, fmt.Errorf("feedback: %w", err)

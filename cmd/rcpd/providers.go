@@ -11,6 +11,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/engine/embed/openai"
+	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -146,22 +147,22 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 			kind = rerankNone
 		}
 	}
-	llm := fc.LLM
-	llm.URL = pick(f.llmURL, os.Getenv("RCPD_LLM_URL"), llm.URL)
-	llm.Model = pick(f.llmModel, os.Getenv("RCPD_LLM_MODEL"), llm.Model)
-	llm.APIKeyEnv = pick(f.llmKeyEnv, os.Getenv("RCPD_LLM_API_KEY_ENV"), llm.APIKeyEnv)
+	lc := fc.LLM
+	lc.URL = pick(f.llmURL, os.Getenv("RCPD_LLM_URL"), lc.URL)
+	lc.Model = pick(f.llmModel, os.Getenv("RCPD_LLM_MODEL"), lc.Model)
+	lc.APIKeyEnv = pick(f.llmKeyEnv, os.Getenv("RCPD_LLM_API_KEY_ENV"), lc.APIKeyEnv)
 	// One chat client serves rerank method "llm" and query/transform
 	// (hyde and the model version of every method).
 	var chat *openai.ChatClient
-	if llm.URL != "" && llm.Model != "" {
+	if lc.URL != "" && lc.Model != "" {
 		var err error
 		chat, err = openai.NewChatClient(openai.ChatConfig{
-			ClientConfig: openai.ClientConfig{BaseURL: llm.URL, APIKeyEnv: llm.APIKeyEnv, Logger: log}, Model: llm.Model})
+			ClientConfig: openai.ClientConfig{BaseURL: lc.URL, APIKeyEnv: lc.APIKeyEnv, Logger: log}, Model: lc.Model})
 		if err != nil {
 			return nil, fmt.Errorf("--llm-url: %w", err)
 		}
 		cfg.Chat = chat
-		log.Info("rcpd: chat model serves query/transform", "model", llm.Model)
+		log.Info("rcpd: chat model serves query/transform", "model", lc.Model)
 	}
 	switch kind {
 	case rerankNone:
@@ -191,7 +192,7 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 		if chat == nil {
 			return nil, errors.New("--rerank llm needs --llm-url and --llm-model")
 		}
-		cfg.Reranker, cfg.RerankMethod, cfg.RerankMaxCandidates = openai.NewLLMReranker(chat), rcp.RerankLLM, rc.MaxCandidates
+		cfg.Reranker, cfg.RerankMethod, cfg.RerankMaxCandidates = llm.NewReranker(chat), rcp.RerankLLM, rc.MaxCandidates
 	default:
 		return nil, fmt.Errorf("--rerank: want onnx-cross-encoder, onnx-colbert, llm or none, got %q", kind)
 	}

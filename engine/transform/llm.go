@@ -8,13 +8,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/rcpgo/rcpgo/engine/embed/openai"
+	"github.com/rcpgo/rcpgo/engine/llm"
 )
-
-// Chat is an OpenAI-compatible chat model (*openai.ChatClient).
-type Chat interface {
-	Complete(ctx context.Context, messages []openai.Message) (string, error)
-}
 
 // The instructions live only in the system message; the user's query
 // travels in the user message as data inside <query-NONCE> delimiters whose
@@ -40,14 +35,14 @@ var llmTasks = map[string]struct{ task, shape string }{
 
 // Messages builds the chat request of method for query (exported so tests
 // can check the data/instruction separation).
-func Messages(method, query string, n int, nonce string) []openai.Message {
+func Messages(method, query string, n int, nonce string) []llm.Message {
 	t := llmTasks[method]
 	task := t.task
 	if strings.Contains(task, "%d") {
 		task = fmt.Sprintf(task, n)
 	}
 	query = strings.ReplaceAll(query, nonce, "")
-	return []openai.Message{
+	return []llm.Message{
 		{Role: "system", Content: fmt.Sprintf(llmSystem, nonce, task, t.shape)},
 		{Role: "user", Content: fmt.Sprintf("<query-%s>\n%s\n</query-%s>", nonce, query, nonce)},
 	}
@@ -62,7 +57,7 @@ func newNonce() string {
 // WithModel runs req on chat alone, with no offline fallback: for callers
 // that must know the model answered, like the MCP bridge running hyde and
 // rewrite on its client's model through sampling.
-func WithModel(ctx context.Context, chat Chat, req Request) (Result, error) {
+func WithModel(ctx context.Context, chat llm.Chat, req Request) (Result, error) {
 	if _, ok := llmTasks[req.Method]; !ok {
 		return Result{}, fmt.Errorf("%w: %q", ErrUnknownMethod, req.Method)
 	}
@@ -70,10 +65,10 @@ func WithModel(ctx context.Context, chat Chat, req Request) (Result, error) {
 	if n <= 0 {
 		n = DefaultN
 	}
-	return llm(ctx, chat, req.Method, req.Query, min(n, MaxN))
+	return chatTransform(ctx, chat, req.Method, req.Query, min(n, MaxN))
 }
 
-func llm(ctx context.Context, chat Chat, method, query string, n int) (Result, error) {
+func chatTransform(ctx context.Context, chat llm.Chat, method, query string, n int) (Result, error) {
 	reply, err := chat.Complete(ctx, Messages(method, query, n, newNonce()))
 	if err != nil {
 		return Result{}, fmt.Errorf("transform: chat: %w", err)

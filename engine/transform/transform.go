@@ -22,6 +22,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/rcpgo/rcpgo/engine/llm"
 )
 
 // Method names (§7.8).
@@ -59,7 +61,7 @@ type Config struct {
 	// query word in another inflection.
 	Stem func(string) string
 	// Chat, when set, serves hyde and the model version of every method.
-	Chat   Chat
+	Chat   llm.Chat
 	Logger *slog.Logger
 }
 
@@ -116,7 +118,7 @@ func (t *Transformer) Transform(ctx context.Context, req Request) (Result, error
 	}
 	n = min(n, MaxN)
 	if t.cfg.Chat != nil {
-		res, err := llm(ctx, t.cfg.Chat, req.Method, req.Query, n)
+		res, err := chatTransform(ctx, t.cfg.Chat, req.Method, req.Query, n)
 		if err == nil || req.Method == HyDE || ctx.Err() != nil {
 			return res, err
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/engine/embed/openai"
+	"github.com/rcpgo/rcpgo/engine/llm"
 )
 
 var corpus = []string{
@@ -209,10 +209,12 @@ func TestStepBack(t *testing.T) {
 type fakeChat struct {
 	reply string
 	err   error
-	got   []openai.Message
+	got   []llm.Message
 }
 
-func (f *fakeChat) Complete(_ context.Context, m []openai.Message) (string, error) {
+func (f *fakeChat) Model() string { return "fake" }
+
+func (f *fakeChat) Complete(_ context.Context, m []llm.Message) (string, error) {
 	f.got = m
 	return f.reply, f.err
 }

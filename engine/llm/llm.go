@@ -1,0 +1,23 @@
+// Package llm is the engine's view of a chat model, whatever serves it:
+// the Chat interface and its Message, and the relevance judge that ranks
+// passages with one (Reranker). Providers implement Chat —
+// engine/embed/openai's ChatClient over HTTP, the MCP face's client model
+// through sampling — and the engine's users of a model (query/transform,
+// the summary tree, rerank) know nothing else about them.
+package llm
+
+import "context"
+
+// Chat is a chat model.
+type Chat interface {
+	// Complete returns the model's reply to messages.
+	Complete(ctx context.Context, messages []Message) (string, error)
+	// Model names the model (for identities).
+	Model() string
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
