@@ -81,7 +81,7 @@ func runVersion(_ context.Context, env *Env, args []string) error {
 	if _, err := parse(fs, nil, args); err != nil {
 		return err
 	}
-	info := buildinfo.Read("")
+	info := buildinfo.Read()
 	if *jsonOut {
 		return writeJSON(env.Stdout, info)
 	}
