@@ -40,13 +40,14 @@ func searchAgenticProps(c *rcp.Capabilities, props obj) {
 	}
 }
 
-// applySearchAgentic copies rewrite and sessionId into the retrieve params.
-func applySearchAgentic(in searchIn, p *rcp.RetrieveParams) {
+// applySearchAgentic copies rewrite and sessionId (scoped by the MCP
+// caller) into the retrieve params.
+func applySearchAgentic(req *mcp.CallToolRequest, in searchIn, p *rcp.RetrieveParams) {
 	if in.Rewrite != "" {
 		rw := rcp.Rewrite(in.Rewrite)
 		p.Rewrite = &rw
 	}
-	p.SessionID = in.SessionID
+	p.SessionID = scopedSessionID(req, in.SessionID)
 }
 
 type feedbackSignalIn struct {
@@ -103,7 +104,8 @@ func (b *Bridge) feedbackTool(st *state) toolEntry {
 		st := b.st.Load()
 		call := b.begin(ctx, req)
 		defer call.done()
-		p := &rcp.FeedbackParams{SessionID: in.SessionID, Query: in.Query, Signals: make([]rcp.FeedbackSignal, len(in.Signals)), Meta: call.meta}
+		p := &rcp.FeedbackParams{SessionID: scopedSessionID(req, in.SessionID), Query: in.Query, Signals: make([]rcp.FeedbackSignal, len(in.Signals)),
+			Meta: rcp.Meta(call.meta).Set(rcp.MetaRCPGoCaller, mcpCaller(req))}
 		for i, s := range in.Signals {
 			id, _ := json.Marshal(s.HitID)
 			var hid rcp.ID
