@@ -45,6 +45,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/memory"
+	"github.com/rcpgo/rcpgo/engine/readiness"
 	"github.com/rcpgo/rcpgo/engine/retain"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/session"
@@ -299,6 +300,9 @@ type Engine struct {
 	// the next Open reconciles them all (writeNames; guarded by wmu).
 	unsettled map[string]bool
 
+	// ready observes the derived structures (engine_readiness.go).
+	ready *readiness.Board
+
 	// integrity: the checks Open leaves to the background
 	// (engine_verify.go); nil until Open starts them.
 	integrity *integrity
@@ -387,6 +391,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.openTree()
+	e.openReadiness()
 	e.startVerify()
 	return e, nil
 }

@@ -68,6 +68,7 @@ func (e *Engine) openAgentic() error {
 	e.ag = &agentic{sessions: session.New(e.cfg.Session), fb: fb}
 	rcp.Handle(e.router, rcp.MethodTransform, e.transform)
 	rcp.Handle(e.router, rcp.MethodFeedback, e.feedback)
+	e.handleQuarantine()
 	return nil
 }
 
@@ -92,6 +93,7 @@ func (e *Engine) describeAgentic(caps *rcp.Capabilities, vendor *rcp.RCPGoCap) {
 	caps.Session = &rcp.SessionCap{Dedup: true, TTLSeconds: int(ttl / time.Second)}
 	caps.Feedback = &rcp.EmptyCap{}
 	vendor.Options = append(vendor.Options, OptionPRF)
+	vendor.Methods = append(vendor.Methods, rcp.MethodRCPGoQuarantineList, rcp.MethodRCPGoQuarantineLift)
 }
 
 // transformer returns the transformer for the current corpus, building the
@@ -308,6 +310,9 @@ func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipel
 	if plan == nil {
 		page, err := pipeline.Run(ctx, deps, req)
 		return page, "", err
+	}
+	if plan.session != "" {
+		plan.session = sessionKey(ctx, plan.session)
 	}
 	queries := []string{req.Query}
 	if plan.method != "" {
@@ -550,7 +555,7 @@ func (e *Engine) feedback(ctx context.Context, p *rcp.FeedbackParams) (*rcp.Feed
 			known = append(known, s)
 		}
 	}
-	n, err := e.ag.fb.Record(p.SessionID, known)
+	n, err := e.ag.fb.Record(e.feedbackCaller(ctx, p.Meta), known)
 	if err != nil {
 		return nil, err
 	}

@@ -207,12 +207,7 @@ func TestFeedbackQuarantineAndPrior(t *testing.T) {
 	q := map[string]any{"query": "inverted index postings", "k": 5}
 	before := retrieve(t, e, q)
 	top := before.Hits[0].ID
-	for i, s := range []string{"a", "b", "c"} {
-		n, rerr := feedbackCall(t, e, map[string]any{"sessionId": s, "signals": []map[string]any{{"hitId": top, "injectionSuspected": true}}})
-		if rerr != nil || n != 1 {
-			t.Fatalf("feedback %d: %d, %v", i, n, rerr)
-		}
-	}
+	reportAs(t, callers(t, e, 3), map[string]any{"signals": []map[string]any{{"hitId": top, "injectionSuspected": true}}})
 	after := retrieve(t, e, q)
 	last := after.Hits[len(after.Hits)-1]
 	if after.Hits[0].ID == top {
@@ -289,11 +284,7 @@ func TestFeedbackNeverAltersRetrieveInFlight(t *testing.T) {
 		done <- got
 	}()
 	<-sc.reached
-	for _, s := range []string{"a", "b", "c"} {
-		if n, rerr := feedbackCall(t, e, map[string]any{"sessionId": s, "signals": []map[string]any{{"hitId": top, "poisonSuspected": true}}}); n != 1 || rerr != nil {
-			t.Fatal(n, rerr)
-		}
-	}
+	reportAs(t, callers(t, e, 3), map[string]any{"signals": []map[string]any{{"hitId": top, "poisonSuspected": true}}})
 	if v, ok := e.ag.fb.Snapshot().Verdict(top, ""); !ok || !v.Quarantined {
 		t.Fatal("feedback did not quarantine")
 	}
@@ -320,11 +311,7 @@ func TestFeedbackDocumentVerdictReachesChunks(t *testing.T) {
 		}
 	}
 	add(false)
-	for _, s := range []string{"a", "b", "c"} {
-		if n, rerr := feedbackCall(t, e, map[string]any{"sessionId": s, "signals": []map[string]any{{"hitId": "qdoc", "injectionSuspected": true}}}); rerr != nil || n != 1 {
-			t.Fatalf("feedback: %d, %v", n, rerr)
-		}
-	}
+	reportAs(t, callers(t, e, 3), map[string]any{"signals": []map[string]any{{"hitId": "qdoc", "injectionSuspected": true}}})
 	add(true)
 	settle(t, e)
 	for _, mode := range []string{"sparse", "hybrid"} {
@@ -355,11 +342,7 @@ func TestQuarantinedHitScoresBelowTheOthers(t *testing.T) {
 	// k deep enough that the demoted hit is still on the page.
 	q := map[string]any{"query": "inverted index postings", "k": 50, "mode": "sparse"}
 	top := retrieve(t, e, q).Hits[0].ID
-	for _, s := range []string{"a", "b", "c"} {
-		if n, rerr := feedbackCall(t, e, map[string]any{"sessionId": s, "signals": []map[string]any{{"hitId": top, "poisonSuspected": true}}}); n != 1 || rerr != nil {
-			t.Fatal(n, rerr)
-		}
-	}
+	reportAs(t, callers(t, e, 3), map[string]any{"signals": []map[string]any{{"hitId": top, "poisonSuspected": true}}})
 	for _, mode := range []string{"sparse", "hybrid"} {
 		q["mode"] = mode
 		hits := retrieve(t, e, q).Hits

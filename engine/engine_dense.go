@@ -53,10 +53,8 @@ func (e *Engine) denseFor(ctx context.Context, caps rcp.Capabilities) (*generati
 	g, ok := e.generationOf(caps.Embed.Identity)
 	if ok {
 		// Right after a start the model and checkpoint may still be loading.
-		select {
-		case <-g.ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := e.awaitLoaded(ctx, g); err != nil {
+			return nil, err
 		}
 		if g.loadErr == nil {
 			return g, nil

@@ -264,10 +264,14 @@ func TestRestartServesWhileDenseLoads(t *testing.T) {
 	if res, err := c.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("coral"), K: 3}); err != nil || len(res.Hits) == 0 {
 		t.Fatalf("sparse during the load: %v", err)
 	}
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	// A call whose deadline would pass during the load is answered before
+	// it: -32010, retryable, with retryAfterMs (issue 31).
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	if _, err := c.Retrieve(short, query); err == nil || !errors.Is(err, context.DeadlineExceeded) && errCode(err) != rcp.CodeTimeout {
-		t.Fatalf("hybrid whose deadline passes during the load: %v, want its deadline", err)
+	_, err = c.Retrieve(short, query)
+	var re *rcp.Error
+	if !errors.As(err, &re) || re.Code != rcp.CodeBackendUnavailable || !re.Retryable() || re.Data.RetryAfterMs == nil || short.Err() != nil {
+		t.Fatalf("hybrid whose deadline passes during the load: %v, want -32010 retryable with retryAfterMs before the deadline", err)
 	}
 	type answer struct {
 		res *rcp.RetrieveResult

@@ -327,6 +327,8 @@ type deriver struct {
 	// progress describes the build in progress (nil: none), for
 	// Engine.DenseBuild and the build's progress log.
 	progress atomic.Pointer[buildProgress]
+	// state is what is due, for readiness (engine_readiness.go).
+	state deriveState
 
 	mu       sync.Mutex
 	idleSeq  uint64        // every op up to it is applied and nothing is due
@@ -498,6 +500,7 @@ func (dv *deriver) saveSpacing() time.Duration {
 func (dv *deriver) step(ctx context.Context) (bool, error) {
 	g := dv.e.gen.Load()
 	dv.refitIn = 0
+	dv.note(g)
 	if dv.backfill != nil {
 		done, err := dv.backfillStep(ctx)
 		if done {

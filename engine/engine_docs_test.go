@@ -217,8 +217,8 @@ func TestRCPGoCapability(t *testing.T) {
 		fields map[string]string
 		want   []string
 	}{
-		{"with fields", demoFields, []string{rcp.MethodRCPGoGet, rcp.MethodRCPGoList, rcp.MethodRCPGoValues}},
-		{"without fields", nil, []string{rcp.MethodRCPGoGet, rcp.MethodRCPGoList}},
+		{"with fields", demoFields, []string{rcp.MethodRCPGoGet, rcp.MethodRCPGoList, rcp.MethodRCPGoValues, rcp.MethodRCPGoQuarantineList, rcp.MethodRCPGoQuarantineLift}},
+		{"without fields", nil, []string{rcp.MethodRCPGoGet, rcp.MethodRCPGoList, rcp.MethodRCPGoQuarantineList, rcp.MethodRCPGoQuarantineLift}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEngine(t, func(c *Config) { c.Fields, c.Dense = tc.fields, DenseNone })

@@ -160,7 +160,7 @@ func (e *Engine) describeGraph(caps *rcp.Capabilities) {
 	}
 	caps.Graph = &rcp.GraphCap{Ops: graphOps}
 	caps.Retrieve.Units = append(caps.Retrieve.Units, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitPath, rcp.UnitSubgraph, rcp.UnitCommunity)
-	caps.Retrieve.Levels = graph.MaxLevels
+	// (retrieve.levels is what exists when a session starts: withLevels.)
 	caps.Memory = &rcp.MemoryCap{Scopes: []string{memory.ScopeGlobal, memory.ScopeSession}, Clues: true}
 }
 
@@ -285,6 +285,22 @@ func (e *Engine) graphOp(ctx context.Context, p *graphParams) (*graphResult, err
 	if err != nil {
 		return nil, err
 	}
+	notes, err := e.awaitDerived(ctx, graphNeeds(pl.op)...)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.runGraphOp(ctx, pl)
+	if res != nil && len(notes) > 0 {
+		if res.Usage == nil {
+			res.Usage = &rcp.Usage{}
+		}
+		res.Usage.Notes = append(notes, res.Usage.Notes...)
+	}
+	return res, err
+}
+
+// runGraphOp answers a planned graph request.
+func (e *Engine) runGraphOp(ctx context.Context, pl *graphPlan) (*graphResult, error) {
 	g := e.kg.g
 	seeds := graph.Seeds{Query: pl.query, IDs: pl.seeds}
 	switch pl.op {
@@ -341,6 +357,14 @@ func (e *Engine) graphOp(ctx context.Context, p *graphParams) (*graphResult, err
 		}
 		return &graphResult{Nodes: &wn, Edges: &we}, nil
 	}
+}
+
+// graphNeeds names the structures a graph op reads.
+func graphNeeds(op string) []string {
+	if op == "global" || op == "communities" {
+		return []string{derivedGraph, derivedCommunities}
+	}
+	return []string{derivedGraph}
 }
 
 func wireCommunity(c *graph.Community, score *float64) rcp.Community {
@@ -542,6 +566,12 @@ func (e *Engine) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.
 		n = *p.N
 	}
 	g, global := e.kg.g, true
+	if p.MemoryID == nil || *p.MemoryID == "" || *p.MemoryID == GlobalMemoryID {
+		// The global memory is the graph: its first build must be done.
+		if _, err := e.awaitDerived(ctx, derivedMemory); err != nil {
+			return nil, err
+		}
+	}
 	if p.MemoryID != nil && *p.MemoryID != "" && *p.MemoryID != GlobalMemoryID {
 		var err error
 		if g, err = e.kg.mem.Get(*p.MemoryID); err != nil {

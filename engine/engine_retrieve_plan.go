@@ -327,6 +327,9 @@ func (e *Engine) planUnit(ctx context.Context, pl *retrievePlan, k int) (_ *rcp.
 		req.Unit = p.Unit
 	case rcp.UnitCommunity, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitPath, rcp.UnitSubgraph:
 		if e.kg != nil {
+			if err := e.awaitUnit(ctx, pl, p.Unit); err != nil {
+				return nil, false, err
+			}
 			res, err := e.retrieveGraphUnit(ctx, p, k, pl.unsupported, &pl.notes, pl.started)
 			return res, true, err
 		}
@@ -337,7 +340,7 @@ func (e *Engine) planUnit(ctx context.Context, pl *retrievePlan, k int) (_ *rcp.
 				if err := structuredOptions(p, pl.unsupported); err != nil {
 					return nil, false, err
 				}
-				res, err := e.retrieveTreeNode(ctx, t, p.Query.String(), *p.Level, k, &pl.notes, pl.started)
+				res, err := e.treeNodes(ctx, t, p.Query.String(), *p.Level, k, &pl.notes, pl.started)
 				return res, true, err
 			}
 			req.Unit, pl.treeLeaf = rcp.UnitChunk, true // level 0: the leaves are the units

@@ -140,8 +140,8 @@ func (rt *raptor) run(ctx context.Context) {
 		}
 		if waiter != nil {
 			err := rt.e.derive.waitIdle(ctx)
-			if err == nil {
-				err = rt.rebuild(ctx)
+			if t := rt.cur.Load(); err == nil && (t == nil || t.Version != rt.e.ix.Version()) {
+				err = rt.rebuild(ctx) // (requests that queued behind a rebuild find the tree current)
 			}
 			waiter <- err
 			continue
@@ -246,16 +246,20 @@ func (e *Engine) treeLeaves(ctx context.Context) ([]tree.Leaf, error) {
 	return leaves, nil
 }
 
-// withTree adds unit tree-node and the tree's depth to a description once
-// a tree exists.
+// withTree adds unit tree-node to a description once a tree exists, and
+// retrieve.levels as they exist now (withLevels).
 func (e *Engine) withTree(d rcp.Description) rcp.Description {
 	t := e.currentTree()
-	if t == nil || t.Depth() < 2 || d.Capabilities.Retrieve == nil {
+	levels := e.levels(t)
+	tree := t != nil && t.Depth() >= 2
+	if d.Capabilities.Retrieve == nil || !tree && levels == d.Capabilities.Retrieve.Levels {
 		return d
 	}
 	ret := *d.Capabilities.Retrieve
-	ret.Units = append(slices.Clip(ret.Units), rcp.UnitTreeNode)
-	ret.Levels = max(ret.Levels, t.Depth())
+	if tree {
+		ret.Units = append(slices.Clip(ret.Units), rcp.UnitTreeNode)
+	}
+	ret.Levels = levels
 	d.Capabilities.Retrieve = &ret
 	return d
 }

@@ -325,6 +325,7 @@ func commonFilter(all []rcp.Capabilities) *rcp.FilterCap {
 
 // Call implements rcp.Handler.
 func (g *Gateway) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	params = scopeSessionID(ctx, params)
 	switch method {
 	case rcp.MethodRetrieve:
 		return g.retrieve(ctx, params)

@@ -114,6 +114,9 @@ func (g *Gateway) feedback(ctx context.Context, params json.RawMessage) (any, er
 		}
 		sub := p
 		sub.Signals = groups[id]
+		// The engine sees the gateway as its caller: name the gateway's own
+		// caller, so reports count per client for engines that trust it.
+		sub.Meta = rcp.Meta(copyMeta(p.Meta)).Set(rcp.MetaRCPGoCaller, rcp.CallerOf(ctx).ID())
 		raw, err := json.Marshal(&sub)
 		if err != nil {
 			return nil, err

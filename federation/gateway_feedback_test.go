@@ -38,7 +38,8 @@ func realEngine(t *testing.T, id string, docs map[string]string) (*federation.En
 
 // TestGatewayFeedbackRoutedByEngine sends feedback through the gateway and
 // checks each signal reached the engine that produced its hit: reports
-// from three sessions quarantine a hit on its own engine only.
+// from three callers of the gateway quarantine a hit on its own engine
+// only.
 func TestGatewayFeedbackRoutedByEngine(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	a, aDirect := realEngine(t, "alpha", map[string]string{"a1": "volcano eruption lava", "a2": "volcano ash cloud"})
@@ -68,7 +69,15 @@ func TestGatewayFeedbackRoutedByEngine(t *testing.T) {
 		t.Fatalf("origins %v", origin)
 	}
 	yes := true
+	// Three callers of the gateway (each connection is one): the engine
+	// trusts its in-process peer, the gateway, to name them.
+	gsrv := rcp.NewServer(g, &rcp.ServerOptions{Logger: quiet})
 	for _, s := range []string{"s1", "s2", "s3"} {
+		gc, err := rcp.ConnectInProcess(ctx, gsrv, clientOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gc.Close()
 		fr, err := gc.Feedback(ctx, &rcp.FeedbackParams{SessionID: s, Signals: []rcp.FeedbackSignal{
 			{HitID: rcp.StringID("a1"), PoisonSuspected: &yes},
 			{HitID: rcp.StringID("never-returned"), PoisonSuspected: &yes}}})
@@ -89,7 +98,7 @@ func TestGatewayFeedbackRoutedByEngine(t *testing.T) {
 		return ""
 	}
 	if got := trustOf(aDirect, "a1"); got != rcp.TrustUntrusted {
-		t.Fatalf("alpha's a1 trust = %q, want untrusted after three sessions' reports", got)
+		t.Fatalf("alpha's a1 trust = %q, want untrusted after three callers' reports", got)
 	}
 	if got := trustOf(bDirect, "b1"); got != rcp.TrustCommunity {
 		t.Fatalf("beta's b1 trust = %q: reports about alpha's hit reached beta", got)

@@ -1,6 +1,8 @@
 package mcpbridge
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -58,4 +60,35 @@ func checkScope(method string, req mcp.Request) error {
 	data, _ := json.Marshal(map[string]any{"scope": need, "rcpCode": int(rcp.CodeUnauthorized), "rcpError": rcp.CodeUnauthorized.String(),
 		"detail": fmt.Sprintf("token %q does not hold the %s scope", extra.TokenInfo.UserID, need)})
 	return &jsonrpc.Error{Code: int64(rcp.CodeUnauthorized), Message: fmt.Sprintf("%s needs the %s scope", what, need), Data: data}
+}
+
+// mcpCaller names the MCP client of req as the engine should count it: its
+// token (HTTP with tokens), narrowed to its MCP session, or its session
+// alone. The engine sees the bridge as one caller; the bridge names the
+// client in _meta (rcp.MetaRCPGoCaller) on feedback, which an engine
+// honours from the bridge's in-process connection or a trusted relay.
+func mcpCaller(req *mcp.CallToolRequest) string {
+	name := "mcp"
+	if req == nil {
+		return name
+	}
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		name = "token:" + extra.TokenInfo.UserID
+	}
+	if req.Session != nil && req.Session.ID() != "" {
+		sum := sha256.Sum256([]byte(req.Session.ID())) // the session id is a credential: not stored as such
+		name += "/mcp-session:" + hex.EncodeToString(sum[:6])
+	}
+	return name
+}
+
+// scopedSessionID derives the sessionId the bridge sends from the MCP
+// caller and the client's id, so two MCP clients using the same id never
+// share a trajectory on the engine ("" stays "").
+func scopedSessionID(req *mcp.CallToolRequest, id string) string {
+	if id == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(mcpCaller(req) + "\x00" + id))
+	return "mcp-" + hex.EncodeToString(sum[:16])
 }

@@ -352,7 +352,7 @@ func (b *Bridge) search(ctx context.Context, req *mcp.CallToolRequest, in search
 	if len(in.Filter) > 0 && string(in.Filter) != "null" {
 		p.Filter = in.Filter
 	}
-	applySearchAgentic(in, p)
+	applySearchAgentic(req, in, p)
 	res, err := st.client.Retrieve(call.ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("retrieve: %w", err)

@@ -39,13 +39,14 @@ func searchAgenticProps(c *rcp.Capabilities, props obj) {
 	}
 }
 
-// applySearchAgentic copies rewrite and sessionId into the retrieve params.
-func applySearchAgentic(in searchIn, p *rcp.RetrieveParams) {
+// applySearchAgentic copies rewrite and sessionId (scoped by the MCP
+// caller) into the retrieve params.
+func applySearchAgentic(req *mcp.CallToolRequest, in searchIn, p *rcp.RetrieveParams) {
 	if in.Rewrite != "" {
 		rw := rcp.Rewrite(in.Rewrite)
 		p.Rewrite = &rw
 	}
-	p.SessionID = in.SessionID
+	p.SessionID = scopedSessionID(req, in.SessionID)
 }
 
 // FeedbackOutput is the structured result of the feedback tool.
@@ -88,7 +89,8 @@ func (b *Bridge) feedbackTool(st *state) toolEntry {
 		st := b.st.Load()
 		call := b.begin(ctx, req)
 		defer call.done()
-		p.Meta = call.meta
+		p.SessionID = scopedSessionID(req, p.SessionID)
+		p.Meta = rcp.Meta(call.meta).Set(rcp.MetaRCPGoCaller, mcpCaller(req))
 		res, err := st.client.Feedback(call.ctx, p)
 		if err != nil {
 			return nil, nil, fmt.Errorf("feedback: %w", err)

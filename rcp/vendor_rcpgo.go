@@ -240,3 +240,45 @@ func capabilityMissing(c *Capabilities, method, capKey string) *Error {
 	}
 	return e
 }
+
+// MetaRCPGoCaller is the _meta key in which a relay (rcpd gateway) names
+// its own caller (rcp.Caller.ID) on a feedback it forwards. An engine
+// honours it only from relays it trusts (a stream peer, or a caller it was
+// configured to trust), counting the report as that caller's behind the
+// relay's.
+const MetaRCPGoCaller = "x-rcpgo/caller"
+
+// QuarantineListParams are the params of x-rcpgo/quarantine/list.
+type QuarantineListParams struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
+
+// Quarantine is a unit quarantined on client feedback: the callers whose
+// reports did it (as the server identifies callers: a token name, a
+// client address) and when it ends (RFC 3339).
+type Quarantine struct {
+	ID        string   `json:"id"`
+	Injection bool     `json:"injection,omitempty"`
+	Reporters []string `json:"reporters"`
+	Since     string   `json:"since"`
+	Until     string   `json:"until"`
+}
+
+// QuarantineListResult answers x-rcpgo/quarantine/list, most recent first.
+type QuarantineListResult struct {
+	Units []Quarantine `json:"units"`
+	Meta  Meta         `json:"_meta,omitempty"`
+}
+
+// QuarantineLiftParams name the units whose quarantine to lift.
+type QuarantineLiftParams struct {
+	IDs  []string `json:"ids"`
+	Meta Meta     `json:"_meta,omitempty"`
+}
+
+// QuarantineLiftResult lists the units that were quarantined and no
+// longer are.
+type QuarantineLiftResult struct {
+	Lifted []string `json:"lifted"`
+	Meta   Meta     `json:"_meta,omitempty"`
+}

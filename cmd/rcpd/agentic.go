@@ -21,10 +21,15 @@ type sessionConfig struct {
 // "feedback"); zero values take the engine/feedback defaults and
 // priorWeight -1 switches the prior off.
 type feedbackConfig struct {
-	Threshold             int     `json:"threshold"`
-	SuspicionsPerMinute   int     `json:"suspicionsPerMinute"`
-	MaxQuarantinesPerHour int     `json:"maxQuarantinesPerHour"`
-	PriorWeight           float64 `json:"priorWeight"`
+	Threshold                int     `json:"threshold"`
+	SuspicionsPerMinute      int     `json:"suspicionsPerMinute"`
+	MaxQuarantinesPerHour    int     `json:"maxQuarantinesPerHour"`
+	CallerQuarantinesPerHour int     `json:"callerQuarantinesPerHour"`
+	QuarantineTTLSeconds     int     `json:"quarantineTTLSeconds"`
+	PriorWeight              float64 `json:"priorWeight"`
+	// TrustedRelays are callers ("token:NAME") whose forwarded feedback may
+	// name the client it relays (an rcpd gateway's token).
+	TrustedRelays []string `json:"trustedRelays"`
 }
 
 // applyAgentic copies the session, feedback and WordNet settings into cfg.
@@ -34,13 +39,16 @@ func applyAgentic(cfg *engine.Config, fc *fileConfig) error {
 		return fmt.Errorf("config session: values must be non-negative")
 	}
 	f := fc.Feedback
-	if f.Threshold < 0 || f.SuspicionsPerMinute < 0 || f.MaxQuarantinesPerHour < 0 || f.PriorWeight > feedback.MaxPriorWeight {
+	if f.Threshold < 0 || f.SuspicionsPerMinute < 0 || f.MaxQuarantinesPerHour < 0 || f.CallerQuarantinesPerHour < 0 ||
+		f.QuarantineTTLSeconds < 0 || f.PriorWeight > feedback.MaxPriorWeight {
 		return fmt.Errorf("config feedback: counts must be non-negative and priorWeight at most %v", feedback.MaxPriorWeight)
 	}
 	cfg.WordNetDir = fc.WordNet
 	cfg.Session = session.Options{TTL: time.Duration(s.TTLSeconds) * time.Second, MaxSessions: s.MaxSessions,
 		MaxSeen: s.MaxSeen, MaxEntries: s.MaxEntries}
 	cfg.Feedback = feedback.Options{Threshold: f.Threshold, SuspicionsPerMinute: f.SuspicionsPerMinute,
-		MaxQuarantinesPerHour: f.MaxQuarantinesPerHour, PriorWeight: f.PriorWeight}
+		MaxQuarantinesPerHour: f.MaxQuarantinesPerHour, CallerQuarantinesPerHour: f.CallerQuarantinesPerHour,
+		QuarantineTTL: time.Duration(f.QuarantineTTLSeconds) * time.Second, PriorWeight: f.PriorWeight,
+		TrustedRelays: f.TrustedRelays}
 	return nil
 }

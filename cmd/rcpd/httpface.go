@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -103,19 +104,28 @@ func (f *httpFace) close() {
 	_ = f.rh.Close()
 }
 
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w http.ResponseWriter, v any) {
+	b, _ := json.Marshal(v) // maps of strings, numbers and rcp.DerivedState
+	w.Write(append(b, '\n'))
+}
+
 // engineState is what /healthz and /metrics read of the engine.
 type engineState interface {
 	Health() error
 	Stats() search.Stats
 	Documents() (int, error)
 	DenseBuild() (engine.DenseBuild, bool)
+	Readiness() rcp.Readiness
 }
 
 // healthz answers probes: 200 {"status":"ok"} while the engine can serve
-// and accept writes, 503 {"status":"unhealthy","reason":…} otherwise;
-// counts and the index version only to authorised callers: documents (as
-// rcp index list counts them) and units (what retrieve ranks: unchunked
-// documents and chunks).
+// and accept writes, 503 {"status":"unhealthy","reason":…} otherwise, with
+// "derived": the state of each derived structure (dense, graph,
+// communities, tree, memory: waiting, building, ready or stale); counts,
+// the index version and the structures' progress only to authorised
+// callers: documents (as rcp index list counts them) and units (what
+// retrieve ranks: unchunked documents and chunks).
 func healthz(eng engineState, authed func(*http.Request) bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -125,8 +135,13 @@ func healthz(eng engineState, authed func(*http.Request) bool) http.HandlerFunc 
 			fmt.Fprintf(w, `{"status":"unhealthy","reason":%q}`+"\n", err.Error())
 			return
 		}
+		derived := eng.Readiness()
 		if !authed(r) {
-			fmt.Fprintln(w, `{"status":"ok"}`)
+			states := map[string]string{}
+			for name, s := range derived {
+				states[name] = s.State
+			}
+			writeJSONLine(w, map[string]any{"status": "ok", "derived": states})
 			return
 		}
 		st := eng.Stats()
@@ -136,6 +151,6 @@ func healthz(eng engineState, authed func(*http.Request) bool) http.HandlerFunc 
 			fmt.Fprintf(w, `{"status":"unhealthy","reason":%q}`+"\n", err.Error())
 			return
 		}
-		fmt.Fprintf(w, `{"status":"ok","documents":%d,"units":%d,"indexVersion":%q}`+"\n", docs, st.Docs, st.Version)
+		writeJSONLine(w, map[string]any{"status": "ok", "documents": docs, "units": st.Docs, "indexVersion": st.Version, "derived": derived})
 	}
 }

@@ -31,9 +31,6 @@ import (
 	"github.com/rcpgo/rcpgo/internal/didyoumean"
 )
 
-// version is set at link time (-ldflags "-X main.version=...").
-var version = "dev"
-
 // command is one subcommand.
 type command struct {
 	summary string
@@ -100,11 +97,7 @@ func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io
 		}
 		return 2
 	}
-	override := version // set with -ldflags "-X main.version=…"; "dev" means unset
-	if override == "dev" {
-		override = ""
-	}
-	info := buildinfo.Read(override)
+	info := buildinfo.Read() // the version every face reports (internal/buildinfo)
 	if *jsonOut {
 		_ = json.NewEncoder(stdout).Encode(info)
 		return 0

@@ -73,6 +73,14 @@ type meteredHandler struct {
 
 func (mh meteredHandler) Describe(ctx context.Context) rcp.Description { return mh.h.Describe(ctx) }
 
+// LiveMeta passes on the wrapped handler's (rcp.LiveMeta).
+func (mh meteredHandler) LiveMeta(ctx context.Context) rcp.Meta {
+	if lm, ok := mh.h.(rcp.LiveMeta); ok {
+		return lm.LiveMeta(ctx)
+	}
+	return nil
+}
+
 func (mh meteredHandler) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	start := time.Now()
 	res, err := mh.h.Call(ctx, method, params)

@@ -116,6 +116,23 @@ func (o *openingEngine) Call(ctx context.Context, method string, params json.Raw
 	return eng.Call(ctx, method, params)
 }
 
+// LiveMeta implements rcp.LiveMeta: the open engine's readiness (nothing
+// while it opens).
+func (o *openingEngine) LiveMeta(ctx context.Context) rcp.Meta {
+	if eng, ok := o.opened(); ok {
+		return eng.LiveMeta(ctx)
+	}
+	return nil
+}
+
+// Readiness implements engineState (nil until the engine is open).
+func (o *openingEngine) Readiness() rcp.Readiness {
+	if eng, ok := o.opened(); ok {
+		return eng.Readiness()
+	}
+	return nil
+}
+
 // Handles reports whether the open engine serves method (metrics labels).
 func (o *openingEngine) Handles(method string) bool {
 	eng, ok := o.opened()

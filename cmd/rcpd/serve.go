@@ -21,6 +21,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/internal/auth"
+	"github.com/rcpgo/rcpgo/internal/buildinfo"
 	"github.com/rcpgo/rcpgo/internal/demo"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
@@ -254,7 +255,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	cfg := engine.Config{
 		Dir:      pick(f.data, os.Getenv("RCPD_DATA"), fc.Data, defaultDataDir()),
 		Name:     pick(fc.Name, "rcpd"),
-		Version:  version,
+		Version:  buildinfo.Version(),
 		ReadOnly: f.readOnly || fc.ReadOnly || os.Getenv("RCPD_READ_ONLY") == "1",
 		MaxK:     fc.MaxK, MaxCandidates: fc.MaxCandidates,
 		Fields:     map[string]string{},
@@ -363,7 +364,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		if !uiOff {
 			mount = func(mux *http.ServeMux) {
 				mux.Handle("/", console.New(console.Options{
-					Server: srv, Tokens: tokens, Version: version, Logger: log,
+					Server: srv, Tokens: tokens, Version: buildinfo.Version(), Logger: log,
 					Datasets:     pick(f.uiDatasets, os.Getenv("RCPD_UI_DATASETS"), fc.UIDatasets),
 					AllowedHosts: opts.AllowedHosts, // the RCP endpoint's DNS-rebinding list
 				}))

@@ -1,6 +1,7 @@
 package feedback
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,32 +22,29 @@ func openDB(t *testing.T) (*bolt.DB, string) {
 
 func yes() *bool { b := true; return &b }
 
-func TestQuarantineNeedsDistinctSessions(t *testing.T) {
+func TestQuarantineNeedsDistinctCallers(t *testing.T) {
 	db, _ := openDB(t)
 	s, err := Open(db, "feedback", Options{Threshold: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	poison := []Signal{{HitID: "d1", Poison: true}}
-	for range 5 { // one session, many reports: no quarantine
-		if n, err := s.Record("s1", poison); err != nil || n != 1 {
+	for range 5 { // one caller, many reports: no quarantine
+		if n, err := s.Record("addr:10.0.0.1", poison); err != nil || n != 1 {
 			t.Fatalf("Record = %d, %v", n, err)
 		}
 	}
-	for range 5 { // anonymous reports never count
-		s.Record("", poison)
-	}
 	if v, ok := s.Snapshot().Verdict("d1", ""); ok && v.Quarantined {
-		t.Fatal("quarantined by one session")
+		t.Fatal("quarantined by one caller")
 	}
-	s.Record("s2", poison)
+	s.Record("token:b", poison)
 	if v, _ := s.Snapshot().Verdict("d1", ""); v.Quarantined {
-		t.Fatal("quarantined by two sessions (threshold 3)")
+		t.Fatal("quarantined by two callers (threshold 3)")
 	}
-	s.Record("s3", []Signal{{HitID: "d1", Injection: true}})
+	s.Record("token:c", []Signal{{HitID: "d1", Injection: true}})
 	v, ok := s.Snapshot().Verdict("d1", "")
 	if !ok || !v.Quarantined || !v.Injection {
-		t.Fatalf("after 3 sessions: %+v", v)
+		t.Fatalf("after 3 callers: %+v", v)
 	}
 	// A chunk of a quarantined document is quarantined too.
 	if v, _ := s.Snapshot().Verdict("d1#c0", "d1"); !v.Quarantined {
@@ -58,7 +56,7 @@ func TestRateLimitAndBudget(t *testing.T) {
 	db, _ := openDB(t)
 	now := time.Unix(1e9, 0)
 	s, _ := Open(db, "feedback", Options{SuspicionsPerMinute: 2, MaxQuarantinesPerHour: 1, Threshold: 1, Now: func() time.Time { return now }})
-	n, _ := s.Record("s1", []Signal{{HitID: "a", Poison: true}, {HitID: "b", Poison: true}, {HitID: "c", Poison: true}, {HitID: "c", Used: true}})
+	n, _ := s.Record("c1", []Signal{{HitID: "a", Poison: true}, {HitID: "b", Poison: true}, {HitID: "c", Poison: true}, {HitID: "c", Used: true}})
 	if n != 3 {
 		t.Fatalf("accepted %d, want 3 (the third suspicion is over the limit)", n)
 	}
@@ -68,7 +66,7 @@ func TestRateLimitAndBudget(t *testing.T) {
 		t.Fatalf("a %+v, b %+v: want only a quarantined (hourly budget 1)", va, vb)
 	}
 	now = now.Add(time.Hour + time.Minute)
-	s.Record("s1", []Signal{{HitID: "b", Poison: true}})
+	s.Record("c1", []Signal{{HitID: "b", Poison: true}})
 	if v, _ := s.Snapshot().Verdict("b", ""); !v.Quarantined {
 		t.Fatal("budget not renewed after an hour")
 	}
@@ -78,15 +76,15 @@ func TestPriorBoundedAndDurable(t *testing.T) {
 	db, path := openDB(t)
 	s, _ := Open(db, "feedback", Options{})
 	r := 1.0
-	for range 50 {
-		s.Record("s", []Signal{{HitID: "good", Helpful: yes(), Reward: &r, Used: true, Cited: true}})
+	for i := range 50 {
+		s.Record(fmt.Sprintf("token:%d", i), []Signal{{HitID: "good", Helpful: yes(), Reward: &r, Used: true, Cited: true}})
 	}
 	v, _ := s.Snapshot().Verdict("good", "")
 	if v.Factor <= 1 || v.Factor > 1+DefaultPriorWeight+1e-9 {
 		t.Fatalf("factor %v outside (1, 1+w]", v.Factor)
 	}
 	old := s.Snapshot()
-	s.Record("s", []Signal{{HitID: "other", Helpful: yes()}})
+	s.Record("token:x", []Signal{{HitID: "other", Helpful: yes()}})
 	if _, ok := old.Verdict("other", ""); ok {
 		t.Fatal("a published snapshot changed")
 	}

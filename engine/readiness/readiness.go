@@ -171,11 +171,7 @@ const (
 // retryAfterMs while building, not retryable while waiting (more data is
 // needed, not more time). Names not registered are ignored.
 func (b *Board) Wait(ctx context.Context, names ...string) (map[string]rcp.DerivedState, error) {
-	deadline := b.now().Add(NoDeadlineWait)
-	if d, ok := ctx.Deadline(); ok {
-		left := d.Sub(b.now())
-		deadline = d.Add(-max(left/20, 50*time.Millisecond))
-	}
+	deadline := b.now().Add(Budget(ctx, b.now()))
 	out := make(map[string]rcp.DerivedState, len(names))
 	poll := pollMin
 	for _, name := range names {
@@ -190,10 +186,10 @@ func (b *Board) Wait(ctx context.Context, names ...string) (map[string]rcp.Deriv
 				break
 			}
 			if s.State == rcp.StateWaiting {
-				return nil, notReady(e.label, s)
+				return nil, NotReady(e.label, s)
 			}
 			if !b.now().Add(poll).Before(deadline) {
-				return nil, notReady(e.label, s)
+				return nil, NotReady(e.label, s)
 			}
 			t := time.NewTimer(poll)
 			select {
@@ -208,8 +204,22 @@ func (b *Board) Wait(ctx context.Context, names ...string) (map[string]rcp.Deriv
 	return out, nil
 }
 
-// notReady is the -32010 a call gets on a structure that is not built.
-func notReady(label string, s rcp.DerivedState) *rcp.Error {
+// Budget is how long a call may wait for a structure at now: until ctx's
+// deadline less a reserve to answer in (a twentieth of the time left, at
+// least 50 ms), or NoDeadlineWait when ctx has none.
+func Budget(ctx context.Context, now time.Time) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return NoDeadlineWait
+	}
+	left := d.Sub(now)
+	return left - max(left/20, 50*time.Millisecond)
+}
+
+// NotReady is the -32010 a call gets on a structure (named label) that is
+// not built, in state s: retryable with retryAfterMs while it is building,
+// not retryable while it is waiting for data.
+func NotReady(label string, s rcp.DerivedState) *rcp.Error {
 	if s.State == rcp.StateWaiting {
 		no := false
 		return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: label + " cannot be built yet",

@@ -287,6 +287,35 @@ func ranked(scores []float64) []scored {
 }
 
 func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.RetrieveResult, error) {
+	pl, err := planRetrieve(p)
+	if err != nil {
+		return nil, err
+	}
+	rcp.Log(ctx, rcp.LogDebug, "retrieve started", map[string]any{"mode": pl.mode, "k": pl.k})
+	sc := e.score(ctx, p.Query.String(), pl)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := e.pack(p, pl.k, sc)
+	if rcp.ProgressAllowed(ctx) {
+		_ = rcp.ReportProgress(ctx, rcp.ProgressParams{Progress: ptr(1.0), Stage: "pack"})
+	}
+	res.Usage = &rcp.Usage{Candidates: ptr(len(corpus)), Notes: pl.notes}
+	return res, nil
+}
+
+// retrievePlan is a checked retrieve: the mode and depths this server
+// runs, and notes on the options it could not honour (strict false).
+type retrievePlan struct {
+	mode     string
+	k, candK int
+	notes    []string
+}
+
+// planRetrieve checks a retrieve's parameters in the spec's order and
+// resolves what it can serve: an unadvertised option fails under strict
+// and is noted otherwise.
+func planRetrieve(p *rcp.RetrieveParams) (*retrievePlan, error) {
 	if p.Query.IsZero() {
 		return nil, rcp.InvalidParams("query", "query is required")
 	}
@@ -297,15 +326,38 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 		return nil, rcp.OptionUnsupported("modality", "this server retrieves with text queries only")
 	}
 	strict := p.IsStrict()
-	var notes []string
-	mode := cmp.Or(p.Mode, rcp.ModeHybrid)
-	if !slices.Contains([]string{rcp.ModeDense, rcp.ModeSparse, rcp.ModeHybrid}, mode) {
+	pl := &retrievePlan{mode: cmp.Or(p.Mode, rcp.ModeHybrid)}
+	if !slices.Contains([]string{rcp.ModeDense, rcp.ModeSparse, rcp.ModeHybrid}, pl.mode) {
 		if strict {
-			return nil, rcp.OptionUnsupported("mode", "mode %q is not advertised", mode)
+			return nil, rcp.OptionUnsupported("mode", "mode %q is not advertised", pl.mode)
 		}
-		notes = append(notes, "mode "+mode+" unsupported; used hybrid")
-		mode = rcp.ModeHybrid
+		pl.notes = append(pl.notes, "mode "+pl.mode+" unsupported; used hybrid")
+		pl.mode = rcp.ModeHybrid
 	}
+	notes, err := optionNotes(p, strict)
+	if err != nil {
+		return nil, err
+	}
+	pl.notes = append(pl.notes, notes...)
+	// Funnel invariant (§7.7): candidateK >= k. Values above maxK clamp.
+	pl.k = min(p.K, maxK)
+	pl.candK = max(pl.k, len(corpus))
+	if p.CandidateK != nil {
+		if *p.CandidateK < 1 {
+			return nil, rcp.InvalidParams("candidateK", "candidateK must be >= 1")
+		}
+		if *p.CandidateK < p.K {
+			return nil, rcp.InvalidParams("candidateK", "candidateK (%d) must be >= k (%d)", *p.CandidateK, p.K)
+		}
+		pl.candK = min(*p.CandidateK, maxK)
+	}
+	return pl, nil
+}
+
+// optionNotes checks the options this server does not advertise: under
+// strict the first one fails, otherwise each is noted and ignored.
+func optionNotes(p *rcp.RetrieveParams, strict bool) ([]string, error) {
+	var notes []string
 	if p.Fusion != nil && p.Fusion.Method != "" && p.Fusion.Method != rcp.FusionRRF {
 		if strict {
 			return nil, rcp.OptionUnsupported("fusion.method", "fusion %q is not advertised", p.Fusion.Method)
@@ -344,75 +396,74 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 		}
 		notes = append(notes, "encoding "+p.Encoding+" unsupported for hit vectors; used json")
 	}
-	// Funnel invariant (§7.7): candidateK >= k. Values above maxK clamp.
-	k := min(p.K, maxK)
-	candK := max(k, len(corpus))
-	if p.CandidateK != nil {
-		if *p.CandidateK < 1 {
-			return nil, rcp.InvalidParams("candidateK", "candidateK must be >= 1")
-		}
-		if *p.CandidateK < p.K {
-			return nil, rcp.InvalidParams("candidateK", "candidateK (%d) must be >= k (%d)", *p.CandidateK, p.K)
-		}
-		candK = min(*p.CandidateK, maxK)
-	}
-	q := p.Query.String()
-	rcp.Log(ctx, rcp.LogDebug, "retrieve started", map[string]any{"mode": mode, "k": k})
+	return notes, nil
+}
 
+// scores are a query's per-document scores: each stage's, the fused
+// final one, and which documents each stage ranked.
+type scores struct {
+	dense, sparse, final []float64
+	inDense, inSparse    []bool
+}
+
+// stage returns the per-stage scores (hit.scores) of document i, for the
+// stages that ranked it.
+func (s *scores) stage(i int) map[string]float64 {
+	m := make(map[string]float64, 2)
+	if s.inDense[i] {
+		m[rcp.ModeDense] = s.dense[i]
+	}
+	if s.inSparse[i] {
+		m[rcp.ModeSparse] = s.sparse[i]
+	}
+	return m
+}
+
+// score scores every document for q with the plan's mode: dense, sparse,
+// or both fused by RRF over their top candK.
+func (e *engine) score(ctx context.Context, q string, pl *retrievePlan) *scores {
 	qt := tokens(q)
 	qv := embedTokens(qt)
 	qw := distinct(qt)
 	n := len(corpus)
 	// one backing array for the per-document score lists
-	scores := make([]float64, 3*n)
-	dense, sparse, final := scores[:n:n], scores[n:2*n:2*n], scores[2*n:]
+	all := make([]float64, 3*n)
+	s := &scores{dense: all[:n:n], sparse: all[n : 2*n : 2*n], final: all[2*n:], inDense: make([]bool, n), inSparse: make([]bool, n)}
 	for i := range corpus {
-		dense[i] = dot(qv, e.vecs[i])
-		sparse[i] = overlapWords(qw, e.words[i])
+		s.dense[i] = dot(qv, e.vecs[i])
+		s.sparse[i] = overlapWords(qw, e.words[i])
 	}
 	if rcp.ProgressAllowed(ctx) {
 		_ = rcp.ReportProgress(ctx, rcp.ProgressParams{Progress: ptr(0.5), Stage: "recall", Message: "scored " + strconv.Itoa(n) + " documents"})
 	}
-
-	// Per-stage scores (hit.scores) of the documents each stage ranked;
-	// the maps are built for the returned hits only.
-	inDense, inSparse := make([]bool, n), make([]bool, n)
-	addRanks := func(s []float64, in []bool) {
-		for r, sc := range ranked(s)[:min(candK, len(s))] {
-			in[sc.i] = true
-			final[sc.i] += 1 / float64(60+r+1)
+	addRanks := func(sc []float64, in []bool) {
+		for r, x := range ranked(sc)[:min(pl.candK, len(sc))] {
+			in[x.i] = true
+			s.final[x.i] += 1 / float64(60+r+1)
 		}
 	}
-	switch mode {
+	switch pl.mode {
 	case rcp.ModeDense:
-		copy(final, dense)
-		for i := range inDense {
-			inDense[i] = true
+		copy(s.final, s.dense)
+		for i := range s.inDense {
+			s.inDense[i] = true
 		}
 	case rcp.ModeSparse:
-		copy(final, sparse)
-		for i := range inSparse {
-			inSparse[i] = true
+		copy(s.final, s.sparse)
+		for i := range s.inSparse {
+			s.inSparse[i] = true
 		}
 	default:
-		addRanks(dense, inDense)
-		addRanks(sparse, inSparse)
+		addRanks(s.dense, s.inDense)
+		addRanks(s.sparse, s.inSparse)
 	}
-	stageScores := func(i int) map[string]float64 {
-		m := make(map[string]float64, 2)
-		if inDense[i] {
-			m[rcp.ModeDense] = dense[i]
-		}
-		if inSparse[i] {
-			m[rcp.ModeSparse] = sparse[i]
-		}
-		return m
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	return s
+}
+
+// pack turns the best k fused scores into hits.
+func (e *engine) pack(p *rcp.RetrieveParams, k int, s *scores) *rcp.RetrieveResult {
 	res := &rcp.RetrieveResult{IndexVersion: "memserver-1", Hits: make([]rcp.Hit, 0, min(k, len(corpus)))}
-	for _, sc := range ranked(final) {
+	for _, sc := range ranked(s.final) {
 		if len(res.Hits) == k {
 			break
 		}
@@ -421,7 +472,7 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 		}
 		d := corpus[sc.i]
 		h := rcp.Hit{ID: rcp.StringID(d.id), Score: sc.score, Unit: rcp.UnitChunk, Modality: rcp.ModalityText,
-			Scores:   stageScores(sc.i),
+			Scores:   s.stage(sc.i),
 			Citation: e.citations[sc.i],
 			Trust:    trust,
 			Meta:     e.metas[sc.i]}
@@ -433,9 +484,5 @@ func (e *engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 		}
 		res.Hits = append(res.Hits, h)
 	}
-	if rcp.ProgressAllowed(ctx) {
-		_ = rcp.ReportProgress(ctx, rcp.ProgressParams{Progress: ptr(1.0), Stage: "pack"})
-	}
-	res.Usage = &rcp.Usage{Candidates: ptr(len(corpus)), Notes: notes}
-	return res, nil
+	return res
 }

@@ -1,6 +1,12 @@
-// Package buildinfo describes the running binary from the build
-// information the Go toolchain embeds (module version, VCS revision), for
-// the `rcp version` and `rcpd version` commands.
+// Package buildinfo is the one version of rcpgo's binaries. rcpd serve's
+// initialize (server.version), its gateway and MCP faces, the web console's
+// header, `rcpd version` and `rcp version` all report Version(): the
+// module version the Go toolchain embeds (a tag such as v1.2.3, or a
+// pseudo-version naming the commit, "+dirty" when built from a modified
+// checkout), or "(devel)" when the build has no version (go run, go test,
+// -buildvcs=false) — with "+<revision>" when the VCS revision is known.
+// Release builds may set it: go build -ldflags "-X
+// github.com/rcpgo/rcpgo/internal/buildinfo.version=v1.2.3".
 package buildinfo
 
 import (
@@ -10,20 +16,32 @@ import (
 	"strings"
 )
 
+// version, when set at link time (-ldflags -X), wins over the module's.
+var version string
+
 // Info is what a version command prints.
 type Info struct {
-	Version  string `json:"version"` // vX.Y.Z when installed from a tag, "(devel)" from a checkout
+	Version  string `json:"version"`
 	Revision string `json:"revision,omitempty"`
 	Time     string `json:"time,omitempty"` // commit time of Revision
 	Modified bool   `json:"modified,omitempty"`
 	Go       string `json:"go"`
 }
 
-// Read returns the running binary's Info; override, when not empty, is a
-// version set at link time (-ldflags -X) and wins over the module's.
-func Read(override string) Info {
+// Version returns the version every face reports.
+func Version() string { return Read().Version }
+
+// Read returns the running binary's Info.
+func Read() Info {
+	bi, _ := debug.ReadBuildInfo()
+	return fromBuild(bi, version)
+}
+
+// fromBuild computes Info from the embedded build information and the
+// link-time override.
+func fromBuild(bi *debug.BuildInfo, override string) Info {
 	info := Info{Version: "(devel)", Go: runtime.Version()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if bi != nil {
 		if v := bi.Main.Version; v != "" {
 			info.Version = v
 		}
@@ -38,22 +56,32 @@ func Read(override string) Info {
 			}
 		}
 	}
-	if override != "" {
+	switch {
+	case override != "":
 		info.Version = override
+	case info.Version == "(devel)" && info.Revision != "":
+		// A pseudo-version names its commit; (devel) does not, so say which.
+		info.Version += "+" + short(info.Revision)
+		if info.Modified {
+			info.Version += ".dirty"
+		}
 	}
 	return info
 }
 
-// String renders info on one line: "v1.2.3 (rev 0123456789ab, 2026-12-01T10:00:00Z, modified) go1.26".
+func short(rev string) string { return rev[:min(12, len(rev))] }
+
+// String renders info on one line, the version first and alone before the
+// first space: "v1.2.3 (rev 0123456789ab, 2026-12-01T10:00:00Z, modified) go1.26".
 func (i Info) String() string {
 	var extra []string
-	if i.Revision != "" {
-		extra = append(extra, "rev "+i.Revision[:min(12, len(i.Revision))])
+	if i.Revision != "" && !strings.Contains(i.Version, short(i.Revision)) {
+		extra = append(extra, "rev "+short(i.Revision))
 	}
 	if i.Time != "" {
 		extra = append(extra, i.Time)
 	}
-	if i.Modified {
+	if i.Modified && !strings.Contains(i.Version, "dirty") {
 		extra = append(extra, "modified")
 	}
 	s := i.Version

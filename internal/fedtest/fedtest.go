@@ -76,8 +76,9 @@ type Engine struct {
 	// Started receives one value each time an "xhang" query starts.
 	Started chan string
 
-	mu    sync.Mutex
-	metas []rcp.Meta // _meta of every retrieve received
+	mu       sync.Mutex
+	metas    []rcp.Meta // _meta of every retrieve received
+	sessions []string   // sessionId of every retrieve received
 }
 
 // New returns an engine over Corpora[name].
@@ -90,6 +91,13 @@ func (e *Engine) Metas() []rcp.Meta {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.metas)
+}
+
+// SessionIDs returns the sessionId of each retrieve received so far.
+func (e *Engine) SessionIDs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.sessions)
 }
 
 // Describe reports the engine's identity and capabilities.
@@ -216,6 +224,7 @@ func (e *Engine) retrieve(ctx context.Context, p *rcp.RetrieveParams) (*rcp.Retr
 	}
 	e.mu.Lock()
 	e.metas = append(e.metas, p.Meta)
+	e.sessions = append(e.sessions, p.SessionID)
 	e.mu.Unlock()
 	q := p.Query.String()
 	if err := e.control(ctx, q); err != nil {

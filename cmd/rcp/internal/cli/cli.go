@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/internal/buildinfo"
 	"github.com/rcpgo/rcpgo/internal/didyoumean"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -152,7 +153,7 @@ func (t *target) connect(ctx context.Context, env *Env, opts *rcp.ClientOptions)
 		o = *opts
 	}
 	if o.Info.Name == "" {
-		o.Info = rcp.PeerInfo{Name: "rcp-cli", Version: Version}
+		o.Info = rcp.PeerInfo{Name: "rcp-cli", Version: buildinfo.Version()}
 	}
 	if o.Timeout == 0 {
 		o.Timeout = t.timeout
@@ -307,9 +308,6 @@ func newFlags(name string, env *Env, synopsis string) *flag.FlagSet {
 	}
 	return fs
 }
-
-// Version is the CLI's version, reported in initialize.
-const Version = "0.1.0"
 
 // colorOn reports whether w gets ANSI colour: a terminal, and neither
 // NO_COLOR (https://no-color.org) nor TERM=dumb set.

@@ -81,7 +81,7 @@ func runVersion(_ context.Context, env *Env, args []string) error {
 	if _, err := parse(fs, nil, args); err != nil {
 		return err
 	}
-	info := buildinfo.Read("")
+	info := buildinfo.Read()
 	if *jsonOut {
 		return writeJSON(env.Stdout, info)
 	}
@@ -127,6 +127,13 @@ func completionCommands(ctx context.Context) []completion.Command {
 			for _, sub := range []string{"build", "recall"} {
 				c.Subs = append(c.Subs, completion.Command{Name: sub, Flags: help(runMemory, sub, "-h")})
 			}
+		case "feedback":
+			c.Flags = help(runFeedback, "-h")
+			q := completion.Command{Name: "quarantine"}
+			for _, sub := range []string{"list", "lift"} {
+				q.Subs = append(q.Subs, completion.Command{Name: sub, Flags: help(runQuarantine, sub, "-h")})
+			}
+			c.Subs = []completion.Command{q}
 		default:
 			c.Flags = help(commands[name].run, "-h")
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/rcpgo/rcpgo/cmd/rcp/internal/evalcmd"
 	"github.com/rcpgo/rcpgo/eval"
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/internal/buildinfo"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -27,7 +28,7 @@ func init() {
 //	stdio:CMD ARG…              spawn CMD and speak over stdio (fields split on spaces)
 //	FILE.json#ENGINE            an engine of an rcp.json registry
 func dialTarget(ctx context.Context, target string) (*rcp.Client, error) {
-	opts := &rcp.ClientOptions{Info: rcp.PeerInfo{Name: "rcp-cli", Version: Version}}
+	opts := &rcp.ClientOptions{Info: rcp.PeerInfo{Name: "rcp-cli", Version: buildinfo.Version()}}
 	switch {
 	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
 		opts.BearerToken = os.Getenv("RCP_TOKEN")

@@ -12,7 +12,7 @@ import (
 
 func init() {
 	commands["transform"] = command{"rewrite, expand or split a query (query/transform)", runTransform}
-	commands["feedback"] = command{"report how hits fared: used, cited, helpful, reward, poison, injection", runFeedback}
+	commands["feedback"] = command{"report how hits fared (used, cited, helpful, reward, poison, injection); feedback quarantine list|lift", runFeedback}
 }
 
 func runTransform(ctx context.Context, env *Env, args []string) error {
@@ -61,6 +61,9 @@ func runTransform(ctx context.Context, env *Env, args []string) error {
 }
 
 func runFeedback(ctx context.Context, env *Env, args []string) error {
+	if len(args) > 0 && args[0] == "quarantine" {
+		return runQuarantine(ctx, env, args[1:])
+	}
 	fs := newFlags("feedback", env, `--signal 'HIT_ID:helpful,used,cited,reward=0.5,unhelpful,poison,injection' … [flags] [target]`)
 	var t target
 	t.register(fs)

@@ -18,6 +18,7 @@ import (
 	"github.com/rcpgo/rcpgo/console"
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/internal/auth"
+	"github.com/rcpgo/rcpgo/internal/buildinfo"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -134,10 +135,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err != nil {
 		return fail("%v", err)
 	}
-	clientOpts := &rcp.ClientOptions{Info: rcp.PeerInfo{Name: "rcpd-gateway", Version: "0.1.0"}, Logger: log, Stderr: stderr,
+	clientOpts := &rcp.ClientOptions{Info: rcp.PeerInfo{Name: "rcpd-gateway", Version: buildinfo.Version()}, Logger: log, Stderr: stderr,
 		Env: []string{federation.SpawnEnv(budget)}}
 	gw := federation.NewGateway(reg, &federation.GatewayOptions{
 		Identity:      *identity,
+		Server:        rcp.PeerInfo{Name: "rcpd-gateway", Version: buildinfo.Version()},
 		MaxK:          *maxK,
 		HideEndpoints: *hide,
 		Federation: federation.Options{
@@ -159,7 +161,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			}
 			if !*noUI {
 				mux.Handle("/", console.New(console.Options{Server: srv, Tokens: tokens,
-					Datasets: *uiDatasets, Title: "rcpd gateway console", Logger: log, AllowedHosts: httpOpts.AllowedHosts}))
+					Datasets: *uiDatasets, Title: "rcpd gateway console", Version: buildinfo.Version(), Logger: log, AllowedHosts: httpOpts.AllowedHosts}))
 			}
 		}
 		if o.Listener, err = net.Listen("tcp", *httpAddr); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/internal/auth"
+	"github.com/rcpgo/rcpgo/internal/buildinfo"
 	"github.com/rcpgo/rcpgo/mcpbridge"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -202,7 +203,7 @@ func readToken(file, env, flagName string) (string, error) {
 // dial connects to the engine the flags name. close releases the client
 // and, for --data, the engine.
 func (c *config) dial(ctx context.Context, log *slog.Logger, stderr io.Writer, relay *mcpbridge.Relay) (*rcp.Client, func(), error) {
-	opts := &rcp.ClientOptions{Info: rcp.PeerInfo{Name: "rcpgo-mcpbridge", Version: "0.1.0"}, Logger: log, Stderr: stderr}
+	opts := &rcp.ClientOptions{Info: rcp.PeerInfo{Name: "rcpgo-mcpbridge", Version: buildinfo.Version()}, Logger: log, Stderr: stderr}
 	if relay != nil {
 		opts.OnLog = relay.OnLog
 	}
@@ -316,7 +317,7 @@ func run(ctx context.Context, c *config, log *slog.Logger, stdin io.Reader, stdo
 	}
 	current := closeClient
 	defer func() { release(ctx, log, current) }()
-	b, err := mcpbridge.New(client, mcpbridge.Options{EngineID: c.name, Sampling: c.sampling, Logger: log, Relay: relay})
+	b, err := mcpbridge.New(client, mcpbridge.Options{EngineID: c.name, Version: buildinfo.Version(), Sampling: c.sampling, Logger: log, Relay: relay})
 	if err != nil {
 		return err
 	}
@@ -444,7 +445,7 @@ func describe(ctx context.Context, c *config, log *slog.Logger, stderr io.Writer
 		return nil, err
 	}
 	defer closeClient()
-	b, err := mcpbridge.New(client, mcpbridge.Options{EngineID: c.name, Sampling: c.sampling, Logger: log})
+	b, err := mcpbridge.New(client, mcpbridge.Options{EngineID: c.name, Version: buildinfo.Version(), Sampling: c.sampling, Logger: log})
 	if err != nil {
 		return nil, err
 	}

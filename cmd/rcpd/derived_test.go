@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// stdioSession speaks raw NDJSON to serve over pipes.
+type stdioSession struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	rd   *bufio.Reader
+	next int
+	done chan error
+}
+
+func startStdio(t *testing.T, f serveFlags) *stdioSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &stdioSession{t: t, in: inW, rd: bufio.NewReader(outR), done: make(chan error, 1)}
+	f.stdio = true
+	go func() {
+		s.done <- serve(context.Background(), f, inR, outW, io.Discard)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		select {
+		case <-s.done:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not return after EOF")
+		}
+	})
+	return s
+}
+
+// call sends one request and returns its result or error.
+func (s *stdioSession) call(method string, params any) (json.RawMessage, *rcp.Error) {
+	s.t.Helper()
+	s.next++
+	p, _ := json.Marshal(params)
+	if _, err := fmt.Fprintf(s.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", s.next, method, p); err != nil {
+		s.t.Fatal(err)
+	}
+	line, err := s.rd.ReadBytes('\n')
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var m struct {
+		Result json.RawMessage `json:"result"`
+		Error  *rcp.Error      `json:"error"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		s.t.Fatalf("%s: %v", line, err)
+	}
+	return m.Result, m.Error
+}
+
+// Issue 31, acceptance 4: right after a fresh `rcpd serve --demo` answers
+// ping, no graph, tree or memory call returns an empty success — each one
+// waits for the structure's first build within its deadline (or answers
+// -32010 retryable, which would fail this test too: the demo builds in
+// seconds). Before, graph communities answered an empty list.
+func TestDemoNoEmptySuccessAtStart(t *testing.T) {
+	s := startStdio(t, serveFlags{demo: true, data: t.TempDir()})
+	if _, e := s.call(rcp.MethodPing, map[string]any{}); e != nil {
+		t.Fatal(e)
+	}
+	if _, e := s.call(rcp.MethodInitialize, map[string]any{"protocolVersion": 1}); e != nil {
+		t.Fatal(e)
+	}
+	type list = []json.RawMessage
+	checks := []struct {
+		name, method string
+		params       map[string]any
+		key          string // the list that must not be empty
+	}{
+		{"graph communities", rcp.MethodGraph, map[string]any{"op": "communities"}, "communities"},
+		{"graph global", rcp.MethodGraph, map[string]any{"op": "global", "query": "ranking and retrieval"}, "communities"},
+		{"graph local", rcp.MethodGraph, map[string]any{"op": "local", "query": "BM25 ranking"}, "hits"},
+		{"graph drift", rcp.MethodGraph, map[string]any{"op": "drift", "query": "BM25 ranking"}, "hits"},
+		{"graph neighbors", rcp.MethodGraph, map[string]any{"op": "neighbors", "query": "BM25"}, "nodes"},
+		{"memory/recall", rcp.MethodMemoryRecall, map[string]any{"query": "BM25 ranking"}, "clues"},
+		{"retrieve community", rcp.MethodRetrieve, map[string]any{"query": "ranking", "unit": "community", "k": 5}, "hits"},
+		{"retrieve node", rcp.MethodRetrieve, map[string]any{"query": "BM25", "unit": "node", "k": 5}, "hits"},
+		// (unit triplet waits for the graph too; the offline extractor finds
+		// no subject–predicate–object fact in the demo's prose, so its
+		// empty answer is the graph's, not a missing build's.)
+		{"retrieve subgraph", rcp.MethodRetrieve, map[string]any{"query": "BM25", "unit": "subgraph", "k": 5}, "hits"},
+		{"retrieve tree-node 1", rcp.MethodRetrieve, map[string]any{"query": "ranking", "unit": "tree-node", "level": 1, "k": 5}, "hits"},
+	}
+	for _, c := range checks {
+		res, e := s.call(c.method, c.params)
+		if e != nil {
+			t.Errorf("%s: %v", c.name, e)
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(res, &m); err != nil {
+			t.Fatalf("%s: %s", c.name, res)
+		}
+		var l list
+		if err := json.Unmarshal(m[c.key], &l); err != nil || len(l) == 0 {
+			t.Errorf("%s: an empty success right after the start: %s", c.name, res)
+		}
+	}
+	// info reports the readiness of each derived structure.
+	res, e := s.call(rcp.MethodInfo, map[string]any{})
+	if e != nil {
+		t.Fatal(e)
+	}
+	var info rcp.InitializeResult
+	if err := json.Unmarshal(res, &info); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := rcp.ReadReadiness(info.Meta)
+	if !ok {
+		t.Fatalf("no %s in info _meta: %s", rcp.MetaRCPGoReadiness, res)
+	}
+	for _, name := range []string{"dense", "graph", "communities", "tree", "memory"} {
+		if st := r[name].State; st != rcp.StateReady && st != rcp.StateStale {
+			t.Errorf("%s is %q after answering on it", name, st)
+		}
+	}
+}
