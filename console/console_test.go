@@ -17,6 +17,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/eval"
 	"github.com/rcpgo/rcpgo/internal/auth"
+	"github.com/rcpgo/rcpgo/internal/wording"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -362,5 +363,17 @@ func TestHostAllowed(t *testing.T) {
 	}
 	if !New(Options{AllowedHosts: []string{"*"}, Logger: quietLogger()}).hostAllowed("anything.example") {
 		t.Error(`"*" must allow any host`)
+	}
+}
+
+// TestOneEmptyResultWording (issue 34, finding 10): the console says of an
+// empty search what rcp and the MCP face say (internal/wording).
+func TestOneEmptyResultWording(t *testing.T) {
+	js, err := assets.ReadFile("assets/console.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"`+wording.NoHitsSentence+`"`) {
+		t.Errorf("console.js does not say %q of an empty search", wording.NoHitsSentence)
 	}
 }

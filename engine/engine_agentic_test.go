@@ -214,7 +214,8 @@ func TestFeedbackQuarantineAndPrior(t *testing.T) {
 		t.Fatalf("quarantined %s still first: %q", top, ids(after))
 	}
 	for _, h := range after.Hits {
-		if h.ID == top && (h.Trust.Level != rcp.TrustUntrusted || h.Trust.InjectionSuspected == nil || !*h.Trust.InjectionSuspected) {
+		if h.ID == top && (h.Trust.Level != rcp.TrustUntrusted || h.Trust.InjectionSuspected == nil || !*h.Trust.InjectionSuspected ||
+			h.Trust.Score == nil || *h.Trust.Score != 0) { // score 0: reported, not merely unvetted (issue 34)
 			t.Fatalf("quarantined hit trust %+v", h.Trust)
 		}
 	}

@@ -78,6 +78,9 @@ type Options struct {
 	Icons       []mcp.Icon
 	// Logger receives diagnostics (default: slog to stderr). Never stdout.
 	Logger *slog.Logger
+	// Tasks bound the MCP tasks (per session, over all sessions, kept
+	// result bytes; zero values take the package tasks defaults).
+	Tasks tasks.Options
 	// PageSize bounds one resources/list page of documents (default 50).
 	PageSize int
 	// DefaultK is the k of search and prompts when none is given (default 5).
@@ -205,7 +208,9 @@ func New(client *rcp.Client, opts Options) (*Bridge, error) {
 	})
 	// Tasks first: middleware added later runs outside it, so the bridge's
 	// (cancellation at shutdown, error codes) wraps the tasks methods too.
-	b.tasks = tasks.New(tasks.Options{Logger: b.log})
+	to := opts.Tasks
+	to.Logger = b.log
+	b.tasks = tasks.New(to)
 	if err := b.tasks.Install(b.srv); err != nil {
 		return nil, fmt.Errorf("mcpbridge: %w", err)
 	}

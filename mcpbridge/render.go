@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/rcpgo/rcpgo/internal/wording"
 )
 
 // Retrieved text is rendered as delimited, attributed data (§15.2): every
@@ -53,7 +55,7 @@ func passage(sb *strings.Builder, boundary string, n int, h Hit) {
 
 func renderHits(sb *strings.Builder, hits []Hit) {
 	if len(hits) == 0 {
-		sb.WriteString("No passages matched.\n")
+		sb.WriteString(wording.NoHitsSentence + "\n")
 		return
 	}
 	boundary := newBoundary()

@@ -196,6 +196,7 @@ func TestConsoleBrowser(t *testing.T) {
 	t.Run("compare", func(t *testing.T) { consoleCompare(t, ctx, base, dir) })
 	t.Run("upload", func(t *testing.T) { consoleUpload(t, ctx, base, dir) })
 	t.Run("paste", func(t *testing.T) { consolePaste(t, ctx, base) })
+	t.Run("local-files", func(t *testing.T) { consoleLocalFiles(t, ctx, base, dir) })
 	t.Run("unsupported", func(t *testing.T) { consoleUnsupported(t, ctx, base, dir) })
 	t.Run("accessibility", func(t *testing.T) { consoleAccessibility(t, ctx, base) })
 	t.Run("paging", func(t *testing.T) { consolePaging(t, ctx, base) })
@@ -234,6 +235,15 @@ const readHits = `Array.from(document.querySelectorAll("#hits li.hit")).map(li =
 	trust: (li.querySelector(".badge.trusted")||{}).textContent || "",
 	marks: li.querySelectorAll(".hit-text mark").length }))`
 
+// splitMarks lists the highlighted words that are parts of a longer word
+// (a letter or digit right before or after the mark): highlighting must
+// mark whole words (issue 34: "Convert|ing", "byte|s").
+const splitMarks = `Array.from(document.querySelectorAll(".hit-text mark")).filter(m => {
+	const word = /[\p{L}\p{N}]/u;
+	const before = m.previousSibling && m.previousSibling.textContent.slice(-1) || "";
+	const after = m.nextSibling && m.nextSibling.textContent.slice(0, 1) || "";
+	return word.test(before) || word.test(after); }).map(m => m.parentNode.textContent.slice(0, 80) + " [" + m.textContent + "]")`
+
 func consoleSearch(t *testing.T, ctx context.Context, base, dir string) {
 	do(t, ctx, "open the deep link", chromedp.Navigate(searchLink(base)), chromedp.WaitVisible(`#hits li.hit`))
 	if mode := js[string](t, ctx, `document.getElementById("opt-mode").value`); mode != "hybrid" {
@@ -262,7 +272,7 @@ func consoleSearch(t *testing.T, ctx context.Context, base, dir string) {
 		if m := year.FindStringSubmatch(h.Meta); m == nil || m[1] < "2020" {
 			t.Errorf("hit %s breaks the filter year >= 2020: meta %q", h.ID, h.Meta)
 		}
-		if h.Trust != "trust: trusted" {
+		if h.Trust != "trusted" {
 			t.Errorf("hit %s: trust badge %q", h.ID, h.Trust)
 		}
 	}
@@ -271,6 +281,9 @@ func consoleSearch(t *testing.T, ctx context.Context, base, dir string) {
 	}
 	if hits[0].Marks == 0 {
 		t.Errorf("no query term highlighted in the first hit")
+	}
+	if split := js[[]string](t, ctx, splitMarks); len(split) > 0 {
+		t.Errorf("highlighting splits words: %q", split)
 	}
 	// Progress came over SSE, stage by stage, and the bar ended full.
 	stages := js[[]string](t, ctx, `Array.from(document.querySelectorAll("#search-stages li")).map(li => li.dataset.stage)`)
@@ -331,6 +344,14 @@ func consoleCompare(t *testing.T, ctx context.Context, base, dir string) {
 	if summary := js[string](t, ctx, `document.getElementById("compare-summary").textContent`); !strings.Contains(summary, "in both") {
 		t.Errorf("summary %q", summary)
 	}
+	// Both sides take feedback (issue 34: side A only, before).
+	for _, side := range []string{"a", "b"} {
+		hits := js[int](t, ctx, `document.querySelectorAll("#cmp-`+side+`-hits li.hit").length`)
+		buttons := js[int](t, ctx, `document.querySelectorAll("#cmp-`+side+`-hits li.hit .feedback button").length`)
+		if hits == 0 || buttons != 2*hits {
+			t.Errorf("side %s: %d hits, %d feedback buttons; want two per hit", side, hits, buttons)
+		}
+	}
 	shot(t, ctx, dir, "console-compare.png")
 }
 
@@ -355,11 +376,32 @@ func consoleUpload(t *testing.T, ctx context.Context, base, dir string) {
 	if !strings.HasPrefix(first["id"], "sha256:") || first["title"] != "Quokka field notes" {
 		t.Errorf("first hit %v, want the uploaded document", first)
 	}
+	if badge := js[string](t, ctx, `(b => b ? b.className + ": " + b.textContent : "")(document.querySelector("#hits li.hit .badge.unvetted"))`); badge != "badge unvetted: uploaded" {
+		t.Errorf("uploaded hit's trust badge %q, want the neutral \"uploaded\" (not a red untrusted)", badge)
+	}
 
 	// Delete it again from the document list (two clicks: arm, confirm).
 	row := `#doc-rows tr[data-id="` + first["id"] + `"] button`
 	do(t, ctx, "delete the uploaded document", chromedp.Navigate(base+"/?tab=index"), chromedp.WaitVisible(row))
-	shot(t, ctx, dir, "console-index.png")
+	// Sizes are human; the Delete button stays on one line (issue 34:
+	// "36615 B", "Delet/e").
+	sizes := js[[]string](t, ctx, `Array.from(document.querySelectorAll("#doc-rows td.size")).map(td => td.textContent)`)
+	human := regexp.MustCompile(`^(\d+ B|\d+\.\d (KiB|MiB))$`)
+	for _, sz := range sizes {
+		if !human.MatchString(sz) {
+			t.Errorf("size %q, want B/KiB/MiB", sz)
+		}
+	}
+	if lines := js[[]float64](t, ctx, `Array.from(document.querySelectorAll("#doc-rows td.actions button")).map(b => b.getBoundingClientRect().height / parseFloat(getComputedStyle(b).lineHeight === "normal" ? 1.2 * parseFloat(getComputedStyle(b).fontSize) : getComputedStyle(b).lineHeight))`); len(lines) == 0 {
+		t.Error("no Delete buttons")
+	} else {
+		for _, l := range lines {
+			if l >= 2 {
+				t.Errorf("a Delete button is %.1f lines high: it wraps", l)
+			}
+		}
+	}
+	shot(t, ctx, dir, "console-upload.png")
 	do(t, ctx, "confirm the delete", chromedp.Click(row), chromedp.Click(row), chromedp.WaitNotPresent(row))
 	do(t, ctx, "search after the delete", chromedp.Navigate(base+"/?q=zanzibarquokka&k=3"), chromedp.WaitVisible(`#search-usage`))
 	if n := js[int](t, ctx, `document.querySelectorAll("#hits li.hit[data-id^='sha256:']").length`); n != 0 {
@@ -369,7 +411,7 @@ func consoleUpload(t *testing.T, ctx context.Context, base, dir string) {
 
 func consolePaste(t *testing.T, ctx context.Context, base string) {
 	// Pasted text that tries to instruct the reader is indexed, screened by
-	// the engine, and shown with its untrusted badge and a warning.
+	// the engine, and shown with a red "suspicious" badge and a warning.
 	before := ""
 	do(t, ctx, "paste a document", chromedp.Navigate(base+"/?tab=index"),
 		discard(chromedp.Poll[bool](`document.getElementById("index-version").textContent !== "unknown"`)))
@@ -382,9 +424,9 @@ func consolePaste(t *testing.T, ctx context.Context, base string) {
 		t.Errorf("index version %q before, %q after the add", before, after)
 	}
 	do(t, ctx, "find it", chromedp.Navigate(base+"/?q=gardening+tips&k=1"), chromedp.WaitVisible(`#hits li.hit`))
-	hit := js[map[string]string](t, ctx, `(li => ({id: li.dataset.id, badge: (li.querySelector(".badge.untrusted")||{}).textContent || "",
+	hit := js[map[string]string](t, ctx, `(li => ({id: li.dataset.id, badge: (li.querySelector(".badge.suspicious")||{}).textContent || "",
 		warn: (li.querySelector(".warn")||{}).textContent || "", title: li.querySelector("h3").textContent}))(document.querySelector("#hits li.hit"))`)
-	if hit["id"] != "garden-1" || hit["title"] != "Gardening" || hit["badge"] != "trust: untrusted" || !strings.Contains(hit["warn"], "prompt injection") {
+	if hit["id"] != "garden-1" || hit["title"] != "Gardening" || hit["badge"] != "⚠ suspicious" || !strings.Contains(hit["warn"], "prompt injection") {
 		t.Errorf("pasted hit %v", hit)
 	}
 }

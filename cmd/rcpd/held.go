@@ -98,7 +98,15 @@ func claimDataAndAddress(cfg *engine.Config, f serveFlags, fc *fileConfig) (ln n
 		return nil, err
 	}
 	cfg.MaxRequestBytes = int64(max)
-	if err := checkHeld(cfg, pick(f.onLocked, os.Getenv("RCPD_ON_LOCKED"), "fail")); err != nil {
+	// The demo's data is the fixed sample corpus, so a second demo process
+	// (a fresh stdio session of rcp conformance, rcp query -- rcpd serve
+	// --stdio --demo beside rcpd serve --demo) serves a read-only snapshot
+	// of it rather than refusing: there is nothing of the user's to lose.
+	defaultOnLocked := "fail"
+	if f.demo {
+		defaultOnLocked = "snapshot"
+	}
+	if err := checkHeld(cfg, pick(f.onLocked, os.Getenv("RCPD_ON_LOCKED"), defaultOnLocked)); err != nil {
 		return nil, err
 	}
 	cfg.Holder = engine.Holder{What: "rcpd serve"}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/rcpgo/rcpgo/engine"
+	"github.com/rcpgo/rcpgo/internal/wording"
 )
 
 func init() {
@@ -47,7 +48,7 @@ func runRepair(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	st := eng.Stats()
 	_ = eng.Close()
-	fmt.Fprintf(stdout, "%s opens: %d documents, index version %s\n", *data, st.Docs, st.Version)
+	fmt.Fprintf(stdout, "%s opens: %s, index version %s\n", *data, wording.Plural(st.Docs, "document", "documents"), st.Version)
 	return 0
 }
 
@@ -57,7 +58,7 @@ func printRepair(w io.Writer, rep *engine.RepairReport) {
 		fmt.Fprintf(w, "moved aside: %s\n", m)
 	}
 	if s := rep.Salvaged; s != nil {
-		fmt.Fprintf(w, "salvaged %s: %d records copied into a new file; the index rebuilds its segments from them at the next open\n", s.File, s.Copied)
+		fmt.Fprintf(w, "salvaged %s: %s copied into a new file; the index rebuilds its segments from them at the next open\n", s.File, wording.Plural(s.Copied, "record", "records"))
 		for _, l := range s.Lost {
 			fmt.Fprintf(w, "unreadable: %s\n", l)
 		}

@@ -191,7 +191,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&f.sparseModel, "sparse-model", "", "ONNX SPLADE model served by embed/sparse (env RCPD_SPARSE_MODEL)")
 	fs.StringVar(&f.sparseTokenizer, "sparse-tokenizer", "", "tokenizer.json of --sparse-model (env RCPD_SPARSE_TOKENIZER)")
 	fs.StringVar(&f.onnxLibrary, "onnx-library", "", "libonnxruntime.so for ONNX models (default $RCPGO_ONNXRUNTIME_LIB; see scripts/fetch-onnxruntime.sh)")
-	fs.StringVar(&f.onLocked, "on-locked", "", "when another process holds the data directory: fail (say who holds it and what to do instead) or snapshot (serve a read-only copy, as --read-only does) (env RCPD_ON_LOCKED; default fail)")
+	fs.StringVar(&f.onLocked, "on-locked", "", "when another process holds the data directory: fail (say who holds it and what to do instead) or snapshot (serve a read-only copy, as --read-only does) (env RCPD_ON_LOCKED; default fail, snapshot with --demo)")
 	fs.StringVar(&f.maxRequest, "max-request-bytes", "", "largest request accepted, in bytes (a stdio frame or an HTTP body; env RCPD_MAX_REQUEST_BYTES; default 16777216): rcp index add sizes its batches by it, and a file larger than it is skipped by name")
 	fs.StringVar(&f.rerankModel, "rerank-model", "", "--rerank onnx-*: ONNX cross-encoder or ColBERT model (env RCPD_RERANK_MODEL; needs --rerank-tokenizer and ONNX Runtime)")
 	fs.StringVar(&f.rerankTokenizer, "rerank-tokenizer", "", "tokenizer.json of the rerank model (env RCPD_RERANK_TOKENIZER)")

@@ -34,6 +34,12 @@
     return e;
   }
   const clear = (e) => { while (e.firstChild) e.removeChild(e.firstChild); return e; };
+  // humanBytes is "512 B", "35.8 KiB", "1.2 MiB" (binary units, like rcp index list).
+  function humanBytes(n) {
+    if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + " MiB";
+    if (n >= 1 << 10) return (n / (1 << 10)).toFixed(1) + " KiB";
+    return n + " B";
+  }
   const fmt = (x, d = 3) => (typeof x === "number" && isFinite(x)) ? (Math.abs(x) >= 1000 ? x.toFixed(0) : x.toFixed(d)) : String(x);
   function show(box, msg) { if (msg) { box.textContent = msg; box.hidden = false; } else { box.textContent = ""; box.hidden = true; } }
 
@@ -488,14 +494,26 @@
   function queryTerms(q) {
     return (typeof q === "string" ? q : "").toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((t) => t.length > 2);
   }
-  // highlight renders text with query terms marked (as text nodes only).
+  // termMatch reports whether a word (lower-cased) is a form of a query
+  // term: equal, or sharing its first five letters (a stand-in for the
+  // server's stemmer, as rcp query's highlighting does): "converting" for
+  // "convert", "bytes" for "byte".
+  function termMatch(word, terms) {
+    for (const t of terms) {
+      if (word === t) return true;
+      const n = Math.min(t.length, 5);
+      if (t.length >= 4 && word.length >= n && word.slice(0, n) === t.slice(0, n)) return true;
+    }
+    return false;
+  }
+  // highlight renders text with the words that match query terms marked,
+  // whole words only (as text nodes only).
   function highlight(text, terms) {
     const frag = document.createDocumentFragment();
     if (!terms.length) { frag.append(text); return frag; }
-    const esc = terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-    const re = new RegExp("(" + esc.join("|") + ")", "giu");
     let last = 0;
-    for (const m of text.matchAll(re)) {
+    for (const m of text.matchAll(/[\p{L}\p{N}]+/gu)) {
+      if (!termMatch(m[0].toLowerCase(), terms)) continue;
       if (m.index > last) frag.append(text.slice(last, m.index));
       frag.append(el("mark", {}, m[0]));
       last = m.index + m[0].length;
@@ -518,13 +536,35 @@
     return [el("span", {}, label), el("span", { class: "bar " + cls, role: "meter", "aria-label": `${label} score`, "aria-valuemin": "0", "aria-valuemax": String(fmt(max)), "aria-valuenow": String(fmt(value)) }, fill), el("span", { class: "num" }, fmt(value))];
   }
   function hitTitle(h) { return (h.citation && h.citation.title) || (h.meta && h.meta.title) || String(h.id); }
-  function renderHit(h, rank, max, terms, extra) {
+  // trustBadge says what a hit's trust means to the person reading it
+  // (README, "Trust badges"): a source the operator declared trusted or
+  // community; content written with index/add, which rcpd reports as
+  // untrusted because it cannot vouch for it, labelled by where it came
+  // from (a local file, an upload, the web) and shown as neutral; and, in
+  // red, content the injection screen flagged or clients reported
+  // (trust.score 0: quarantined by feedback).
+  function trustBadge(h) {
+    const t = h.trust, score = t.score ?? "n/a";
+    if (t.injectionSuspected || t.score === 0) {
+      const what = t.score === 0 ? "reported" : "suspicious";
+      return el("span", { class: "badge suspicious", title: (t.score === 0 ? "reported by clients (feedback) and quarantined" :
+        "the injection screen flagged this text") + ` · trust ${t.level}, score ${score}` }, "⚠ " + what);
+    }
+    if (t.level === "trusted" || t.level === "community") {
+      return el("span", { class: "badge " + t.level, title: `a source the operator declared ${t.level} (rcpd trustedSources) · score ${score}` }, t.level);
+    }
+    const uri = (h.citation && h.citation.uri) || (h.meta && (h.meta.source || h.meta.uri)) || "";
+    const origin = /^file:/.test(uri) || (h.meta && h.meta.path) ? "local file" : h.meta && h.meta.filename ? "uploaded" : /^https?:/.test(uri) ? "web" : "not vetted";
+    return el("span", { class: "badge unvetted", title: "written with index/add: rcpd does not vouch for what clients write, so it reports it untrusted; " +
+      `nothing suspicious was found · score ${score}` }, origin);
+  }
+  function renderHit(h, rank, max, terms, extra, fbParams) {
     const li = el("li", { class: "hit", "data-id": String(h.id) });
     const head = el("div", { class: "hit-head" }, el("span", { class: "rank" }, "#" + rank), extra || null, el("h3", {}, hitTitle(h)),
       el("code", {}, String(h.id)), el("span", { class: "usage" }, "score " + fmt(h.score, 4)));
     if (h.unit) head.append(el("span", { class: "badge" }, h.unit + (h.level !== undefined ? " L" + h.level : "")));
     if (h.trust) {
-      head.append(el("span", { class: "badge " + h.trust.level, title: "trust score " + (h.trust.score ?? "n/a") }, "trust: " + h.trust.level));
+      head.append(trustBadge(h));
       if (h.trust.sanitized) head.append(el("span", { class: "badge" }, "sanitized"));
     }
     li.append(head);
@@ -558,16 +598,17 @@
     if (h.meta && Object.keys(h.meta).length) {
       li.append(el("p", { class: "meta" }, ...Object.entries(h.meta).flatMap(([k, v], i) => [i ? " · " : "", k + ": ", el("code", {}, typeof v === "string" ? v : JSON.stringify(v))])));
     }
-    if (state.caps.feedback && !extra) li.append(feedbackButtons(h));
+    if (state.caps.feedback) li.append(feedbackButtons(h, fbParams));
     return li;
   }
   // feedbackButtons send a §7.16 helpful / not helpful signal for one hit,
-  // in the search's session when it has one.
-  function feedbackButtons(h) {
+  // in the session of the search that returned it (params: the Search
+  // tab's last search, or a Compare side's) when it has one.
+  function feedbackButtons(h, params) {
     const status = el("span", { class: "usage", "aria-live": "polite" });
     const send = async (helpful) => {
       const p = { signals: [{ hitId: h.id, helpful }] };
-      const last = state.lastParams || {};
+      const last = params || state.lastParams || {};
       if (last.sessionId) p.sessionId = last.sessionId;
       if (typeof last.query === "string") p.query = last.query;
       try { const r = await call("feedback", p); status.textContent = r.accepted ? "thanks: recorded" : "not recorded"; }
@@ -701,7 +742,7 @@
       const rankA = new Map(ra.hits.map((h, i) => [String(h.id), i + 1]));
       const rankB = new Map(rb.hits.map((h, i) => [String(h.id), i + 1]));
       const terms = queryTerms(pa.query);
-      const fill = (list, hits, other, isB) => {
+      const fill = (list, hits, other, isB, params) => {
         clear(list);
         const max = scoreMax(hits);
         hits.forEach((h, i) => {
@@ -712,13 +753,13 @@
           else if (o === i + 1) mark = el("span", { class: "delta same", title: "same rank in A" }, "=");
           else if (o > i + 1) mark = el("span", { class: "delta up", title: `rank ${o} in A` }, `▲${o - i - 1}`);
           else mark = el("span", { class: "delta down", title: `rank ${o} in A` }, `▼${i + 1 - o}`);
-          const li = renderHit(h, i + 1, max, terms, mark);
+          const li = renderHit(h, i + 1, max, terms, mark, params);
           li.querySelector(".hit-text") && li.querySelector(".hit-text").remove();
           list.append(li);
         });
       };
-      fill($("cmp-a-hits"), ra.hits, rankB, false);
-      fill($("cmp-b-hits"), rb.hits, rankA, true);
+      fill($("cmp-a-hits"), ra.hits, rankB, false, pa);
+      fill($("cmp-b-hits"), rb.hits, rankA, true, pb);
       const overlap = ra.hits.filter((h) => rankB.has(String(h.id))).length;
       const moved = rb.hits.filter((h, i) => rankA.has(String(h.id)) && rankA.get(String(h.id)) !== i + 1).length;
       $("compare-summary").textContent = `${overlap} of ${Math.max(ra.hits.length, rb.hits.length)} hits in both · ${moved} moved · ${rb.hits.length - overlap} new in B`;
@@ -746,8 +787,9 @@
       if (state.listCursor) p.cursor = state.listCursor;
       const res = await call("x-rcpgo/list", p);
       for (const d of res.documents) {
-        const tr = el("tr", { "data-id": d.id }, el("td", {}, el("code", {}, d.id)), el("td", {}, d.title || ""), el("td", { class: "num" }, d.size !== undefined ? d.size + " B" : ""),
-          el("td", {}, el("button", { type: "button", class: "danger", "aria-label": "Delete " + d.id, onclick: (ev) => deleteDoc(d.id, tr, ev.currentTarget) }, "Delete")));
+        const tr = el("tr", { "data-id": d.id }, el("td", {}, el("code", {}, d.id)), el("td", {}, d.title || ""),
+          el("td", { class: "num size", title: d.size !== undefined ? d.size + " bytes of text" : undefined }, d.size !== undefined ? humanBytes(d.size) : ""),
+          el("td", { class: "actions" }, el("button", { type: "button", class: "danger", "aria-label": "Delete " + d.id, onclick: (ev) => deleteDoc(d.id, tr, ev.currentTarget) }, "Delete")));
         rows.append(tr);
       }
       if (!rows.children.length) rows.append(el("tr", {}, el("td", { colspan: "4" }, "No documents.")));

@@ -25,8 +25,9 @@ func TestIngestRefusesNonRegularFiles(t *testing.T) {
 	}
 	for _, p := range []string{fifo, zero} {
 		start := time.Now()
-		if _, _, err := Collect([]string{p}, Options{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
-			t.Errorf("Collect(%s) = %v", p, err)
+		if files, skipped, err := Collect([]string{p}, Options{}); err != nil || len(files) != 0 || len(skipped) != 1 ||
+			!skipped[0].Failed || !strings.Contains(skipped[0].Reason, "not a regular file") {
+			t.Errorf("Collect(%s) = %v %+v %v, want a failed skip", p, files, skipped, err)
 		}
 		if _, err := ReadFile(context.Background(), p); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("ReadFile(%s) = %v", p, err)

@@ -74,10 +74,16 @@ func (opt Options) reads(path string) bool {
 	return f != "" && (f != "code" || opt.Code)
 }
 
-// Skip is a file Collect or ReadFile left out, and why.
+// Skip is a file Collect or ReadFile left out, and why. Failed marks what
+// the user asked for and did not get — a path named on the command line
+// that is missing or not text, a text file that could not be read or sent —
+// as opposed to files a folder walk leaves out by rule (hidden, an
+// unsupported type, binary, empty): `rcp index add` exits 1 when any skip
+// failed, after indexing everything else.
 type Skip struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
+	Failed bool   `json:"failed,omitempty"`
 }
 
 // unsupportedReason says why a walked file is not read.
@@ -86,35 +92,39 @@ func (opt Options) unsupportedReason(path string) string {
 	switch {
 	case formatOf(path) == "code":
 		return fmt.Sprintf("source code (%s): pass --code to index it as text", ext)
-	case ext == "":
-		return "no file extension"
 	}
 	return fmt.Sprintf("unsupported type %s", ext)
 }
 
 // Collect expands paths (files and directories, recursively) into the sorted
-// list of files it reads, and lists the other files it met with the reason
-// each was left out. Hidden files and directories are ignored unless named
-// explicitly; a named file of an unsupported type is an error.
+// list of files to read, and lists the files it left out with the reason
+// each was. A file named in paths is always read (whatever its name says:
+// ReadFile reads it as text when it is, and refuses it when not); a missing
+// path or one that is not a regular file is a failed Skip. In a folder,
+// hidden files and directories are ignored, files are read by extension,
+// and files without one (LICENSE, Makefile, README) when their first bytes
+// are text. err is only a folder that cannot be walked at all.
 func Collect(paths []string, opt Options) (files []string, skipped []Skip, err error) {
 	for _, p := range paths {
 		fi, err := os.Stat(p)
-		if err != nil {
-			return nil, nil, fmt.Errorf("ingest: %w", err)
-		}
-		if !fi.IsDir() {
-			if !fi.Mode().IsRegular() {
-				return nil, nil, fmt.Errorf("ingest: %s is not a regular file (%s)", p, fi.Mode().Type())
-			}
-			if !opt.reads(p) {
-				return nil, nil, fmt.Errorf("ingest: %s: %s (read: txt, md, mdx, rst, org, adoc, html, pdf, jsonl; source code with --code)", p, opt.unsupportedReason(p))
-			}
+		switch {
+		case err != nil:
+			skipped = append(skipped, Skip{p, statReason(err), true})
+			continue
+		case !fi.IsDir() && !fi.Mode().IsRegular():
+			skipped = append(skipped, Skip{p, fmt.Sprintf("not a regular file (%s)", fi.Mode().Type()), true})
+			continue
+		case !fi.IsDir():
 			files = append(files, p)
 			continue
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
-				return err
+				if path == p {
+					return err
+				}
+				skipped = append(skipped, Skip{path, statReason(err), true}) // an unreadable subfolder
+				return nil
 			}
 			if path != p && strings.HasPrefix(d.Name(), ".") {
 				if d.IsDir() {
@@ -125,11 +135,17 @@ func Collect(paths []string, opt Options) (files []string, skipped []Skip, err e
 			switch {
 			case d.IsDir():
 			case !d.Type().IsRegular():
-				skipped = append(skipped, Skip{path, "not a regular file"})
+				skipped = append(skipped, Skip{Path: path, Reason: "not a regular file"})
 			case opt.reads(path):
 				files = append(files, path)
+			case filepath.Ext(path) == "":
+				if reason := sniffText(path); reason == "" {
+					files = append(files, path)
+				} else {
+					skipped = append(skipped, Skip{Path: path, Reason: reason})
+				}
 			default:
-				skipped = append(skipped, Skip{path, opt.unsupportedReason(path)})
+				skipped = append(skipped, Skip{Path: path, Reason: opt.unsupportedReason(path)})
 			}
 			return nil
 		})
@@ -139,6 +155,33 @@ func Collect(paths []string, opt Options) (files []string, skipped []Skip, err e
 	}
 	sort.Strings(files)
 	return files, skipped, nil
+}
+
+// statReason words a failed stat or walk for a Skip.
+func statReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return err.Error()
+}
+
+// sniffText says why the file at path is not read as text ("" when it is):
+// its first sniffLen bytes are binary.
+func sniffText(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return statReason(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, sniffLen))
+	if err != nil {
+		return statReason(err)
+	}
+	if _, _, err := decodeText(b, false); err != nil {
+		return ErrBinary.Error()
+	}
+	return ""
 }
 
 // ContentID returns "sha256:" and the first 32 hex digits of the SHA-256 of
@@ -163,14 +206,24 @@ func SourceID(path string) (string, error) {
 // MetaContentHash is the meta key holding a file document's ContentID.
 const MetaContentHash = "contentHash"
 
+// MetaIndexOptions is the meta key recording the index/add options a file
+// document was written with ("chunk", "chunk,contextual"; absent for
+// none): `rcp index add` re-sends an unchanged file whose options changed.
+const MetaIndexOptions = "indexOptions"
+
 // ReadFile extracts the documents of one file: one for text formats, whose
 // id is SourceID(path) and whose meta carries "path", "title", "format",
 // "source" and MetaContentHash; one per line for JSONL, which keeps its own
-// "_id" and "metadata". Binary content is refused with ErrBinary, a file
-// without text with ErrNoText; UTF-16 (with or without a byte order mark)
-// and UTF-8 with a BOM are decoded.
+// "_id" and "metadata". A file of no known format (no extension, or one
+// named explicitly) is read as plain text. Binary content is refused with
+// ErrBinary, a file without text with ErrNoText. Text that is not UTF-8 is
+// transcoded (see decodeText), and the document's meta says what it was
+// taken to be: "charset" and "charsetFrom" (bom, meta, detected, default).
 func ReadFile(ctx context.Context, path string) ([]rcp.Document, error) {
 	format := formatOf(path)
+	if format == "" {
+		format = "text"
+	}
 	// Stat before opening: opening a FIFO blocks until a writer appears.
 	if fi, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -198,7 +251,7 @@ func ReadFile(ctx context.Context, path string) ([]rcp.Document, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	title, text, err := extract(format, path, b)
+	x, err := extract(format, path, b)
 	if err != nil {
 		return nil, err
 	}
@@ -207,11 +260,12 @@ func ReadFile(ctx context.Context, path string) ([]rcp.Document, error) {
 		return nil, err
 	}
 	abs, _ := filepath.Abs(path)
-	meta := map[string]any{"path": abs, "title": title, "format": format, "source": id, MetaContentHash: ContentID(text)}
+	meta := map[string]any{"path": abs, "title": x.title, "format": format, "source": id, MetaContentHash: ContentID(x.text)}
 	if format == "code" {
 		meta["language"] = strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
 	}
-	return []rcp.Document{{ID: id, Text: text, Meta: meta}}, nil
+	x.describe(meta)
+	return []rcp.Document{{ID: id, Text: x.text, Meta: meta}}, nil
 }
 
 // ReadUpload extracts the documents of a file received by name rather than
@@ -227,70 +281,88 @@ func ReadUpload(ctx context.Context, name string, b []byte) ([]rcp.Document, err
 	if format == "jsonl" {
 		return ReadJSONL(ctx, bytes.NewReader(b), name)
 	}
-	title, text, err := extract(format, name, b)
+	x, err := extract(format, name, b)
 	if errors.Is(err, ErrNoText) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return []rcp.Document{{
-		ID:   ContentID(text),
-		Text: text,
-		Meta: map[string]any{"filename": filepath.Base(name), "title": title, "format": format},
-	}}, nil
+	meta := map[string]any{"filename": filepath.Base(name), "title": x.title, "format": format}
+	x.describe(meta)
+	return []rcp.Document{{ID: ContentID(x.text), Text: x.text, Meta: meta}}, nil
 }
+
+// extracted is the text of one file, its title, and what its bytes were
+// taken to be.
+type extracted struct {
+	title, text string
+	dec         Decoding
+}
+
+// describe records in meta a charset other than plain UTF-8.
+func (x *extracted) describe(meta map[string]any) {
+	if !x.dec.UTF8() {
+		meta[MetaCharset], meta[MetaCharsetFrom] = x.dec.Charset, x.dec.From
+	}
+}
+
+// Meta keys of a document whose file was not plain UTF-8: the charset it
+// was decoded from, and how that was decided (Decoding.From).
+const (
+	MetaCharset     = "charset"
+	MetaCharsetFrom = "charsetFrom"
+)
 
 // extract returns the title and the trimmed, valid UTF-8 text of one
 // non-JSONL file (ErrBinary for content that is not text, ErrNoText for a
 // file holding nothing to index). The title falls back to the file name
 // without its extension.
-func extract(format, name string, b []byte) (title, text string, err error) {
+func extract(format, name string, b []byte) (x extracted, err error) {
 	if format == "pdf" {
-		title, text, err = pdfText(b)
+		x.dec = plainUTF8
+		x.title, x.text, err = pdfText(b)
 	} else {
-		title, text, err = decodeFormat(format, b)
+		x, err = decodeFormat(format, b)
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("ingest: %s: %w", name, err)
+		return x, fmt.Errorf("ingest: %s: %w", name, err)
 	}
-	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, "\uFFFD")
+	if !utf8.ValidString(x.text) {
+		x.text = strings.ToValidUTF8(x.text, "\uFFFD")
 	}
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return "", "", fmt.Errorf("ingest: %s: %w", name, ErrNoText)
+	x.text = strings.TrimSpace(x.text)
+	if x.text == "" {
+		return x, fmt.Errorf("ingest: %s: %w", name, ErrNoText)
 	}
-	if title == "" {
-		title = strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
+	if x.title == "" {
+		x.title = strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
 	}
-	return title, text, nil
+	return x, nil
 }
 
 // decodeFormat decodes b as text and extracts the title of format.
-func decodeFormat(format string, b []byte) (title, text string, err error) {
-	if format == "html" {
-		if b, err = decodeBytes(b); err != nil {
-			return "", "", err
-		}
-		return htmlText(b)
-	}
-	b, err = decodeBytes(b)
+func decodeFormat(format string, b []byte) (x extracted, err error) {
+	b, x.dec, err = decodeText(b, format == "html")
 	if err != nil {
-		return "", "", err
+		return x, err
 	}
-	text = string(b)
+	if format == "html" {
+		x.title, x.text, err = htmlText(b)
+		return x, err
+	}
+	x.text = string(b)
 	switch format {
 	case "markdown":
-		title = markdownTitle(text)
+		x.title = markdownTitle(x.text)
 	case "rst":
-		title = rstTitle(text)
+		x.title = rstTitle(x.text)
 	case "org":
-		title = orgTitle(text)
+		x.title = orgTitle(x.text)
 	case "asciidoc":
-		title = asciidocTitle(text)
+		x.title = asciidocTitle(x.text)
 	}
-	return title, text, nil
+	return x, nil
 }
 
 // beirDoc is one corpus.jsonl line.

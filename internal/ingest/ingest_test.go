@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rcpgo/rcpgo/internal/pdftest"
 )
@@ -222,8 +223,11 @@ func TestReadFileBadInput(t *testing.T) {
 			t.Errorf("%s: want an error", name)
 		}
 	}
-	if _, _, err := Collect([]string{filepath.Join(dir, "missing")}, Options{}); err == nil {
-		t.Error("missing path: want an error")
+	// A missing path is reported by name and fails the command; the rest
+	// is still collected (issue 34: one rule for exit codes).
+	files, skipped, err := Collect([]string{filepath.Join(dir, "missing"), filepath.Join(dir, "broken.pdf")}, Options{})
+	if err != nil || len(files) != 1 || len(skipped) != 1 || !skipped[0].Failed || !strings.Contains(skipped[0].Reason, "no such file") {
+		t.Errorf("missing path: files %v skipped %+v err %v, want a failed skip and the other file", files, skipped, err)
 	}
 }
 
@@ -301,7 +305,7 @@ func FuzzDecodeBytes(f *testing.F) {
 	f.Add([]byte{0xFF, 0xFE, 'a', 0})
 	f.Add([]byte{0, 'a', 0, 'b'})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if out, err := decodeBytes(b); err == nil && bytes.IndexByte(out, 0) >= 0 {
+		if out, _, err := decodeText(b, len(b) > 0 && b[0] == '<'); err == nil && (bytes.IndexByte(out, 0) >= 0 || !utf8.Valid(out)) {
 			t.Fatalf("decoded text %q holds NUL", out)
 		}
 	})

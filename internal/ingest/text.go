@@ -1,44 +1,13 @@
 package ingest
 
 import (
-	"bytes"
 	"strings"
-	"unicode/utf8"
 
 	"golang.org/x/text/encoding/unicode"
 )
 
 // sniffLen is how much of a file the text/binary decision looks at (as git does).
 const sniffLen = 8000
-
-// decodeBytes returns b as UTF-8 text: a UTF-8 byte order mark is dropped,
-// UTF-16 (marked by a BOM, or recognised by the zero bytes of its ASCII
-// characters) is decoded, and content that is not text is refused with
-// ErrBinary.
-func decodeBytes(b []byte) ([]byte, error) {
-	switch {
-	case bytes.HasPrefix(b, []byte{0xEF, 0xBB, 0xBF}):
-		b = b[3:]
-	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}), bytes.HasPrefix(b, []byte{0xFE, 0xFF}):
-		return decodeUTF16(b, unicode.LittleEndian) // the BOM decides the byte order
-	default:
-		if e, ok := sniffUTF16(b); ok {
-			return decodeUTF16(b, e)
-		}
-	}
-	if binary(b) {
-		return nil, ErrBinary
-	}
-	return b, nil
-}
-
-func decodeUTF16(b []byte, e unicode.Endianness) ([]byte, error) {
-	out, err := unicode.UTF16(e, unicode.UseBOM).NewDecoder().Bytes(b)
-	if err != nil || binary(out) {
-		return nil, ErrBinary
-	}
-	return out, nil
-}
 
 // sniffUTF16 recognises BOM-less UTF-16 of mostly ASCII text: nearly every
 // other byte is zero, at odd offsets (little endian) or even ones (big).
@@ -66,33 +35,20 @@ func sniffUTF16(b []byte) (unicode.Endianness, bool) {
 	return unicode.LittleEndian, false
 }
 
-// binary reports whether b looks like something other than text: a NUL
-// byte anywhere, or, in its first sniffLen bytes, more than 10% control
-// characters or more than 10% bytes that are not valid UTF-8.
-func binary(b []byte) bool {
-	// A NUL anywhere, not only in the sniffed head: decoded text must never
-	// hold one (the store and the analysers treat text as NUL-free), and the
-	// scan is a memchr.
-	if bytes.IndexByte(b, 0) >= 0 {
-		return true
-	}
+// binary reports whether b looks like something other than text: more
+// than one in per of its first sniffLen bytes are control characters (C0
+// other than white space and escape, and DEL). A NUL is checked by the
+// caller, anywhere in b. Bytes that are not valid UTF-8 do not count:
+// legacy charsets are decoded, not refused.
+func binary(b []byte, per int) bool {
 	s := b[:min(len(b), sniffLen)]
-	var ctrl, invalid int
-	for len(s) > 0 {
-		r, size := utf8.DecodeRune(s)
-		switch {
-		case r == utf8.RuneError && size == 1:
-			// a multibyte rune cut by the sniff window is not invalid
-			if len(s) >= utf8.UTFMax || utf8.FullRune(s) {
-				invalid++
-			}
-		case r < 0x20 && r != '\n' && r != '\r' && r != '\t' && r != '\f' && r != 0x1b:
+	ctrl := 0
+	for _, c := range s {
+		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != 0x1b || c == 0x7f {
 			ctrl++
 		}
-		s = s[size:]
 	}
-	n := min(len(b), sniffLen)
-	return ctrl*10 > n || invalid*10 > n
+	return ctrl*per > len(s)
 }
 
 // markdownTitle returns the title of YAML front matter (as .mdx files often

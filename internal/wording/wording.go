@@ -5,9 +5,12 @@ package wording
 
 import "strconv"
 
-// NoHits is what every face prints for a search that found nothing (the
-// console shows it too, in console.js).
-const NoHits = "no hits"
+// NoHits is what every face says of a search that found nothing: rcp
+// prints NoHits, the MCP face and the console (console.js) the sentence.
+const (
+	NoHits         = "no hits"
+	NoHitsSentence = "No hits."
+)
 
 // Plural is "1 file", "2 files": n and the noun that agrees with it.
 func Plural(n int, one, many string) string {

@@ -14,9 +14,15 @@
 // notifications/tasks/status (status.go).
 //
 // Tasks belong to the MCP session that created them: another session can
-// neither see, read nor cancel them. A task lives for its TTL from creation
+// neither see, read nor cancel them, and they end with it (running ones
+// are cancelled, all are dropped). A task lives for its TTL from creation
 // (the requested ttl, clamped to [MinTTL, Options.MaxTTL]); a task still
 // running when its TTL ends is cancelled. Terminal states never change.
+//
+// Memory is bounded over all sessions: at most Options.MaxTasks live
+// tasks, and at most Options.MaxResultBytes of kept results (a result that
+// would exceed it fails its task); beyond either, new task-augmented calls
+// are refused (retryable), whatever the session.
 package tasks
 
 import (
@@ -105,7 +111,12 @@ type Options struct {
 	// MaxPerSession bounds the live tasks of one session (default 100):
 	// beyond it, task-augmented calls are refused.
 	MaxPerSession int
-	Logger        *slog.Logger
+	// MaxTasks bounds the live tasks of all sessions together (default
+	// 1000) and MaxResultBytes the results they keep (JSON size; default
+	// 256 MiB).
+	MaxTasks       int
+	MaxResultBytes int64
+	Logger         *slog.Logger
 }
 
 // Manager runs and keeps the tasks of one MCP server.
@@ -116,6 +127,8 @@ type Manager struct {
 	mu      sync.Mutex
 	support map[string]Support
 	tasks   map[string]*task
+	kept    int64                // JSON bytes of the results kept
+	watched map[mcp.Session]bool // sessions whose end drops their tasks
 }
 
 type task struct {
@@ -126,6 +139,7 @@ type task struct {
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the task reaches a terminal state
 	result  mcp.Result
+	size    int64 // JSON bytes of result, counted in Manager.kept
 	err     error
 	timer   *time.Timer
 }
@@ -148,11 +162,17 @@ func New(opts Options) *Manager {
 	if opts.MaxPerSession <= 0 {
 		opts.MaxPerSession = 100
 	}
+	if opts.MaxTasks <= 0 {
+		opts.MaxTasks = 1000
+	}
+	if opts.MaxResultBytes <= 0 {
+		opts.MaxResultBytes = 256 << 20
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: opts, log: log, support: map[string]Support{}, tasks: map[string]*task{}}
+	return &Manager{opts: opts, log: log, support: map[string]Support{}, tasks: map[string]*task{}, watched: map[mcp.Session]bool{}}
 }
 
 // SetSupport declares how tool may be called (Forbidden is the default for
@@ -168,6 +188,13 @@ func (m *Manager) SupportOf(tool string) Support {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return cmp.Or(m.support[tool], Forbidden)
+}
+
+// Live is the number of live tasks over all sessions.
+func (m *Manager) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.tasks)
 }
 
 // Capability is the tasks member of the server capabilities.
@@ -193,6 +220,19 @@ func (m *Manager) Close() {
 func notFound(id string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %q not found (unknown, expired or not yours)", id),
 		Data: json.RawMessage(`{"field":"taskId"}`)}
+}
+
+// resultSize is the JSON size of a task's result (what keeping it costs,
+// roughly).
+func resultSize(res mcp.Result) int64 {
+	if res == nil {
+		return 0
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return 0
+	}
+	return int64(len(b))
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -227,25 +267,85 @@ func (m *Manager) start(ss mcp.Session, ttl time.Duration, run func(context.Cont
 	t.cancel = cancel
 	m.mu.Lock()
 	m.sweep(now)
-	n := 0
-	for _, o := range m.tasks {
-		if o.session == ss {
-			n++
-		}
-	}
-	if n >= m.opts.MaxPerSession {
+	if err := m.admit(ss); err != nil {
 		m.mu.Unlock()
 		cancel()
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("this session already has %d tasks: wait for some to expire or cancel them", n),
-			Data:    json.RawMessage(`{"retryable":true}`)}
+		return nil, err
 	}
+	m.watch(ss)
 	m.tasks[t.TaskID] = t
 	t.timer = time.AfterFunc(ttl, func() { m.expire(t.TaskID) })
 	snap := t.Task
 	m.mu.Unlock()
 	go m.run(rctx, t, run)
 	return &snap, nil
+}
+
+// admit refuses a new task of ss beyond the session's or the global
+// bounds (m.mu held).
+func (m *Manager) admit(ss mcp.Session) error {
+	n := 0
+	for _, o := range m.tasks {
+		if o.session == ss {
+			n++
+		}
+	}
+	var msg string
+	switch {
+	case n >= m.opts.MaxPerSession:
+		msg = fmt.Sprintf("this session already has %d tasks: wait for some to expire or cancel them", n)
+	case len(m.tasks) >= m.opts.MaxTasks:
+		msg = fmt.Sprintf("the server holds %d tasks, its limit: retry later", len(m.tasks))
+	case m.kept >= m.opts.MaxResultBytes:
+		msg = fmt.Sprintf("the server keeps %d bytes of task results, its limit: retry later", m.kept)
+	default:
+		return nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg, Data: json.RawMessage(`{"retryable":true}`)}
+}
+
+// watch drops the tasks of ss when the session ends (m.mu held): a closed
+// session can never read them.
+func (m *Manager) watch(ss mcp.Session) {
+	s, ok := ss.(interface{ Wait() error })
+	if !ok || m.watched[ss] {
+		return
+	}
+	m.watched[ss] = true
+	go func() {
+		_ = s.Wait()
+		m.dropSession(ss)
+	}()
+}
+
+// dropSession cancels and forgets every task of a session that ended.
+func (m *Manager) dropSession(ss mcp.Session) {
+	m.mu.Lock()
+	delete(m.watched, ss)
+	var gone []*task
+	for id, t := range m.tasks {
+		if t.session == ss {
+			m.removeLocked(id, t)
+			gone = append(gone, t)
+		}
+	}
+	m.mu.Unlock()
+	for _, t := range gone {
+		t.cancel()
+	}
+	if len(gone) > 0 {
+		m.log.Debug("tasks: session ended; its tasks are dropped", "tasks", len(gone))
+	}
+}
+
+// removeLocked forgets task id (m.mu held): its timer, its kept bytes.
+func (m *Manager) removeLocked(id string, t *task) {
+	delete(m.tasks, id)
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	m.kept -= t.size
+	t.size = 0
 }
 
 func (m *Manager) run(ctx context.Context, t *task, run func(context.Context) (mcp.Result, error)) {
@@ -259,6 +359,14 @@ func (m *Manager) finish(t *task, res mcp.Result, err error) {
 	if t.Status.terminal() {
 		m.mu.Unlock()
 		return
+	}
+	if err == nil {
+		if size := resultSize(res); m.kept+size > m.opts.MaxResultBytes {
+			res, err = nil, fmt.Errorf("the result (%d bytes) exceeds what the server keeps for tasks (%d bytes in all): call the tool without a task", size, m.opts.MaxResultBytes)
+		} else if _, live := m.tasks[t.TaskID]; live {
+			t.size = size
+			m.kept += size
+		}
 	}
 	t.result, t.err = res, err
 	t.Status = Completed
@@ -278,7 +386,7 @@ func (m *Manager) expire(id string) {
 	t, ok := m.tasks[id]
 	running := ok && !t.Status.terminal()
 	if ok {
-		delete(m.tasks, id)
+		m.removeLocked(id, t)
 		if running {
 			t.Status, t.StatusMessage = Cancelled, "TTL expired"
 			t.LastUpdatedAt = stamp(time.Now())
@@ -302,7 +410,7 @@ func (m *Manager) expire(id string) {
 func (m *Manager) sweep(now time.Time) {
 	for id, t := range m.tasks {
 		if now.After(t.expires) {
-			delete(m.tasks, id)
+			m.removeLocked(id, t)
 			t.cancel()
 		}
 	}

@@ -202,8 +202,12 @@ func (s *State) hit(c *Candidate, p *hitParts) rcp.Hit {
 		t.InjectionSuspected = &p.suspected
 	}
 	if v := c.verdict; v != nil && v.Quarantined {
-		// Quarantined by client reports (§15.3): advisory, never trusted.
+		// Quarantined by client reports (§15.3): advisory, never trusted,
+		// and trust.score 0 — what tells a reported passage from one
+		// that is merely unvetted (the console's "reported" badge).
 		t.Level = rcp.TrustUntrusted
+		p.trustScore = 0
+		t.Score = &p.trustScore
 		if v.Injection {
 			yes := true
 			t.InjectionSuspected = &yes

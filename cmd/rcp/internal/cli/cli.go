@@ -44,7 +44,7 @@ var commands map[string]command
 func init() {
 	commands = map[string]command{
 		"query":       {"retrieve hits for a query", runQuery},
-		"index":       {"store, list and delete documents: index add|sync|list|delete (rcp index -h)", runIndex},
+		"index":       {"store, list and delete documents: index add|sync|list|delete|status (rcp index -h)", runIndex},
 		"info":        {"print the server's identity and capabilities", runInfo},
 		"ping":        {"measure a round trip", runPing},
 		"conformance": {"certify a server against RCP/1 (see rcp conformance -h)", runConformance},
@@ -90,11 +90,24 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return int(ec)
 		}
 		fmt.Fprintf(stderr, "rcp %s: %v\n", args[0], err)
-		if msg := err.Error(); errors.Is(err, context.DeadlineExceeded) && !strings.Contains(msg, "-timeout") {
-			fmt.Fprintln(stderr, "hint: the server did not answer within --timeout (per call; default 60s): raise it, or check the server's load")
+		if h := hintFor(err); h != "" {
+			fmt.Fprintln(stderr, "hint: "+h)
 		}
 		return 1
 	}
+}
+
+// hintFor is what to do about err, when rcp knows.
+func hintFor(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "-timeout") {
+		return "the server did not answer within --timeout (per call; default 60s): raise it, or check the server's load"
+	}
+	if e, ok := rcp.AsError(err); ok && e.Code == rcp.CodeUnauthorized {
+		return "the server wants a bearer token it accepts for this call: pass --token TOKEN or set RCP_TOKEN " +
+			"(rcpd serve takes its tokens from --token, $RCPD_TOKEN or the config's bearerTokens; a token that is accepted " +
+			"but not allowed this method needs one with more rights)"
+	}
+	return ""
 }
 
 // exitCode lets a command choose its exit status after printing its own report.
@@ -131,6 +144,7 @@ func usage(w io.Writer) {
 type target struct {
 	http, token, registry, engine string
 	timeout, start                time.Duration
+	verbose                       bool
 	argv                          []string
 }
 
@@ -141,6 +155,18 @@ func (t *target) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.engine, "engine", "", "engine id in --registry")
 	fs.DurationVar(&t.timeout, "timeout", 60*time.Second, "per-call timeout (and the initialize of an HTTP or registry server)")
 	fs.DurationVar(&t.start, "start-timeout", 0, "how long a server spawned with -- CMD may take to start and answer initialize (default 5m; 20m for 'go run', which compiles first)")
+	fs.BoolVar(&t.verbose, "verbose", false, "say more: a spawned rcpd logs at info level (else warnings only), index add lists every skipped file")
+}
+
+// quietServer is the environment a spawned server gets beside the user's
+// own: rcpd logs warnings and errors only (its start-up INFO lines would
+// precede every answer), unless --verbose or the user's RCPD_LOG_LEVEL
+// says otherwise; a --log-level in the command itself wins over both.
+func quietServer(getenv func(string) string, verbose bool) []string {
+	if verbose || getenv("RCPD_LOG_LEVEL") != "" {
+		return nil
+	}
+	return []string{"RCPD_LOG_LEVEL=warn"}
 }
 
 // connect opens a client to the selected target. A command given after --
@@ -164,6 +190,7 @@ func (t *target) connect(ctx context.Context, env *Env, opts *rcp.ClientOptions)
 			return nil, usageErr("choose one target: --http, --registry or -- CMD")
 		}
 		o.InheritEnv = true
+		o.Env = append(o.Env, quietServer(env.Getenv, t.verbose)...)
 		if o.Stderr == nil {
 			o.Stderr = env.Stderr
 		}

@@ -16,7 +16,7 @@ import (
 )
 
 func TestBuildFilter(t *testing.T) {
-	types := map[string]string{"year": "int", "score": "float", "ok": "bool", "lang": "keyword"}
+	types := map[string]string{"year": "int", "score": "float", "ok": "bool", "lang": "keyword", "format": "keyword"}
 	tests := []struct {
 		exprs []string
 		want  string
@@ -42,6 +42,17 @@ func TestBuildFilter(t *testing.T) {
 	}
 	if _, err := buildFilter([]string{"novalue"}, types); err == nil {
 		t.Error("expression without operator: want an error")
+	}
+	// Issue 34, finding 10: a misspelt field gets a suggestion; an unknown
+	// one the advertised list; a server that advertises none decides.
+	if _, err := buildFilter([]string{"yaer>=2020"}, types); err == nil || !strings.Contains(err.Error(), `no filter field "yaer"; did you mean "year"?`) {
+		t.Errorf("misspelt field: %v", err)
+	}
+	if _, err := buildFilter([]string{"colour=red"}, types); err == nil || !strings.Contains(err.Error(), "it advertises format, lang, ok, score, year") {
+		t.Errorf("unknown field: %v", err)
+	}
+	if _, err := buildFilter([]string{"colour=red"}, nil); err != nil {
+		t.Errorf("no advertised fields: %v", err)
 	}
 }
 

@@ -55,6 +55,9 @@ type buildError struct {
 func (e *buildError) Error() string { return "go build ./cmd/rcpd: " + e.err.Error() + "\n" + e.out }
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(testServerEnv); mode != "" {
+		os.Exit(serveTestServer(mode))
+	}
 	code := m.Run()
 	if rcpdPath != "" {
 		os.RemoveAll(filepath.Dir(rcpdPath))

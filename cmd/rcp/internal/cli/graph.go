@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rcpgo/rcpgo/internal/ingest"
+	"github.com/rcpgo/rcpgo/internal/wording"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -139,7 +140,7 @@ func printGraph(w io.Writer, p rcp.GraphParams, res *rcp.GraphResult, color bool
 		fmt.Fprintf(w, "%2d. %s[%s]%s\n    %s\n", i+1, score, c.ID.String(), level, c.Summary)
 	}
 	if p.Op == "neighbors" {
-		fmt.Fprintf(w, "%d nodes, %d edges\n", len(res.Nodes), len(res.Edges))
+		fmt.Fprintf(w, "%s, %s\n", wording.Plural(len(res.Nodes), "node", "nodes"), wording.Plural(len(res.Edges), "edge", "edges"))
 		for _, n := range res.Nodes {
 			fmt.Fprintf(w, "  %-8.4f %s\n", deref(n.Score), n.ID.String())
 		}
@@ -237,20 +238,17 @@ func runMemoryBuild(ctx context.Context, env *Env, args []string) error {
 	}
 	tokens := ""
 	if res.Tokens != nil {
-		tokens = fmt.Sprintf(" (%d tokens)", *res.Tokens)
+		tokens = " (" + wording.Plural(*res.Tokens, "token", "tokens") + ")"
 	}
 	fmt.Fprintf(env.Stdout, "memory %s built from %s%s\n", res.MemoryID, describeSource(len(p.Documents)), tokens)
 	return nil
 }
 
 func describeSource(docs int) string {
-	switch docs {
-	case 0:
+	if docs == 0 {
 		return "the live index"
-	case 1:
-		return "1 document"
 	}
-	return fmt.Sprintf("%d documents", docs)
+	return wording.Plural(docs, "document", "documents")
 }
 
 // readDocuments reads files and folders as 'rcp index add' does; a path

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,11 +10,10 @@ import (
 	"strings"
 
 	"github.com/rcpgo/rcpgo/internal/ingest"
-	"github.com/rcpgo/rcpgo/internal/progress"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-const indexSynopsis = `index add PATH… [--prune] | index sync DIR… | index list | index delete ID… | index delete --source PATH…`
+const indexSynopsis = `index add PATH… [--prune] | index sync DIR… | index list | index delete ID… | index delete --source PATH… | index status`
 
 func runIndex(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
@@ -30,38 +28,19 @@ func runIndex(ctx context.Context, env *Env, args []string) error {
 		return runIndexList(ctx, env, args[1:])
 	case "delete", "rm":
 		return runIndexDelete(ctx, env, args[1:])
+	case "status":
+		return runIndexStatus(ctx, env, args[1:])
 	case "-h", "--help", "help":
 		printSubcommands(env.Stderr, indexSynopsis, "rcp index SUBCOMMAND",
 			[2]string{"add PATH…", "index files and folders; an edited file replaces its document, an unchanged one is skipped"},
 			[2]string{"sync DIR…", "add, then delete the documents of files no longer in DIR (same as add --prune)"},
 			[2]string{"list", "list the stored documents (id = source, chunks, size, title), a page at a time"},
-			[2]string{"delete ID…", "delete documents by id; --source PATH deletes a file's document (or a folder's)"})
+			[2]string{"delete ID…", "delete documents by id; --source PATH deletes a file's document (or a folder's)"},
+			[2]string{"status", "whether the index takes writes (and why not), its documents, version, limits and derived structures"})
 		return nil
 	default:
-		return usageErr("unknown index subcommand %q (want add, sync, list or delete)", args[0])
+		return usageErr("unknown index subcommand %q (want add, sync, list, delete or status)", args[0])
 	}
-}
-
-// addPlan is a parsed `rcp index add|sync`.
-type addPlan struct {
-	paths             []string
-	opt               ingest.Options
-	batch             int
-	chunk, contextual bool
-	prune, verbose    bool
-	json              bool
-}
-
-// addReport is what an add did; it is also the --json output.
-type addReport struct {
-	Files     int           `json:"files"`
-	Added     int           `json:"added"`
-	Updated   int           `json:"updated"`
-	Unchanged int           `json:"unchanged"`
-	Documents int           `json:"documents"` // documents sent (added + updated, and JSONL lines)
-	Chunks    int           `json:"chunks,omitempty"`
-	Pruned    int           `json:"pruned"`
-	Skipped   []ingest.Skip `json:"skipped"`
 }
 
 func runIndexAdd(ctx context.Context, env *Env, name string, args []string, sync bool) error {
@@ -73,7 +52,6 @@ func runIndexAdd(ctx context.Context, env *Env, name string, args []string, sync
 	contextual := fs.Bool("contextual", false, "ask for contextual chunk indexing (needs index.contextual)")
 	prune := fs.Bool("prune", sync, "delete the documents of files no longer found under the given folders")
 	code := fs.Bool("code", false, "also index source code (.go, .py, .ts, …) as plain text")
-	verbose := fs.Bool("verbose", false, "list every skipped file with its reason")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parse(fs, &t, args)
 	if err != nil {
@@ -86,142 +64,8 @@ func runIndexAdd(ctx context.Context, env *Env, name string, args []string, sync
 		return usageErr("--batch must be ≥ 1")
 	}
 	plan := addPlan{paths: pos, opt: ingest.Options{Code: *code}, batch: *batch, chunk: *chunk, contextual: *contextual,
-		prune: *prune, verbose: *verbose, json: *jsonOut}
+		prune: *prune, verbose: t.verbose, json: *jsonOut}
 	return plan.run(ctx, env, &t)
-}
-
-func (p *addPlan) run(ctx context.Context, env *Env, t *target) error {
-	files, skipped, err := ingest.Collect(p.paths, p.opt)
-	if err != nil {
-		return err
-	}
-	rep := &addReport{Skipped: skipped}
-	docs, present := p.read(ctx, files, rep)
-	c, err := t.connect(ctx, env, nil)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if !c.Capabilities().Allows(rcp.MethodIndexAdd) {
-		return errors.New("the server does not advertise a writable index (capabilities.index.writable)")
-	}
-	vendor, _ := rcp.ReadRCPGoCap(c.Capabilities())
-	if p.prune && !vendor.Has(rcp.MethodRCPGoList) {
-		return fmt.Errorf("--prune needs a server that lists its documents (%s); this one does not", rcp.MethodRCPGoList)
-	}
-	if docs, err = p.changed(ctx, c, vendor, docs, rep); err != nil {
-		return err
-	}
-	if err := p.send(ctx, env, c, docs, rep); err != nil {
-		return err
-	}
-	if p.prune {
-		if rep.Pruned, err = prune(ctx, c, p.paths, present); err != nil {
-			return err
-		}
-	}
-	return p.print(env, rep)
-}
-
-// read extracts the documents of files; unreadable files join rep.Skipped.
-// present holds the ids of every file that still exists (read or not), so
-// a transient read error never prunes a document.
-func (p *addPlan) read(ctx context.Context, files []string, rep *addReport) (docs []rcp.Document, present map[string]bool) {
-	present = map[string]bool{}
-	for _, f := range files {
-		ds, err := ingest.ReadFile(ctx, f)
-		if err != nil {
-			reason := err.Error()
-			switch {
-			case errors.Is(err, ingest.ErrBinary):
-				reason = ingest.ErrBinary.Error()
-			case errors.Is(err, ingest.ErrNoText):
-				reason = ingest.ErrNoText.Error()
-			default:
-				id, _ := ingest.SourceID(f)
-				present[id] = true
-			}
-			rep.Skipped = append(rep.Skipped, ingest.Skip{Path: f, Reason: reason})
-			continue
-		}
-		rep.Files++
-		for _, d := range ds {
-			present[d.ID] = true
-		}
-		docs = append(docs, ds...)
-	}
-	return docs, present
-}
-
-// changed drops the file documents the server already holds with the same
-// content hash; it counts added, updated and unchanged files. Without
-// x-rcpgo/get every document is sent (an upsert: still no duplicates).
-func (p *addPlan) changed(ctx context.Context, c *rcp.Client, vendor *rcp.RCPGoCap, docs []rcp.Document, rep *addReport) ([]rcp.Document, error) {
-	stored := map[string]string{} // id → stored content hash
-	if vendor.Has(rcp.MethodRCPGoGet) {
-		var ids []string
-		for _, d := range docs {
-			if _, ok := d.Meta[ingest.MetaContentHash]; ok {
-				ids = append(ids, d.ID)
-			}
-		}
-		for chunk := range slices.Chunk(ids, 500) {
-			var res rcp.GetDocumentsResult
-			if err := c.Call(ctx, rcp.MethodRCPGoGet, rcp.GetDocumentsParams{IDs: chunk}, &res); err != nil {
-				return nil, fmt.Errorf("reading stored content hashes: %w", err)
-			}
-			for _, d := range res.Documents {
-				h, _ := d.Meta[ingest.MetaContentHash].(string)
-				stored[d.ID] = h
-			}
-		}
-	}
-	out := docs[:0]
-	for _, d := range docs {
-		h, isFile := d.Meta[ingest.MetaContentHash]
-		old, known := stored[d.ID]
-		switch {
-		case !isFile:
-		case !known:
-			rep.Added++
-		case old == h:
-			rep.Unchanged++
-			continue
-		default:
-			rep.Updated++
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
-// send writes docs in batches with a progress bar on stderr.
-func (p *addPlan) send(ctx context.Context, env *Env, c *rcp.Client, docs []rcp.Document, rep *addReport) error {
-	if len(docs) == 0 {
-		return nil
-	}
-	bar := progress.New(env.Stderr, "indexing", int64(len(docs)), progress.WithUnit("docs"))
-	defer bar.Finish()
-	for start := 0; start < len(docs); start += p.batch {
-		end := min(start+p.batch, len(docs))
-		params := &rcp.IndexAddParams{Documents: docs[start:end]}
-		if p.chunk {
-			params.Chunk = &p.chunk
-		}
-		if p.contextual {
-			params.Contextual = &p.contextual
-		}
-		res, err := c.IndexAdd(ctx, params)
-		if err != nil {
-			return fmt.Errorf("documents %d–%d: %w", start, end-1, err)
-		}
-		if res.Chunks != nil {
-			rep.Chunks += *res.Chunks
-		}
-		rep.Documents += end - start
-		bar.Add(int64(end - start))
-	}
-	return nil
 }
 
 // prune deletes the stored file documents under the folders among paths
@@ -276,36 +120,6 @@ func listAll(ctx context.Context, c *rcp.Client, prefix string, fn func(rcp.Docu
 		}
 		cursor = res.NextCursor
 	}
-}
-
-func (p *addPlan) print(env *Env, rep *addReport) error {
-	if p.json {
-		return writeJSON(env.Stdout, rep)
-	}
-	if p.verbose {
-		for _, s := range rep.Skipped {
-			fmt.Fprintf(env.Stderr, "skipped %s: %s\n", s.Path, s.Reason)
-		}
-	}
-	msg := fmt.Sprintf("indexed %d files: %d new, %d updated, %d unchanged", rep.Files, rep.Added, rep.Updated, rep.Unchanged)
-	if other := rep.Documents - rep.Added - rep.Updated; other > 0 {
-		msg += fmt.Sprintf("; %d JSONL documents", other)
-	}
-	if rep.Chunks > 0 {
-		msg += fmt.Sprintf(" (%d chunks)", rep.Chunks)
-	}
-	if p.prune {
-		msg += fmt.Sprintf("; pruned %d", rep.Pruned)
-	}
-	fmt.Fprintln(env.Stdout, msg)
-	if len(rep.Skipped) > 0 {
-		fmt.Fprintf(env.Stdout, "skipped %d files: %s", len(rep.Skipped), skipSummary(rep.Skipped))
-		if !p.verbose {
-			fmt.Fprint(env.Stdout, " (--verbose lists them)")
-		}
-		fmt.Fprintln(env.Stdout)
-	}
-	return nil
 }
 
 // skipSummary counts the skipped files by reason, most frequent first.

@@ -16,9 +16,10 @@ import (
 )
 
 func runInfo(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags("info", env, "[target]")
+	fs := newFlags("info", env, "[--json] [target]")
 	var t target
 	t.register(fs)
+	jsonOut := fs.Bool("json", false, "print the info answer as JSON (identity, capabilities, _meta)")
 	if _, err := parse(fs, &t, args); err != nil {
 		return err
 	}
@@ -31,9 +32,11 @@ func runInfo(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(env.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(info)
+	if *jsonOut {
+		return writeJSON(env.Stdout, info)
+	}
+	printInfo(env.Stdout, info)
+	return nil
 }
 
 func runPing(ctx context.Context, env *Env, args []string) error {
@@ -116,7 +119,7 @@ func completionCommands(ctx context.Context) []completion.Command {
 		case "completion":
 			c.Subs = []completion.Command{{Name: "bash"}, {Name: "zsh"}, {Name: "fish"}}
 		case "index":
-			for _, sub := range []string{"add", "sync", "list", "delete"} {
+			for _, sub := range []string{"add", "sync", "list", "delete", "status"} {
 				c.Subs = append(c.Subs, completion.Command{Name: sub, Flags: help(runIndex, sub, "-h")})
 			}
 		case "graph":

@@ -39,6 +39,7 @@ func dialTarget(ctx context.Context, target string) (*rcp.Client, error) {
 			return nil, fmt.Errorf("target %q: empty command", target)
 		}
 		opts.InheritEnv = true // the user typed this command
+		opts.Env = quietServer(os.Getenv, false)
 		return rcp.ConnectStdio(ctx, argv, opts)
 	case strings.Contains(target, ".json#"):
 		file, id, _ := strings.Cut(target, "#")

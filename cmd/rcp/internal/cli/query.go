@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"golang.org/x/term"
 
+	"github.com/rcpgo/rcpgo/internal/didyoumean"
+	"github.com/rcpgo/rcpgo/internal/wording"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -139,6 +143,9 @@ func buildFilter(exprs []string, types map[string]string) (json.RawMessage, erro
 		for _, o := range ops {
 			if i := strings.Index(e, o.sym); i > 0 {
 				field, raw := strings.TrimSpace(e[:i]), strings.TrimSpace(e[i+len(o.sym):])
+				if err := knownField(field, types); err != nil {
+					return nil, usageErr("--filter %q: %v", e, err)
+				}
 				leaf = map[string]any{"field": field, "op": o.op, "value": typedValue(raw, types[field])}
 				break
 			}
@@ -153,6 +160,22 @@ func buildFilter(exprs []string, types map[string]string) (json.RawMessage, erro
 		tree = map[string]any{"and": leaves}
 	}
 	return json.Marshal(tree)
+}
+
+// knownField checks a filter field against the advertised ones (§8: the
+// server refuses others), suggesting the one a typo was meant to be. A
+// server that advertises no fields is left to answer for itself.
+func knownField(field string, types map[string]string) error {
+	if len(types) == 0 {
+		return nil
+	}
+	if _, ok := types[field]; ok {
+		return nil
+	}
+	if near := didyoumean.Nearest(field, maps.Keys(types)); near != "" {
+		return fmt.Errorf("the server has no filter field %q; did you mean %q?", field, near)
+	}
+	return fmt.Errorf("the server has no filter field %q (it advertises %s)", field, strings.Join(slices.Sorted(maps.Keys(types)), ", "))
 }
 
 func typedValue(raw, typ string) any {
@@ -185,7 +208,7 @@ func isTTY(w io.Writer) bool {
 // printHits renders rank, score, title, a highlighted snippet and the citation.
 func printHits(w io.Writer, query string, res *rcp.RetrieveResult, color bool) {
 	if len(res.Hits) == 0 {
-		fmt.Fprintln(w, "no hits")
+		fmt.Fprintln(w, wording.NoHits)
 	}
 	if res.RewrittenQuery != "" {
 		fmt.Fprintf(w, "rewritten: %s\n", res.RewrittenQuery)

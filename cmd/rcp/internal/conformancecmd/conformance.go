@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/conformance"
+	"github.com/rcpgo/rcpgo/internal/wording"
 )
 
 const usage = `usage:
@@ -218,7 +219,7 @@ func listChecks(w io.Writer) {
 		keys = append(keys, string(l))
 	}
 	sort.Strings(keys)
-	fmt.Fprintf(w, "\n%d checks:", len(checks))
+	fmt.Fprintf(w, "\n%s:", wording.Plural(len(checks), "check", "checks"))
 	for _, k := range keys {
 		fmt.Fprintf(w, " %s=%d", k, byLevel[conformance.Level(k)])
 	}
