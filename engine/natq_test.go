@@ -160,7 +160,12 @@ func TestNaturalQuestionsGoDocs(t *testing.T) {
 	if err := e.SyncGraph(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	natqReport(t, e, &natq.GoDocs)
+	natqFloors(t, natqReport(t, e, &natq.GoDocs), map[string]natq.Scores{
+		"retrieve":                 {NDCG10: 0.40, Hit3: 0.50},
+		"graph local":              {NDCG10: 0.40, Hit3: 0.40},
+		"graph drift":              {NDCG10: 0.30, Hit3: 0.30},
+		"retrieve + memory/recall": {NDCG10: 0.35, Hit3: 0.30},
+	})
 }
 
 // TestGoDocsEntitySample logs 50 entities drawn (fixed seed) from the

@@ -24,7 +24,7 @@ const (
 	baseNodes         = 12
 	wordsPerNode      = 25 // one more node per this many words
 	maxNodesPerUnit   = 300
-	baseKeyphrases    = 3
+	baseKeyphrases    = 6
 	wordsPerKeyphrase = 40
 	maxKeyphrases     = 60
 	maxPredWords      = 6 // words between subject and object of a triple
@@ -68,15 +68,18 @@ type Extraction struct {
 }
 
 type token struct {
-	lower      string
-	start, end int  // byte offsets in the sentence's source (text, or title)
-	cap        bool // starts with an upper-case letter
-	acro       bool // two or more letters, all upper case
-	camel      bool // an upper-case letter after a lower-case one (RWMutex, JavaScript)
-	digit      bool
-	code       bool // holds an underscore: an identifier fragment
-	letters    int
-	stop       bool
+	lower       string
+	start, end  int  // byte offsets in the sentence's source (text, or title)
+	cap         bool // starts with an upper-case letter
+	acro        bool // two or more letters, all upper case
+	camel       bool // an upper-case letter after a lower-case one (RWMutex, JavaScript)
+	digit       bool
+	code        bool // holds an underscore: an identifier fragment
+	firstLetter bool // starts with a letter (not 0xFF)
+	afterBreak  bool // follows a colon, semicolon, bracket, quote or dash: capitalised as a start
+	hyphenCaps  bool // every hyphenated part starts with a capital
+	letters     int
+	stop        bool
 }
 
 type sentence struct {
@@ -107,8 +110,13 @@ func Extract(title, text string, code bool) Extraction {
 func ExtractDoc(units []SourceUnit) []Extraction {
 	xs := make([]*extractor, len(units))
 	doc := map[string]float64{}
+	// How the document writes a word (lower case anywhere, capitalised
+	// mid-sentence, as an acronym) is judged over all its units.
+	lower, mid, acros := map[string]bool{}, map[string]bool{}, map[string]int{}
 	for i, u := range units {
-		xs[i] = newExtractor(u.Title, u.Text, u.Code)
+		xs[i] = newExtractor(u.Title, u.Text, u.Code, lower, mid, acros)
+	}
+	for i := range units {
 		xs[i].collect()
 		for k, c := range xs[i].cands {
 			doc[k] += c.count
@@ -148,8 +156,8 @@ type extractor struct {
 	index  map[string]int // key → Nodes index
 }
 
-func newExtractor(title, text string, code bool) *extractor {
-	x := &extractor{text: text, code: code, lower: map[string]bool{}, mid: map[string]bool{}, acros: map[string]int{},
+func newExtractor(title, text string, code bool, lower, mid map[string]bool, acros map[string]int) *extractor {
+	x := &extractor{text: text, code: code, lower: lower, mid: mid, acros: acros,
 		cands: map[string]*candidate{}, idents: map[string]*candidate{}, index: map[string]int{}}
 	if t := strings.TrimSpace(title); t != "" {
 		x.sents = append(x.sents, sentence{text: t, start: -1, heading: true, toks: tokenize(t)})
@@ -178,7 +186,7 @@ func newExtractor(title, text string, code bool) *extractor {
 			}
 			if !t.cap && !t.acro {
 				x.lower[t.lower] = true
-			} else if j > 0 && !s.heading {
+			} else if j > 0 && !s.heading && !t.afterBreak {
 				x.mid[t.lower] = true
 			}
 		}
@@ -195,13 +203,16 @@ func (x *extractor) codeLine(line string) bool {
 		return !isComment(line)
 	}
 	clean := proseView(line)
+	if codeStart(clean) {
+		return true
+	}
 	nonSpace, punct := 0, 0
 	for _, r := range clean {
 		if unicode.IsSpace(r) {
 			continue
 		}
 		nonSpace++
-		if strings.ContainsRune("{}()[];=<>&|*$#\"`+/\\%^~@", r) {
+		if strings.ContainsRune("{}()[];=<>&|*$#\"'`+/\\%^~@", r) {
 			punct++
 		}
 	}
@@ -219,6 +230,23 @@ func (x *extractor) codeLine(line string) bool {
 		}
 	}
 	return len(toks) >= 3 && float64(idents)/float64(len(toks)) >= codeTokenShare
+}
+
+// codeStart: a line opening like a declaration ("package x", "func f(",
+// "const (", "import …"), holding ":=" or a grammar production
+// ("ShortVarDecl = IdentifierList … .").
+func codeStart(line string) bool {
+	t := strings.TrimSpace(line)
+	for _, p := range []string{"package ", "func ", "import ", "const (", "var (", "type (", "#include", "#define"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	if strings.Contains(t, ":=") {
+		return true
+	}
+	name, rest, ok := strings.Cut(t, " = ")
+	return ok && strings.HasSuffix(rest, " .") && !strings.Contains(name, " ")
 }
 
 // proseView drops what prose legitimately carries in punctuation before a
@@ -385,10 +413,13 @@ func (x *extractor) contentWord(s *sentence, j int) bool {
 
 // nameWord: a token that can be part of an entity.
 func nameWord(t token) bool {
-	if t.stop || t.code || t.letters < 2 {
+	if t.stop || t.code || t.letters < 2 || (t.letters < 3 && !t.acro) || !t.firstLetter || strings.ContainsAny(t.lower, "'’") {
 		return false
 	}
-	if t.digit && !(t.letters >= 2 && (t.acro || t.camel || t.cap)) {
+	if strings.Contains(t.lower, "-") && !t.acro && !t.hyphenCaps {
+		return false // "Go-specific", "pre-Go": not names; "SHA-256", "Hans-J" are
+	}
+	if t.digit && !(t.letters >= 2 && (t.acro || t.camel)) {
 		return false // numerals, registers (R15), hex
 	}
 	return t.cap || t.acro || t.camel
@@ -407,11 +438,32 @@ func (x *extractor) entitySpans(s *sentence) [][2]int {
 			i++
 			continue
 		}
+		if i == 0 && !s.heading && x.lower[toks[i].lower] && i+1 < len(toks) && nameWord(toks[i+1]) {
+			i++ // a common word capitalised to open the sentence ("Register BP")
+			continue
+		}
 		j := i + 1
 		for j < len(toks) && j-i < maxEntityWords && nameWord(toks[j]) {
 			j++
 		}
-		if x.isName(s, i, j) {
+		switch {
+		case s.heading && x.repeated(s, i, j):
+			spans = append(spans, [2]int{i, j}) // the text names it too
+		case s.heading:
+			// A heading capitalises every word: only its known names are.
+			for a := i; a < j; {
+				if !x.knownName(toks[a]) {
+					a++
+					continue
+				}
+				b := a + 1
+				for b < j && x.knownName(toks[b]) {
+					b++
+				}
+				spans = append(spans, [2]int{a, b})
+				a = b
+			}
+		case x.isName(s, i, j):
 			spans = append(spans, [2]int{i, j})
 		}
 		i = j
@@ -419,14 +471,27 @@ func (x *extractor) entitySpans(s *sentence) [][2]int {
 	return spans
 }
 
+// repeated: heading words [i, j) recur as written in the unit's text
+// beyond the heading itself.
+func (x *extractor) repeated(s *sentence, i, j int) bool {
+	surface := s.text[s.toks[i].start:s.toks[j-1].end]
+	n := strings.Count(x.text, surface)
+	if s.start >= 0 {
+		n-- // the heading line is part of the text
+	}
+	return n >= 1
+}
+
+// knownName: a word that is a name wherever it stands.
+func (x *extractor) knownName(t token) bool {
+	return t.camel || (t.acro && t.letters >= 3) || (x.mid[t.lower] && !x.lower[t.lower])
+}
+
 func (x *extractor) isName(s *sentence, i, j int) bool {
 	for _, t := range s.toks[i:j] {
-		if t.camel || (t.acro && t.letters >= 3) || (x.mid[t.lower] && !x.lower[t.lower]) {
+		if x.knownName(t) {
 			return true
 		}
-	}
-	if s.heading {
-		return false
 	}
 	if j-i >= 2 {
 		return true
@@ -439,8 +504,13 @@ func (x *extractor) isName(s *sentence, i, j int) bool {
 	// never writes it in lower case and a verb follows ("Alice works"),
 	// unless it looks like an inflected common word ("Researchers found").
 	w := t.lower
-	return i == 0 && j < len(s.toks) && !x.lower[w] && !genericWords[w] && verbForm(s.toks[j]) &&
-		!strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ing") && !strings.HasSuffix(w, "ed")
+	if (i != 0 && !t.afterBreak) || j >= len(s.toks) || x.lower[w] || genericWords[w] || !verbForm(s.toks[j]) ||
+		strings.HasSuffix(w, "s") || strings.HasSuffix(w, "ing") || strings.HasSuffix(w, "ed") {
+		return false
+	}
+	// "Primary expressions are", "Multiple executions of": the word after
+	// is the head of a noun phrase, not a verb.
+	return j+1 >= len(s.toks) || !(auxiliaries[s.toks[j+1].lower] || s.toks[j+1].lower == "of")
 }
 
 // selectNodes keeps the unit's nodes: entities, then keyphrases, by
@@ -722,7 +792,13 @@ func tokenize(s string) []token {
 				w = strings.TrimSuffix(w, p)
 			}
 		}
-		toks = append(toks, classify(w, st, st+len(w)))
+		t := classify(w, st, st+len(w))
+		prev := strings.TrimRight(s[:st], " \t")
+		t.afterBreak = prev != "" && strings.ContainsAny(prev[len(prev)-1:], ":;([{\"'*•-")
+		if r, _ := utf8.DecodeLastRuneInString(prev); r == '“' || r == '—' || r == '–' || r == '‘' {
+			t.afterBreak = true
+		}
+		toks = append(toks, t)
 	}
 	for i, r := range s {
 		word := unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || ((r == '-' || r == '\'' || r == '’') && start >= 0)
@@ -741,7 +817,8 @@ func tokenize(s string) []token {
 func classify(w string, start, end int) token {
 	r, _ := utf8.DecodeRuneInString(w)
 	lower := strings.ToLower(w)
-	t := token{lower: lower, start: start, end: end, cap: unicode.IsUpper(r), stop: stopWords[lower], code: strings.Contains(w, "_")}
+	t := token{lower: lower, start: start, end: end, cap: unicode.IsUpper(r), stop: stopWords[lower], code: strings.Contains(w, "_"),
+		firstLetter: unicode.IsLetter(r)}
 	upper, prevLower := 0, false
 	for _, c := range w {
 		switch {
@@ -759,7 +836,14 @@ func classify(w string, start, end int) token {
 			prevLower = false
 		}
 	}
+	t.hyphenCaps = true
+	for _, part := range strings.Split(w, "-") {
+		if r, _ := utf8.DecodeRuneInString(part); !unicode.IsUpper(r) {
+			t.hyphenCaps = false
+		}
+	}
 	t.acro = t.letters >= 2 && upper == t.letters
+	t.camel = t.camel && t.letters-upper >= 2 // xFF is a hex digit run, not a name
 	return t
 }
 
