@@ -82,7 +82,22 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 		}
 	}()
 	lib := pick(f.onnxLibrary, fc.OnnxLibrary, fc.Rerank.Library) // empty: $RCPGO_ONNXRUNTIME_LIB
+	if err := p.dense(ctx, f, fc, cfg, lib, log); err != nil {
+		return nil, err
+	}
+	if err := p.rerank(f, fc, cfg, lib, log); err != nil {
+		return nil, err
+	}
+	if err := p.encoders(f, fc, cfg, lib); err != nil {
+		return nil, err
+	}
+	ok = true
+	return p, nil
+}
 
+// dense configures the dense encoder --dense names (openai or onnx; the
+// built-in lsa needs none).
+func (p *providers) dense(ctx context.Context, f serveFlags, fc *fileConfig, cfg *engine.Config, lib string, log *slog.Logger) error {
 	ec := fc.Embed
 	ec.URL = pick(f.embedURL, os.Getenv("RCPD_EMBED_URL"), ec.URL)
 	ec.Model = pick(f.embedModel, os.Getenv("RCPD_EMBED_MODEL"), ec.Model)
@@ -95,43 +110,47 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 	if s := pick(f.embedDimension, os.Getenv("RCPD_EMBED_DIMENSION")); s != "" {
 		d, err := strconv.Atoi(s)
 		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("--embed-dimension: want a positive integer, got %q", s)
+			return fmt.Errorf("--embed-dimension: want a positive integer, got %q", s)
 		}
 		ec.Dimension = d
 	}
 	switch cfg.Dense {
 	case engine.DenseOpenAI:
 		if ec.URL == "" || ec.Model == "" {
-			return nil, errors.New("--dense openai needs --embed-url and --embed-model")
+			return errors.New("--dense openai needs --embed-url and --embed-model")
 		}
 		emb, err := openai.NewEmbedder(ctx, openai.EmbedderConfig{
 			ClientConfig: openai.ClientConfig{BaseURL: ec.URL, APIKeyEnv: ec.APIKeyEnv, Logger: log},
 			Model:        ec.Model, Dimension: ec.Dimension, BatchLimit: ec.BatchLimit,
 			QueryPrefix: ec.QueryPrefix, DocumentPrefix: ec.DocumentPrefix})
 		if err != nil {
-			return nil, fmt.Errorf("dense openai: %w", err)
+			return fmt.Errorf("dense openai: %w", err)
 		}
 		cfg.DenseProvider = emb
 	case engine.DenseONNX:
 		if ec.OnnxModel == "" || ec.Tokenizer == "" {
-			return nil, errors.New("--dense onnx needs --embed-model-onnx and --embed-tokenizer")
+			return errors.New("--dense onnx needs --embed-model-onnx and --embed-tokenizer")
 		}
 		enc, closer, err := openONNXDense(ctx, ec, lib)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.closers = append(p.closers, closer)
 		cfg.DenseProvider = enc
 	default:
 		if ec.URL != "" || ec.OnnxModel != "" {
-			return nil, fmt.Errorf("embedding provider options are set but --dense is %q (want openai or onnx)", cfg.Dense)
+			return fmt.Errorf("embedding provider options are set but --dense is %q (want openai or onnx)", cfg.Dense)
 		}
 	}
 	if cfg.DenseProvider != nil {
 		log.Info("rcpd: dense encoder", "provider", cfg.Dense, "identity", cfg.DenseProvider.Identity())
 	}
+	return nil
+}
 
-	// Reranker.
+// rerank configures the chat model (query/transform and rerank method
+// llm) and the reranker --rerank names.
+func (p *providers) rerank(f serveFlags, fc *fileConfig, cfg *engine.Config, lib string, log *slog.Logger) error {
 	rc := fc.Rerank
 	rc.Model = pick(f.rerankModel, os.Getenv("RCPD_RERANK_MODEL"), rc.Model)
 	rc.Tokenizer = pick(f.rerankTokenizer, os.Getenv("RCPD_RERANK_TOKENIZER"), rc.Tokenizer)
@@ -159,7 +178,7 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 		chat, err = openai.NewChatClient(openai.ChatConfig{
 			ClientConfig: openai.ClientConfig{BaseURL: lc.URL, APIKeyEnv: lc.APIKeyEnv, Logger: log}, Model: lc.Model})
 		if err != nil {
-			return nil, fmt.Errorf("--llm-url: %w", err)
+			return fmt.Errorf("--llm-url: %w", err)
 		}
 		cfg.Chat = chat
 		log.Info("rcpd: chat model serves query/transform", "model", lc.Model)
@@ -167,11 +186,11 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 	switch kind {
 	case rerankNone:
 		if rc.Model != "" {
-			return nil, errors.New("--rerank-model is set but --rerank is none")
+			return errors.New("--rerank-model is set but --rerank is none")
 		}
 	case rerankONNXCross, rerankONNXColBER:
 		if rc.Model == "" || rc.Tokenizer == "" {
-			return nil, fmt.Errorf("--rerank %s needs --rerank-model and --rerank-tokenizer", kind)
+			return fmt.Errorf("--rerank %s needs --rerank-model and --rerank-tokenizer", kind)
 		}
 		rc.Method = rcp.RerankCrossEncoder
 		if kind == rerankONNXColBER {
@@ -179,7 +198,7 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 		}
 		scorer, closer, err := openReranker(rc)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.closers = append(p.closers, closer)
 		cfg.Reranker, cfg.RerankMethod, cfg.RerankMaxCandidates = scorer, rc.Method, rc.MaxCandidates
@@ -190,27 +209,31 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 		}
 	case rerankLLM:
 		if chat == nil {
-			return nil, errors.New("--rerank llm needs --llm-url and --llm-model")
+			return errors.New("--rerank llm needs --llm-url and --llm-model")
 		}
 		cfg.Reranker, cfg.RerankMethod, cfg.RerankMaxCandidates = llm.NewReranker(chat), rcp.RerankLLM, rc.MaxCandidates
 	default:
-		return nil, fmt.Errorf("--rerank: want onnx-cross-encoder, onnx-colbert, llm or none, got %q", kind)
+		return fmt.Errorf("--rerank: want onnx-cross-encoder, onnx-colbert, llm or none, got %q", kind)
 	}
 	if cfg.Reranker != nil {
 		log.Info("rcpd: reranker", "method", cfg.RerankMethod, "identity", cfg.Reranker.Identity())
 	}
+	return nil
+}
 
-	// Multi-vector (embed/multi) and learned-sparse (embed/sparse) models.
+// encoders configures the multi-vector (embed/multi) and learned-sparse
+// (embed/sparse) models.
+func (p *providers) encoders(f serveFlags, fc *fileConfig, cfg *engine.Config, lib string) error {
 	mc := fc.Multi
 	mc.Model = pick(f.multiModel, os.Getenv("RCPD_MULTI_MODEL"), mc.Model)
 	mc.Tokenizer = pick(f.multiTokenizer, os.Getenv("RCPD_MULTI_TOKENIZER"), mc.Tokenizer)
 	if mc.Model != "" {
 		if mc.Tokenizer == "" {
-			return nil, errors.New("--multi-model needs --multi-tokenizer")
+			return errors.New("--multi-model needs --multi-tokenizer")
 		}
 		m, closer, err := openONNXMulti(mc, lib)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.closers = append(p.closers, closer)
 		cfg.MultiEncoder = m
@@ -220,15 +243,14 @@ func configureProviders(ctx context.Context, f serveFlags, fc *fileConfig, cfg *
 	sc.Tokenizer = pick(f.sparseTokenizer, os.Getenv("RCPD_SPARSE_TOKENIZER"), sc.Tokenizer)
 	if sc.Model != "" {
 		if sc.Tokenizer == "" {
-			return nil, errors.New("--sparse-model needs --sparse-tokenizer")
+			return errors.New("--sparse-model needs --sparse-tokenizer")
 		}
 		s, closer, err := openONNXSparse(sc, lib)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.closers = append(p.closers, closer)
 		cfg.SparseEncoder = s
 	}
-	ok = true
-	return p, nil
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 
 	"net/http"
 	"os"
@@ -231,27 +232,126 @@ func pick(vals ...string) string {
 }
 
 func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io.Writer) error {
-	var fc fileConfig
-	if path := pick(f.config, os.Getenv("RCPD_CONFIG")); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&fc); err != nil {
-			return fmt.Errorf("config %s: %w", path, err)
-		}
-		if fc.QueryConc < 0 {
-			return fmt.Errorf("config %s: queryConcurrency %d: must be 0 (the default, 2 × GOMAXPROCS) or more", path, fc.QueryConc)
-		}
+	fc, err := readFileConfig(f.config)
+	if err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(pick(f.logLevel, os.Getenv("RCPD_LOG_LEVEL"), fc.LogLevel, "info"))); err != nil {
 		return fmt.Errorf("log level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg, err := engineConfig(f, &fc, log)
+	if err != nil {
+		return err
+	}
+	ln, err := claimDataAndAddress(&cfg, f, &fc)
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		defer ln.Close()
+	}
+	if err := applyAgentic(&cfg, &fc); err != nil {
+		return err
+	}
+	if err := applyRetain(&cfg, fc.DenseRetain); err != nil {
+		return err
+	}
+	if err := applyPolicies(&cfg, &fc); err != nil {
+		return err
+	}
+	prov, err := configureProviders(ctx, f, &fc, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer prov.Close()
+	if err := configureBackend(ctx, f, &fc, &cfg, pick(f.dense, os.Getenv("RCPD_DENSE"), fc.Dense), log); err != nil {
+		return err
+	}
+	timeout := rcp.DefaultRequestTimeout
+	if s := pick(os.Getenv("RCPD_REQUEST_TIMEOUT"), fc.RequestTimeout); s != "" {
+		if timeout, err = time.ParseDuration(s); err != nil {
+			return fmt.Errorf("request timeout: %w", err)
+		}
+	}
+	// rcpd listens while the engine opens: ping is answered at once, the
+	// rest waits for the engine (openingEngine).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	eng := openEngine(ctx, cfg, log)
+	defer eng.close()
+	errc := make(chan error, 4)
+	go eng.failed(errc)
+	m := newMetrics(eng)
+	tokens, err := auth.Configure(pick(f.tokenFile, os.Getenv("RCPD_TOKEN_FILE"), fc.TokenFile),
+		append(slices.Clone(fc.BearerTokens), pick(f.token, os.Getenv("RCPD_TOKEN")))...)
+	if err != nil {
+		return err
+	}
+	srv := rcp.NewServer(m.wrap(tokens.Guard(eng)), &rcp.ServerOptions{Logger: log, RequestTimeout: timeout, MaxFrameBytes: int(cfg.MaxRequestBytes)})
 
+	if ln != nil {
+		face, err := serveHTTP(f, &fc, ln, srv, tokens, timeout, eng, m, log, errc)
+		if err != nil {
+			return err
+		}
+		defer face.close()
+	}
+	if f.stdio {
+		go func() {
+			errc <- srv.ServeStdio(ctx, stdin, stdout)
+		}()
+	}
+	if f.stdio {
+		// stdio alone: the session's end (EOF, shutdown) ends the process.
+		select {
+		case err := <-errc:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+		case <-ctx.Done():
+		}
+		if ln == nil {
+			return eng.openErr()
+		}
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		log.Info("rcpd: shutting down")
+		return nil
+	}
+}
+
+// readFileConfig reads the config file named by --config or
+// $RCPD_CONFIG (none: the zero config); unknown keys are refused.
+func readFileConfig(flagPath string) (fileConfig, error) {
+	var fc fileConfig
+	path := pick(flagPath, os.Getenv("RCPD_CONFIG"))
+	if path == "" {
+		return fc, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fc, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		return fc, fmt.Errorf("config %s: %w", path, err)
+	}
+	if fc.QueryConc < 0 {
+		return fc, fmt.Errorf("config %s: queryConcurrency %d: must be 0 (the default, 2 × GOMAXPROCS) or more", path, fc.QueryConc)
+	}
+	return fc, nil
+}
+
+// engineConfig is the engine's configuration from the flags, the
+// environment and the config file, in that order of precedence; --demo
+// adds its corpus, fields and trusted source.
+func engineConfig(f serveFlags, fc *fileConfig, log *slog.Logger) (engine.Config, error) {
 	cfg := engine.Config{
 		Dir:      pick(f.data, os.Getenv("RCPD_DATA"), fc.Data, defaultDataDir()),
 		Name:     pick(fc.Name, "rcpd"),
@@ -288,7 +388,7 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		}
 		docs, err := demoCorpus()
 		if err != nil {
-			return err
+			return cfg, err
 		}
 		cfg.Preload = docs
 	}
@@ -298,19 +398,12 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 	for _, fl := range f.fields {
 		cfg.Fields[fl.name] = fl.typ
 	}
-	ln, err := claimDataAndAddress(&cfg, f, &fc)
-	if err != nil {
-		return err
-	}
-	if ln != nil {
-		defer ln.Close()
-	}
-	if err := applyAgentic(&cfg, &fc); err != nil {
-		return err
-	}
-	if err := applyRetain(&cfg, fc.DenseRetain); err != nil {
-		return err
-	}
+	return cfg, nil
+}
+
+// applyPolicies sets the fusion defaults and the content-uri fetch policy
+// of the config file.
+func applyPolicies(cfg *engine.Config, fc *fileConfig) error {
 	cfg.Fusion = engine.FusionDefaults{Method: fc.Fusion.Method, RRFK: fc.Fusion.RRFK, Alpha: fc.Fusion.Alpha,
 		SparseWeight: fc.Fusion.SparseWeight, DenseWeight: fc.Fusion.DenseWeight}
 	cfg.URIPolicy = engine.URIPolicy{Disabled: fc.FetchURIs.Disabled, Schemes: fc.FetchURIs.Schemes, Hosts: fc.FetchURIs.Hosts,
@@ -322,94 +415,45 @@ func serve(ctx context.Context, f serveFlags, stdin io.Reader, stdout, stderr io
 		}
 		cfg.URIPolicy.Timeout = d
 	}
-	prov, err := configureProviders(ctx, f, &fc, &cfg, log)
-	if err != nil {
-		return err
-	}
-	defer prov.Close()
-	if err := configureBackend(ctx, f, &fc, &cfg, pick(f.dense, os.Getenv("RCPD_DENSE"), fc.Dense), log); err != nil {
-		return err
-	}
-	timeout := rcp.DefaultRequestTimeout
-	if s := pick(os.Getenv("RCPD_REQUEST_TIMEOUT"), fc.RequestTimeout); s != "" {
-		if timeout, err = time.ParseDuration(s); err != nil {
-			return fmt.Errorf("request timeout: %w", err)
-		}
-	}
-	// rcpd listens while the engine opens: ping is answered at once, the
-	// rest waits for the engine (openingEngine).
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	eng := openEngine(ctx, cfg, log)
-	defer eng.close()
-	errc := make(chan error, 4)
-	go eng.failed(errc)
-	m := newMetrics(eng)
-	tokens, err := auth.Configure(pick(f.tokenFile, os.Getenv("RCPD_TOKEN_FILE"), fc.TokenFile),
-		append(slices.Clone(fc.BearerTokens), pick(f.token, os.Getenv("RCPD_TOKEN")))...)
-	if err != nil {
-		return err
-	}
-	srv := rcp.NewServer(m.wrap(tokens.Guard(eng)), &rcp.ServerOptions{Logger: log, RequestTimeout: timeout, MaxFrameBytes: int(cfg.MaxRequestBytes)})
+	return nil
+}
 
-	if ln != nil {
-		mode, err := sessionMode(pick(f.sessions, os.Getenv("RCPD_HTTP_SESSIONS"), fc.HTTPSessions, "stateful"))
-		if err != nil {
-			return err
+// serveHTTP starts the HTTP face on ln: the RCP endpoint with its session
+// mode, host and origin checks, the web console unless it is turned off,
+// and the metrics.
+func serveHTTP(f serveFlags, fc *fileConfig, ln net.Listener, srv *rcp.Server, tokens *auth.Set, timeout time.Duration,
+	eng engineState, m *metrics, log *slog.Logger, errc chan<- error) (*httpFace, error) {
+	mode, err := sessionMode(pick(f.sessions, os.Getenv("RCPD_HTTP_SESSIONS"), fc.HTTPSessions, "stateful"))
+	if err != nil {
+		return nil, err
+	}
+	opts := &rcp.HTTPOptions{Sessions: mode, Authenticate: tokens.Authenticate,
+		AllowedHosts: append(fc.AllowHosts, f.allowHosts...), TrustedOrigins: append(fc.AllowOrigins, f.allowOrigins...)}
+	uiOff := f.noUI || fc.NoUI || os.Getenv("RCPD_NO_UI") == "1"
+	var mount func(*http.ServeMux)
+	if !uiOff {
+		mount = func(mux *http.ServeMux) {
+			mux.Handle("/", console.New(console.Options{
+				Server: srv, Tokens: tokens, Version: buildinfo.Version(), Logger: log,
+				Datasets:     pick(f.uiDatasets, os.Getenv("RCPD_UI_DATASETS"), fc.UIDatasets),
+				AllowedHosts: opts.AllowedHosts, // the RCP endpoint's DNS-rebinding list
+			}))
 		}
-		opts := &rcp.HTTPOptions{Sessions: mode, Authenticate: tokens.Authenticate,
-			AllowedHosts: append(fc.AllowHosts, f.allowHosts...), TrustedOrigins: append(fc.AllowOrigins, f.allowOrigins...)}
-		uiOff := f.noUI || fc.NoUI || os.Getenv("RCPD_NO_UI") == "1"
-		var mount func(*http.ServeMux)
-		if !uiOff {
-			mount = func(mux *http.ServeMux) {
-				mux.Handle("/", console.New(console.Options{
-					Server: srv, Tokens: tokens, Version: buildinfo.Version(), Logger: log,
-					Datasets:     pick(f.uiDatasets, os.Getenv("RCPD_UI_DATASETS"), fc.UIDatasets),
-					AllowedHosts: opts.AllowedHosts, // the RCP endpoint's DNS-rebinding list
-				}))
+	}
+	for _, o := range opts.TrustedOrigins {
+		if o != "*" {
+			if err := http.NewCrossOriginProtection().AddTrustedOrigin(o); err != nil {
+				return nil, fmt.Errorf("--allow-origin %q: %w", o, err)
 			}
 		}
-		for _, o := range opts.TrustedOrigins {
-			if o != "*" {
-				if err := http.NewCrossOriginProtection().AddTrustedOrigin(o); err != nil {
-					return fmt.Errorf("--allow-origin %q: %w", o, err)
-				}
-			}
-		}
-		face, _, err := startHTTP(httpFaceConfig{ln: ln, metricsAddr: pick(f.metricsAddr, fc.MetricsAddr), opts: opts, tokens: tokens, requestTimeout: timeout, mount: mount},
-			srv, eng, m, log, errc)
-		if err != nil {
-			return err
-		}
-		defer face.close()
-		log.Info("rcpd: web console", "console", consoleURL(face.addrs[0], uiOff))
 	}
-	if f.stdio {
-		go func() {
-			errc <- srv.ServeStdio(ctx, stdin, stdout)
-		}()
+	face, _, err := startHTTP(httpFaceConfig{ln: ln, metricsAddr: pick(f.metricsAddr, fc.MetricsAddr), opts: opts, tokens: tokens, requestTimeout: timeout, mount: mount},
+		srv, eng, m, log, errc)
+	if err != nil {
+		return nil, err
 	}
-	if f.stdio {
-		// stdio alone: the session's end (EOF, shutdown) ends the process.
-		select {
-		case err := <-errc:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				return err
-			}
-		case <-ctx.Done():
-		}
-		if ln == nil {
-			return eng.openErr()
-		}
-	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		log.Info("rcpd: shutting down")
-		return nil
-	}
+	log.Info("rcpd: web console", "console", consoleURL(face.addrs[0], uiOff))
+	return face, nil
 }
 
 // consoleURL is the console's address for the start-up log ("off" with --no-ui).

@@ -27,8 +27,6 @@ var longFuncsAllowed = map[string]bool{
 	"cmd/rcp/internal/benchcmd/bench.go:Main":      true,
 	"cmd/rcp/internal/evalcmd/eval.go:Main":        true,
 	"cmd/rcpd/internal/gatewaycmd/gateway.go:Main": true,
-	"cmd/rcpd/providers.go:configureProviders":     true,
-	"cmd/rcpd/serve.go:serve":                      true,
 }
 
 // longFuncDirsAllowed are trees whose functions are not checked yet:
