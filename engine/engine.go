@@ -32,7 +32,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +42,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/internal/gate"
 	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/readiness"
@@ -242,25 +242,10 @@ type Engine struct {
 	fields map[string]string
 	ops    []string
 
-	// writes is the group commit queue of adds (engine_commit.go); wmu
-	// serialises commits and deletes; rmu lets retrieves see the index and
-	// the catalog at one version.
+	// writes is the group commit queue of adds (engine_commit.go); gate
+	// coordinates writes and reads (engine/internal/gate).
 	writes *writeQueue
-	// writesQueued counts the adds in the queue: writes that have arrived
-	// but not committed are not a pause (refitWait).
-	writesQueued atomic.Int64
-	wmu          sync.Mutex
-	rmu          sync.RWMutex
-	// Retrieves and commits (readLock, engine_retrieve.go): a commit shuts
-	// queryGate (non-nil: closed when the gate opens again) as it begins,
-	// and takes qmu, which retrieves hold while they run, only before it
-	// changes the index.
-	queryGate atomic.Pointer[chan struct{}]
-	qmu       sync.RWMutex
-	// readUnlock is qmu.RUnlock, bound once (readLock returns it).
-	readUnlock func()
-	// admit admits retrieves into their pipeline (engine_admission.go).
-	admit *admission
+	gate   *gate.Gate
 
 	// Dense state (engine_dense.go, engine_derive.go): the published
 	// generation (nil: none yet, sessions are offered sparse), the deriver
@@ -329,10 +314,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
-	e.readUnlock = e.qmu.RUnlock
 	e.kept = retain.New[*generation](cfg.DenseRetain)
 	e.writes = newWriteQueue()
-	e.admit = newAdmission(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
+	e.gate = gate.New(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
 	if e.watch, err = newDirWatch(cfg.Dir); err != nil {
 		e.Close()
 		return nil, err

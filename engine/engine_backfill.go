@@ -77,8 +77,8 @@ func (dv *deriver) backfillStep(ctx context.Context) (done bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
+	e.gate.LockWrites()
+	defer e.gate.UnlockWrites()
 	if err := e.writable(); err != nil {
 		return false, err
 	}

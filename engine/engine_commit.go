@@ -70,8 +70,8 @@ func (e *Engine) commitWrite(w *writeReq) error {
 	if e.unchangedWrite(w) {
 		return nil
 	}
-	e.writesQueued.Add(1)
-	defer e.writesQueued.Add(-1)
+	e.gate.Queue(1)
+	defer e.gate.Queue(-1)
 	q := e.writes
 	q.mu.Lock()
 	q.pending = append(q.pending, w)
@@ -89,12 +89,12 @@ func (e *Engine) commitWrite(w *writeReq) error {
 
 	// w leads: the group is taken once the write lock is ours, so that
 	// writes arriving meanwhile join it.
-	e.wmu.Lock()
+	e.gate.LockWrites()
 	q.mu.Lock()
 	group := takeGroup(q.pending)
 	q.mu.Unlock()
 	e.commitGroup(group)
-	e.wmu.Unlock()
+	e.gate.UnlockWrites()
 
 	q.mu.Lock()
 	for _, g := range group {

@@ -77,12 +77,12 @@ func TestGroupCommitJoinsQueuedWrites(t *testing.T) {
 	e := newEngine(t, nil)
 	before := e.ix.Version()
 	docsBefore := e.ix.Stats().Docs
-	e.wmu.Lock() // a commit in progress
+	e.gate.LockWrites() // a commit in progress
 	var adds []*queuedAdd
 	for i, id := range []string{"g1", "g2", "g3", "g4", "g5"} {
 		adds = append(adds, enqueueAdd(t, e, context.Background(), doc(id, "bm25 scores a document by term frequency, grouped write "+id), i+1))
 	}
-	e.wmu.Unlock()
+	e.gate.UnlockWrites()
 	var version string
 	for i, q := range adds {
 		res, err := q.wait(t)
@@ -120,12 +120,12 @@ func TestGroupCommitJoinsQueuedWrites(t *testing.T) {
 // writes to one id take effect in arrival order.
 func TestGroupCommitKeepsOrderPerID(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Dense = DenseNone })
-	e.wmu.Lock()
+	e.gate.LockWrites()
 	a1 := enqueueAdd(t, e, context.Background(), doc("a", "first text"), 1)
 	b := enqueueAdd(t, e, context.Background(), doc("b", "other document"), 2)
 	a2 := enqueueAdd(t, e, context.Background(), doc("a", "second text"), 3)
 	c := enqueueAdd(t, e, context.Background(), doc("c", "third document"), 4)
-	e.wmu.Unlock()
+	e.gate.UnlockWrites()
 	var v [4]string
 	for i, q := range []*queuedAdd{a1, b, a2, c} {
 		res, err := q.wait(t)
@@ -153,7 +153,7 @@ func TestGroupCommitSettlesEachWrite(t *testing.T) {
 	long := strings.Repeat("Some words to split into several chunks here. ", 200)
 	keyed := `{"documents":[{"id":"k","text":"keyed write"}],"_meta":{"idempotencyKey":"key-1"}}`
 
-	e.wmu.Lock()
+	e.gate.LockWrites()
 	gone, cancel := context.WithCancel(context.Background())
 	head := enqueueAdd(t, e, context.Background(), doc("head", "the head of the queue"), 1)
 	ended := enqueueAdd(t, e, gone, doc("ended", "its request ended"), 2)
@@ -162,7 +162,7 @@ func TestGroupCommitSettlesEachWrite(t *testing.T) {
 	replay := enqueueAdd(t, e, context.Background(), keyed, 5)
 	plain := enqueueAdd(t, e, context.Background(), doc("plain", "a plain write"), 6)
 	cancel()
-	e.wmu.Unlock()
+	e.gate.UnlockWrites()
 
 	if _, err := head.wait(t); err != nil {
 		t.Errorf("head: %v", err)
@@ -213,7 +213,7 @@ func TestIdenticalReAddSkipsTheQueue(t *testing.T) {
 	}
 	version, ops := e.ix.Version(), e.opSeq.Load()
 
-	e.wmu.Lock() // a commit in progress
+	e.gate.LockWrites() // a commit in progress
 	done := make(chan error, 1)
 	var res rcp.IndexAddResult
 	go func() {
@@ -223,12 +223,12 @@ func TestIdenticalReAddSkipsTheQueue(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		e.wmu.Unlock()
+		e.gate.UnlockWrites()
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(30 * time.Second): // a hang guard: it waits for the lock
-		e.wmu.Unlock()
+		e.gate.UnlockWrites()
 		within.Recv(t, done, "the identical re-add once the lock was free")
 		t.Fatal("an identical re-add waited for the commit in progress")
 	}
@@ -258,10 +258,10 @@ func TestIdenticalReAddKeepsOrderPerID(t *testing.T) {
 	if _, err := e.Call(context.Background(), rcp.MethodIndexAdd, []byte(doc("a", "first text"))); err != nil {
 		t.Fatal(err)
 	}
-	e.wmu.Lock()
+	e.gate.LockWrites()
 	changed := enqueueAdd(t, e, context.Background(), doc("a", "second text"), 1)
 	again := enqueueAdd(t, e, context.Background(), doc("a", "first text"), 2)
-	e.wmu.Unlock()
+	e.gate.UnlockWrites()
 	for _, q := range []*queuedAdd{changed, again} {
 		if _, err := q.wait(t); err != nil {
 			t.Fatal(err)

@@ -554,7 +554,7 @@ func (dv *deriver) refitWait(g *generation, now time.Time) time.Duration {
 		dv.refitSince = now
 	}
 	last := time.Unix(0, dv.e.lastWrite.Load())
-	if dv.e.writesQueued.Load() > 0 {
+	if dv.e.gate.Queued() > 0 {
 		last = now
 	}
 	quiet := last.Add(dv.e.cfg.refitQuiet).Sub(now)

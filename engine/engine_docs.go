@@ -480,7 +480,7 @@ func parseChunkID(id string) (string, int, bool) {
 }
 
 // liveChunk returns a live chunk of parent among its first n, or nil
-// (caller holds e.rmu).
+// (caller holds the catalog lock, gate.RLockCatalog, or commits).
 func (e *Engine) liveChunk(ctx context.Context, parent string, n int) (*search.Document, error) {
 	for i := 0; i < n; i++ {
 		d, err := e.ix.Get(ctx, chunkID(parent, i))
@@ -505,8 +505,8 @@ func (e *Engine) getDocuments(ctx context.Context, p *rcp.GetDocumentsParams) (*
 			Data: &rcp.ErrorData{Field: "ids", Detail: fmt.Sprintf("%d ids > limit %d", len(p.IDs), MaxGetIDs)}}
 	}
 	res := &rcp.GetDocumentsResult{Documents: []rcp.StoredDocument{}}
-	e.rmu.RLock() // the catalog and the index at one version (writers hold Lock)
-	defer e.rmu.RUnlock()
+	e.gate.RLockCatalog() // the catalog and the index at one version (commits hold it)
+	defer e.gate.RUnlockCatalog()
 	recs := make(map[string]*docRecord, len(p.IDs))
 	if err := e.db.View(func(tx *bolt.Tx) error {
 		docs, _ := catalogTx(tx)

@@ -170,8 +170,8 @@ type graphSource struct{ e *Engine }
 
 func (s graphSource) Units(ctx context.Context, doc string) ([]graph.SourceUnit, error) {
 	e := s.e
-	e.rmu.RLock()
-	defer e.rmu.RUnlock()
+	e.gate.RLockCatalog()
+	defer e.gate.RUnlockCatalog()
 	d, err := e.ix.Get(ctx, doc)
 	if err != nil {
 		return nil, err

@@ -52,8 +52,8 @@ type indexAddParams struct {
 }
 
 func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAddResult, error) {
-	e.admit.beginWrite()
-	defer e.admit.endWrite()
+	e.gate.BeginWrite()
+	defer e.gate.EndWrite()
 	if p.Documents == nil {
 		return nil, rcp.InvalidParams("documents", "documents is required")
 	}
@@ -321,10 +321,9 @@ func (e *Engine) shapeOf(ctx context.Context, p *writePlan) (writeShape, error) 
 // are written under rmu, so x-rcpgo/get sees the catalog and the index at
 // one version.
 func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) error {
-	e.rmu.Lock()
-	defer e.rmu.Unlock()
-	e.shutQueries()
-	defer e.openQueries()
+	held := false
+	e.gate.BeginCommit()
+	defer func() { e.gate.EndCommit(held) }()
 	names := e.writeNames(sortedKeys(p.catalog))
 	overlap := p.batch != nil && len(sh.transitions) == 0
 	if overlap {
@@ -340,8 +339,8 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 	}
 	// The retrieves that were running when the commit began finish before
 	// the index changes (their wait overlaps engine.db's commit).
-	e.qmu.Lock()
-	defer e.qmu.Unlock()
+	e.gate.HoldQueries()
+	held = true
 	if len(sh.transitions) > 0 {
 		if _, err := e.ix.Delete(ctx, sh.transitions); err != nil {
 			e.catalogBehind(names) // the catalog is ahead of the index
@@ -657,25 +656,22 @@ type indexDeleteParams struct {
 }
 
 func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.IndexDeleteResult, error) {
-	e.admit.beginWrite()
-	defer e.admit.endWrite()
+	e.gate.BeginWrite()
+	defer e.gate.EndWrite()
 	if e.cfg.ReadOnly {
 		return nil, e.readOnlyError()
 	}
 	if p.IDs == nil {
 		return nil, rcp.InvalidParams("ids", "ids is required")
 	}
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
+	e.gate.LockWrites()
+	defer e.gate.UnlockWrites()
 	if err := e.writable(); err != nil {
 		return nil, err
 	}
-	e.rmu.Lock()
-	defer e.rmu.Unlock()
-	e.shutQueries()
-	defer e.openQueries()
-	e.qmu.Lock()
-	defer e.qmu.Unlock()
+	e.gate.BeginCommit()
+	e.gate.HoldQueries()
+	defer e.gate.EndCommit(true)
 	var opSeq uint64
 	// The index deletes first: the catalog names the documents it is
 	// about to lose before (engine_catalog_recover.go), so that a crash

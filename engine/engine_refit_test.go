@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/engine/internal/gate"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -84,9 +85,9 @@ func TestRefitWait(t *testing.T) {
 		{"steady writes, due for the max lag", DenseLSA, published, now, now.Add(-refitMaxLag), 0, 0},
 		{"a write queued, due for the max lag", DenseLSA, published, now.Add(-3 * time.Second), now.Add(-refitMaxLag), 1, 0},
 	} {
-		e := &Engine{cfg: Config{Dense: tc.dense, refitQuiet: 2 * time.Second}}
+		e := &Engine{cfg: Config{Dense: tc.dense, refitQuiet: 2 * time.Second}, gate: gate.New(0, 2)}
 		e.lastWrite.Store(tc.lastWrite.UnixNano())
-		e.writesQueued.Store(tc.queued)
+		e.gate.Queue(tc.queued)
 		dv := &deriver{e: e, refitSince: tc.dueSince}
 		if got := dv.refitWait(tc.gen, now); got != tc.want {
 			t.Errorf("%s: wait %v, want %v", tc.name, got, tc.want)

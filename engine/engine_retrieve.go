@@ -151,11 +151,11 @@ func (e *Engine) runRetrieve(ctx context.Context, pl *retrievePlan) (*pipeline.P
 		}
 	}
 	local := pl.agentic == nil && req.RerankTopN == 0 && !e.callsOut(usesDense)
-	narrowed, err := e.admit.admit(ctx, local)
+	narrowed, err := e.gate.Admit(ctx, local)
 	if err != nil {
 		return nil, "", err
 	}
-	defer e.admit.release(narrowed)
+	defer e.gate.Release(narrowed)
 	unlock, err := e.readLock(ctx)
 	if err != nil {
 		return nil, "", err
@@ -330,41 +330,14 @@ func appendJSON[T any](b []byte, v *T) []byte {
 	return append(b, j...)
 }
 
-// readLock lets a retrieve over the embedded index run: it waits while a
-// commit is in progress (queryGate), so that a commit, not the query
-// pipelines, gets the CPU — retrieves arriving during one queue here,
-// holding their query slot — and then holds qmu, which a commit takes
-// before it changes the index, so a retrieve sees one index version. A
-// commit does not wait for the retrieves already running when it begins:
-// they finish while it writes engine.db (retrieves read nothing there that
-// a commit writes). Over a Config.Backend it takes nothing: the backend
-// pins no version and the retrieve reads nothing local a write changes, so
-// it must not wait for a remote batch import, which a write holds the
-// lock through (seconds).
+// readLock lets a retrieve read the index at one version, after any
+// commit in progress (gate.ReadIndex). Over a Config.Backend it takes
+// nothing: the backend pins no version and the retrieve reads nothing
+// local a write changes, so it must not wait for a remote batch import,
+// which a write holds the write lock through (seconds).
 func (e *Engine) readLock(ctx context.Context) (unlock func(), err error) {
 	if e.cfg.Backend != nil {
 		return func() {}, nil
 	}
-	if g := e.queryGate.Load(); g != nil {
-		select {
-		case <-*g:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	e.qmu.RLock()
-	return e.readUnlock, nil
-}
-
-// shutQueries makes retrieves that arrive wait until openQueries (caller
-// holds wmu, so commits do not nest).
-func (e *Engine) shutQueries() {
-	g := make(chan struct{})
-	e.queryGate.Store(&g)
-}
-
-func (e *Engine) openQueries() {
-	if g := e.queryGate.Swap(nil); g != nil {
-		close(*g)
-	}
+	return e.gate.ReadIndex(ctx)
 }

@@ -343,7 +343,10 @@ func TestSmallAddBesideChunkedAdd(t *testing.T) {
 // deadline; writes are not admitted through it and do not wait for them.
 func TestRetrieveAdmission(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.QueryConcurrency = 1 })
-	e.admit.slots <- struct{}{} // a retrieve in its pipeline
+	narrowed, err := e.gate.Admit(context.Background(), false) // a retrieve in its pipeline
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := e.Call(ctx, rcp.MethodRetrieve, []byte(`{"query":"eiffel tower","k":3}`)); !errors.Is(err, context.DeadlineExceeded) {
@@ -353,7 +356,7 @@ func TestRetrieveAdmission(t *testing.T) {
 	if _, err := e.Call(context.Background(), rcp.MethodIndexAdd, add); err != nil {
 		t.Fatalf("index/add while the retrieve slots are taken: %v", err)
 	}
-	<-e.admit.slots
+	e.gate.Release(narrowed)
 	if r := retrieve(t, e, map[string]any{"query": "zeppelin", "k": 1}); len(r.Hits) != 1 {
 		t.Fatalf("after the slot was freed: %+v", r)
 	}
