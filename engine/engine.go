@@ -42,7 +42,9 @@ import (
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/gate"
+	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/readiness"
@@ -262,9 +264,9 @@ type Engine struct {
 	uriClient *http.Client  // fetches Content uris under cfg.URIPolicy
 	uriSem    chan struct{} // bounds concurrent fetches (URIPolicy.MaxConcurrent)
 
-	release func() // the data directory lock
-	tmpDir  string // the snapshot copy served when Dir was locked
-	watch   *dirWatch
+	// data is the hold on the data directory: its lock, its watch and the
+	// checks after Open (engine/internal/integrity).
+	data *integrity.Dir
 
 	ag *agentic   // transform, session and feedback (engine_agentic.go)
 	kg *knowledge // graph and memory (engine_graph.go); nil when disabled
@@ -287,10 +289,6 @@ type Engine struct {
 
 	// ready observes the derived structures (engine_readiness.go).
 	ready *readiness.Board
-
-	// integrity: the checks Open leaves to the background
-	// (engine_verify.go); nil until Open starts them.
-	integrity *integrity
 }
 
 var bucketIdem = []byte("idempotency")
@@ -305,23 +303,19 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	release, tmp, err := lockData(&cfg, log)
+	data, err := integrity.Take(cfg.Dir, cfg.Holder, cfg.SnapshotIfLocked, log)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, release: release, tmpDir: tmp,
+	if data.Snapshot != "" {
+		cfg.ReadOnlyReason = data.Snapshot
+		cfg.Dir, cfg.ReadOnly, cfg.Preload = data.Path, true, nil
+	}
+	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, data: data,
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
 	e.kept = retain.New[*generation](cfg.DenseRetain)
 	e.writes = newWriteQueue()
 	e.gate = gate.New(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
-	if e.watch, err = newDirWatch(cfg.Dir); err != nil {
-		e.Close()
-		return nil, err
-	}
-	go e.watch.run(log, 5*time.Second)
 	dbPath := filepath.Join(cfg.Dir, "engine.db")
 	migrated, err := e.openStores(ctx, dbPath)
 	if err != nil {
@@ -333,7 +327,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	// of Open that reads it runs under store.Protect and refuses to open.
 	protect := func(f func() error) error {
 		if err := store.Protect(dbPath, f); err != nil {
-			return fmt.Errorf("%w%s", err, repairHint(err))
+			return fmt.Errorf("%w%s", err, integrity.RepairHint(err))
 		}
 		return nil
 	}
@@ -376,7 +370,13 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.openTree()
 	e.openReadiness()
-	e.startVerify()
+	e.data.StartChecks(log, func(ctx context.Context) error { return store.VerifyPages(ctx, e.db) },
+		func(ctx context.Context) error {
+			if ix, ok := e.ix.(*index.Index); ok {
+				return ix.WaitVerified(ctx)
+			}
+			return nil
+		})
 	return e, nil
 }
 
@@ -460,33 +460,6 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
-// lockData takes the data directory's lock. When another process holds it
-// and cfg.SnapshotIfLocked is set, it serves a read-only copy instead:
-// cfg then names the copy (tmp, removed on Close).
-func lockData(cfg *Config, log *slog.Logger) (release func(), tmp string, err error) {
-	release, err = lockDir(cfg.Dir, cfg.Holder)
-	var held *LockedError
-	if errors.As(err, &held) && cfg.SnapshotIfLocked {
-		for attempt := 0; attempt < 3 && errors.Is(err, ErrLocked); attempt++ {
-			if tmp, err = snapshotDir(cfg.Dir); err != nil {
-				return nil, "", err
-			}
-			log.Warn("engine: data directory in use by another process; serving a read-only snapshot copy",
-				"dir", cfg.Dir, "holder", held.Holder.String(), "copy", tmp)
-			cfg.ReadOnlyReason = fmt.Sprintf("this is a read-only snapshot of %s, which %s holds: write through that server", cfg.Dir, held.Holder)
-			cfg.Dir, cfg.ReadOnly, cfg.Preload = tmp, true, nil
-			release, err = lockDir(tmp, cfg.Holder)
-		}
-	}
-	if err != nil {
-		if held == nil {
-			err = fmt.Errorf("%w (%s)", err, cfg.Dir)
-		}
-		return nil, "", err
-	}
-	return release, tmp, nil
-}
-
 // openStores opens engine.db (checking the document catalog, and
 // rebuilding it from the index's record store when needed) and then the
 // index; migrated reports that engine.db's dense log was upgraded.
@@ -511,10 +484,10 @@ func (e *Engine) openStores(ctx context.Context, dbPath string) (migrated bool, 
 		migrated, err = e.initEngineDB(db)
 		return err
 	}); err != nil {
-		return false, fmt.Errorf("engine: %w%s", err, repairHint(err))
+		return false, fmt.Errorf("engine: %w%s", err, integrity.RepairHint(err))
 	}
 	if err := store.Protect(dbPath, func() error { return e.openCatalog(ctx) }); err != nil {
-		return false, fmt.Errorf("engine: %w%s", err, repairHint(err))
+		return false, fmt.Errorf("engine: %w%s", err, integrity.RepairHint(err))
 	}
 	e.catalogOpen.Store(true)
 	if cfg.Backend != nil {
@@ -522,7 +495,7 @@ func (e *Engine) openStores(ctx context.Context, dbPath string) (migrated bool, 
 	} else {
 		ix, err := index.Open(ctx, filepath.Join(cfg.Dir, "index"), iopts)
 		if err != nil {
-			return false, fmt.Errorf("engine: %w%s", err, repairHint(err))
+			return false, fmt.Errorf("engine: %w%s", err, integrity.RepairHint(err))
 		}
 		e.ix = ix
 	}
@@ -625,7 +598,9 @@ var fieldTypes = map[string]index.FieldType{
 // Close releases the engine's resources.
 func (e *Engine) Close() error {
 	var errs []error
-	e.stopVerify()
+	if e.data != nil {
+		e.data.StopChecks()
+	}
 	if e.rt != nil {
 		e.rt.close()
 	}
@@ -645,14 +620,8 @@ func (e *Engine) Close() error {
 		}
 		errs = append(errs, e.db.Close())
 	}
-	if e.watch != nil {
-		e.watch.close()
-	}
-	if e.release != nil {
-		e.release()
-	}
-	if e.tmpDir != "" {
-		errs = append(errs, os.RemoveAll(e.tmpDir))
+	if e.data != nil {
+		errs = append(errs, e.data.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -675,9 +644,9 @@ func (e *Engine) Describe(ctx context.Context) rcp.Description {
 
 // Call implements rcp.Handler.
 func (e *Engine) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	if in := e.integrity; in != nil && !in.checks.Passed() {
-		if err := e.damage(); err != nil {
-			return nil, damagedError(err)
+	if e.data.Checking() {
+		if err := e.data.Damage(); err != nil {
+			return nil, e.rpcError(ctx, method, &fault.Error{Err: integrity.ErrDamaged, Detail: err.Error()})
 		}
 		// Until the page walks have passed (engine_verify.go), a damaged
 		// page this request reads must fail it, not fault the process: with
@@ -687,10 +656,7 @@ func (e *Engine) Call(ctx context.Context, method string, params json.RawMessage
 	}
 	res, err := e.router.Call(ctx, method, params)
 	if err != nil {
-		if _, ok := rcp.AsError(err); !ok && ctx.Err() == nil {
-			e.log.Error("engine: request failed", "method", method, "err", err)
-			err = storageError(err)
-		}
+		err = e.rpcError(ctx, method, err)
 	}
 	return res, err
 }
@@ -827,4 +793,42 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Health reports whether the engine can serve and store: nil, or why not
+// (the data directory is gone, or the checks after Open found damage).
+func (e *Engine) Health() error { return e.data.Health() }
+
+// Verified waits for the integrity checks that Open leaves to the
+// background and returns the damage they found (nil: none), or ctx's error
+// if it ends first. rcpd stops with that damage, as with a failed Open.
+func (e *Engine) Verified(ctx context.Context) error { return e.data.Verified(ctx) }
+
+// writable is checked before and after every write: a write into a
+// deleted data directory is not durable and must not be acknowledged.
+func (e *Engine) writable() error { return e.data.Writable() }
+
+// readOnlyReason is Config.ReadOnlyReason or its default.
+func (c *Config) readOnlyReason() string {
+	if c.ReadOnlyReason != "" {
+		return c.ReadOnlyReason
+	}
+	return "the server was started read-only"
+}
+
+// errReadOnly refuses a write to a read-only index.
+var errReadOnly = errors.New("the index is read-only")
+
+// readOnlyError refuses a write to a read-only index, saying why.
+func (e *Engine) readOnlyError() error {
+	return &fault.Error{Err: errReadOnly, Message: "the index is read-only: " + e.cfg.readOnlyReason(), Detail: e.cfg.readOnlyReason()}
+}
+
+// describeLimits adds to the x-rcpgo capability why the index is
+// read-only, and the request limits a client sizes its batches by.
+func (e *Engine) describeLimits(v *rcp.RCPGoCap) {
+	if e.cfg.ReadOnly {
+		v.ReadOnly = e.cfg.readOnlyReason()
+	}
+	v.Limits = &rcp.RCPGoLimits{RequestBytes: e.cfg.MaxRequestBytes, AddDocuments: e.cfg.maxAddDocs}
 }

@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/internal/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -177,7 +178,7 @@ func TestBackfillResumesAfterCrash(t *testing.T) {
 	copied := make(chan error, 1)
 	testHookBackfillBatch = func() error {
 		if batches++; batches == 3 { // two batches committed: the image of a crash now
-			copied <- copyTree(dir, crashed)
+			copied <- integrity.CopyTree(dir, crashed)
 		}
 		return nil
 	}

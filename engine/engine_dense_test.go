@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
+	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -191,7 +192,7 @@ func TestDenseRestart(t *testing.T) {
 	// An unclean stop: the directory as it is now, with the 5 late writes
 	// applied in memory but not checkpointed.
 	crashed := t.TempDir()
-	if err := copyTree(dir, crashed); err != nil {
+	if err := integrity.CopyTree(dir, crashed); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Close(); err != nil {

@@ -52,6 +52,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -724,4 +725,26 @@ func (e *Engine) fieldValuesMethod(ctx context.Context, p *rcp.FieldValuesParams
 		return nil, fmt.Errorf("engine: catalog: %w", err)
 	}
 	return res, ctx.Err()
+}
+
+// forgetCatalog drops the catalog's state from engine.db (when it is
+// there), so that Open rebuilds the catalog from the repaired index.
+func forgetCatalog(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketCatalog); b != nil {
+			return b.Delete(keyState)
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -191,9 +192,10 @@ func TestKSpellings(t *testing.T) {
 }
 
 func TestStorageErrorNamesFullDisk(t *testing.T) {
-	err := storageError(fmt.Errorf("engine: %w", &os.PathError{Op: "write", Path: "store.db", Err: syscall.ENOSPC}))
+	e := &Engine{log: slog.New(slog.DiscardHandler)}
+	err := e.rpcError(context.Background(), rcp.MethodIndexAdd, fmt.Errorf("engine: %w", &os.PathError{Op: "write", Path: "store.db", Err: syscall.ENOSPC}))
 	re, ok := rcp.AsError(err)
-	if !ok || re.Code != rcp.CodeBackendUnavailable || !strings.Contains(re.Message, "no space left") {
+	if !ok || re.Code != rcp.CodeBackendUnavailable || !strings.Contains(re.Message, "no space left") || !re.Retryable() {
 		t.Fatalf("%v", err)
 	}
 }

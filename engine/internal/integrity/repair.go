@@ -1,4 +1,4 @@
-package engine
+package integrity
 
 import (
 	"context"
@@ -68,8 +68,10 @@ type Salvage struct {
 //     the records, the segment files are moved aside, and the next Open
 //     rebuilds the segments and the catalog as above.
 //
-// The caller must not run rcpd on dir meanwhile.
-func Repair(dir string) (*RepairReport, error) {
+// forgetCatalog drops the document catalog's state from engine.db, so
+// that the next Open rebuilds the catalog from the repaired index. The
+// caller must not run rcpd on dir meanwhile.
+func Repair(dir string, forgetCatalog func(engineDB string) error) (*RepairReport, error) {
 	rep := &RepairReport{}
 	stamp := time.Now().UTC().Format("20060102T150405Z")
 	q := filepath.Join(dir, "quarantine-"+stamp)
@@ -159,31 +161,9 @@ func damaged(path string) error {
 	return store.VerifyPages(context.Background(), db)
 }
 
-// forgetCatalog drops the catalog's state from engine.db (when it is
-// there), so that Open rebuilds the catalog from the repaired index.
-func forgetCatalog(path string) error {
-	if _, err := os.Stat(path); err != nil {
-		return nil
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
-	if err != nil {
-		return err
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bucketCatalog); b != nil {
-			return b.Delete(keyState)
-		}
-		return nil
-	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// repairHint tells the operator the way out of a refused Open or of
+// RepairHint tells the operator the way out of a refused Open or of
 // damage found after it.
-func repairHint(err error) string {
+func RepairHint(err error) string {
 	if errors.Is(err, store.ErrCorruptFile) || errors.Is(err, index.ErrOrphanSegments) || errors.Is(err, index.ErrNoManifest) {
 		return "; the data directory was left untouched: restore the file from a backup, or stop rcpd and run `rcpd repair --data DIR`, which moves the damaged files aside (nothing is deleted) and, for damaged pages of index/store.db, salvages every readable record and reports the documents lost"
 	}

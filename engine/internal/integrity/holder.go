@@ -1,4 +1,4 @@
-package engine
+package integrity
 
 import (
 	"encoding/json"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // Holder describes the process holding a data directory. The engine that
@@ -79,27 +77,4 @@ func readHolder(b []byte) Holder {
 	var h Holder
 	_ = json.Unmarshal(b, &h)
 	return h
-}
-
-// readOnlyReason is Config.ReadOnlyReason or its default.
-func (c *Config) readOnlyReason() string {
-	if c.ReadOnlyReason != "" {
-		return c.ReadOnlyReason
-	}
-	return "the server was started read-only"
-}
-
-// readOnlyError refuses a write to a read-only index, saying why.
-func (e *Engine) readOnlyError() error {
-	return &rcp.Error{Code: rcp.CodeCapabilityMissing, Message: "the index is read-only: " + e.cfg.readOnlyReason(),
-		Data: &rcp.ErrorData{Detail: e.cfg.readOnlyReason()}}
-}
-
-// describeLimits adds to the x-rcpgo capability why the index is
-// read-only, and the request limits a client sizes its batches by.
-func (e *Engine) describeLimits(v *rcp.RCPGoCap) {
-	if e.cfg.ReadOnly {
-		v.ReadOnly = e.cfg.readOnlyReason()
-	}
-	v.Limits = &rcp.RCPGoLimits{RequestBytes: e.cfg.MaxRequestBytes, AddDocuments: e.cfg.maxAddDocs}
 }

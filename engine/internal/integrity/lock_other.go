@@ -1,6 +1,6 @@
 //go:build !unix
 
-package engine
+package integrity
 
 // lockDir is a no-op where flock is unavailable; the index store's own file
 // lock still prevents two writers.

@@ -1,15 +1,11 @@
-package engine
+package integrity
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
-
-	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // dirWatch notices the data directory being deleted or replaced under a
@@ -68,36 +64,3 @@ func (w *dirWatch) run(log interface{ Error(string, ...any) }, interval time.Dur
 }
 
 func (w *dirWatch) close() { w.once.Do(func() { close(w.stop) }) }
-
-// Health reports whether the engine can serve and store: nil, or why not
-// (the data directory is gone, or the checks after Open found damage).
-func (e *Engine) Health() error {
-	if err := e.damage(); err != nil {
-		return err
-	}
-	if e.watch == nil {
-		return nil
-	}
-	return e.watch.check()
-}
-
-// writable is checked before and after every write: a write into a
-// deleted data directory is not durable and must not be acknowledged.
-func (e *Engine) writable() error {
-	if err := e.Health(); err != nil {
-		return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "storage unavailable",
-			Data: &rcp.ErrorData{Retryable: ptrBool(false), Detail: err.Error()}}
-	}
-	return nil
-}
-
-func ptrBool(b bool) *bool { return &b }
-
-// storageError says what a full disk is instead of a bare -32603.
-func storageError(err error) error {
-	if errors.Is(err, syscall.ENOSPC) {
-		return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "no space left on device",
-			Data: &rcp.ErrorData{Retryable: ptrBool(true), Detail: "the file system of the data directory is full: nothing was stored; free space and retry"}}
-	}
-	return err
-}

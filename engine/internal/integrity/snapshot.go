@@ -1,4 +1,4 @@
-package engine
+package integrity
 
 import (
 	"errors"
@@ -12,8 +12,8 @@ import (
 // ErrLocked means another process has the data directory open.
 var ErrLocked = errors.New("engine: data directory is in use by another process")
 
-// copyTree copies the regular files of src into dst (except LOCK).
-func copyTree(src, dst string) error {
+// CopyTree copies the regular files of src into dst (except LOCK).
+func CopyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -55,7 +55,7 @@ func snapshotDir(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("engine: %w", err)
 	}
-	if err := copyTree(dir, tmp); err != nil {
+	if err := CopyTree(dir, tmp); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("engine: copying %s: %w", dir, err)
 	}

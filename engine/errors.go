@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"syscall"
+
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
+	"github.com/rcpgo/rcpgo/engine/internal/integrity"
+	"github.com/rcpgo/rcpgo/rcp"
+)
+
+// The engine's one error table. A layer reports a failure the client
+// must hear about as its sentinel error, usually inside a fault.Error
+// that says what in the request caused it and what to do (error.data);
+// Call translates it here, once, into the RCP code, message and
+// retryability the spec gives it. Request validation is not translated:
+// it is answered where the request is read, with rcp.InvalidParams
+// (-32602, the field) and rcp.OptionUnsupported (-32005, the option).
+// Anything else is logged and answered -32603 without its internals.
+var errorTable = []struct {
+	err       error
+	code      rcp.Code
+	message   string
+	retryable *bool
+	detail    string // when the occurrence gives none
+}{
+	{err: integrity.ErrDamaged, code: rcp.CodeBackendUnavailable, message: "storage damaged", retryable: &no},
+	{err: integrity.ErrUnavailable, code: rcp.CodeBackendUnavailable, message: "storage unavailable", retryable: &no},
+	{err: errReadOnly, code: rcp.CodeCapabilityMissing, message: "the index is read-only"},
+	{err: syscall.ENOSPC, code: rcp.CodeBackendUnavailable, message: "no space left on device", retryable: &yes,
+		detail: "the file system of the data directory is full: nothing was stored; free space and retry"},
+}
+
+var yes, no = true, false
+
+// rpcError is err as the client sees it (see errorTable).
+func (e *Engine) rpcError(ctx context.Context, method string, err error) error {
+	if _, ok := rcp.AsError(err); ok || ctx.Err() != nil {
+		return err
+	}
+	var f *fault.Error
+	if !errors.As(err, &f) {
+		e.log.Error("engine: request failed", "method", method, "err", err)
+	}
+	for _, row := range errorTable {
+		if !errors.Is(err, row.err) {
+			continue
+		}
+		re := &rcp.Error{Code: row.code, Message: row.message, Data: &rcp.ErrorData{Retryable: row.retryable, Detail: row.detail}}
+		if f != nil {
+			if f.Message != "" {
+				re.Message = f.Message
+			}
+			re.Data.Field, re.Data.Option = f.Field, f.Option
+			if f.Detail != "" {
+				re.Data.Detail = f.Detail
+			}
+		}
+		return re
+	}
+	return err
+}
