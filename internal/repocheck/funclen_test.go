@@ -25,7 +25,6 @@ var longFuncsAllowed = map[string]bool{
 	"bench/run.go:Run":                        true,
 	"bench/scale/main.go:runParent":           true,
 	"cmd/rcp/internal/benchcmd/bench.go:Main": true,
-	"cmd/rcp/internal/evalcmd/eval.go:Main":   true,
 }
 
 // longFuncDirsAllowed are trees whose functions are not checked yet:
