@@ -43,6 +43,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/readiness"
@@ -302,6 +303,8 @@ type Engine struct {
 
 	// ready observes the derived structures (engine_readiness.go).
 	ready *readiness.Board
+	// lists keeps the ranked lists of dense pages (engine_paging.go).
+	lists *pipeline.Lists
 
 	// integrity: the checks Open leaves to the background
 	// (engine_verify.go); nil until Open starts them.
@@ -331,6 +334,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
 	e.readUnlock = e.qmu.RUnlock
 	e.kept = retain.New[*generation](cfg.DenseRetain)
+	e.lists = pipeline.NewLists(denseListBytes, denseListTTL)
 	e.writes = newWriteQueue()
 	e.admit = newAdmission(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
 	if e.watch, err = newDirWatch(cfg.Dir); err != nil {
