@@ -166,16 +166,39 @@ func ErrorLabel(err error) string {
 // Run executes cfg. It returns an error only for a bad Config; failed calls
 // are counted in the result.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	r := newRun(cfg)
+	var wg sync.WaitGroup
+	for w := range cfg.Concurrency {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r.work(ctx, w)
+		}(w)
+	}
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go r.reportProgress(stopProgress, progressDone)
+	wg.Wait()
+	close(stopProgress)
+	<-progressDone
+	return r.result(ctx), nil
+}
+
+// check refuses a config that cannot run and fills in the defaults.
+func (cfg *Config) check() error {
 	if cfg.Workload == nil || len(cfg.Targets) == 0 {
-		return nil, errors.New("bench: a workload and at least one target are needed")
+		return errors.New("bench: a workload and at least one target are needed")
 	}
 	for _, t := range cfg.Targets {
 		if t.Caller == nil {
-			return nil, fmt.Errorf("bench: target %q has no caller", t.Name)
+			return fmt.Errorf("bench: target %q has no caller", t.Name)
 		}
 	}
 	if cfg.Requests < 0 || cfg.Duration < 0 || cfg.Warmup < 0 {
-		return nil, errors.New("bench: negative bound")
+		return errors.New("bench: negative bound")
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4
@@ -195,162 +218,145 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 500 * time.Millisecond
 	}
-	now := cfg.now
-	if now == nil {
-		now = time.Now
-	}
+	return nil
+}
 
-	nt := len(cfg.Targets)
-	start := now()
-	deadline := start.Add(cfg.Duration)
-	var (
-		seqCtr, done, failed atomic.Int64
-		timeUp               atomic.Bool
-		wg                   sync.WaitGroup
-		tallies              = make([][]*tally, cfg.Concurrency) // [worker][target]
-	)
+// run is the state of one Run: its clock, its bounds and what every
+// worker recorded.
+type run struct {
+	cfg                  Config
+	now                  func() time.Time
+	start, deadline      time.Time
+	seqCtr, done, failed atomic.Int64
+	timeUp               atomic.Bool
+	tallies              [][]*tally // [worker][target]
+}
+
+func newRun(cfg Config) *run {
+	r := &run{cfg: cfg, now: cfg.now}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.start = r.now()
+	r.deadline = r.start.Add(cfg.Duration)
+	r.tallies = make([][]*tally, cfg.Concurrency)
+	for w := range r.tallies {
+		r.tallies[w] = make([]*tally, len(cfg.Targets))
+		for t := range r.tallies[w] {
+			r.tallies[w][t] = newTally()
+		}
+	}
+	return r
+}
+
+// work is worker w: it takes operation numbers until the run's bound, and
+// sends each operation to every target, in an order that rotates with the
+// number.
+func (r *run) work(ctx context.Context, w int) {
+	cfg, nt := &r.cfg, len(r.cfg.Targets)
 	total := cfg.Requests + cfg.Warmup
-	for w := range cfg.Concurrency {
-		tallies[w] = make([]*tally, nt)
-		for t := range nt {
-			tallies[w][t] = newTally()
-		}
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(w)))
-			for ctx.Err() == nil {
-				seq := seqCtr.Add(1) - 1
-				if cfg.Requests > 0 && seq >= total {
-					return
-				}
-				if !now().Before(deadline) {
-					timeUp.Store(true)
-					return
-				}
-				op := cfg.Workload.Next(rng, seq)
-				for k := range nt {
-					t := int((seq + int64(k)) % int64(nt)) // rotate who goes first
-					cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-					t0 := now()
-					_, err := cfg.Targets[t].Caller.Call(cctx, op.Method, op.Params)
-					lat := now().Sub(t0)
-					cancel()
-					if ctx.Err() != nil {
-						return // the run was cancelled: this call says nothing about the target
-					}
-					if seq < cfg.Warmup {
-						continue
-					}
-					tl := tallies[w][t]
-					if err != nil {
-						record(tl.errs, lat)
-						tl.errsByCode[ErrorLabel(err)]++
-						failed.Add(1)
-						continue
-					}
-					record(tl.ok, lat)
-					h := tl.methods[op.Method]
-					if h == nil {
-						h = newHist()
-						tl.methods[op.Method] = h
-					}
-					record(h, lat)
-					tl.items += int64(max(op.Items, 1))
-				}
-				if seq >= cfg.Warmup {
-					done.Add(1)
-				}
-			}
-		}(w)
-	}
-
-	stopProgress := make(chan struct{})
-	progressDone := make(chan struct{})
-	report := func() {
-		if cfg.Progress == nil {
+	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(w)))
+	for ctx.Err() == nil {
+		seq := r.seqCtr.Add(1) - 1
+		if cfg.Requests > 0 && seq >= total {
 			return
 		}
-		el := now().Sub(start)
-		p := Progress{Done: done.Load(), Total: cfg.Requests, Errors: failed.Load(), Elapsed: el}
-		if el > 0 {
-			p.Rate = float64(p.Done) / el.Seconds()
-		}
-		if p.Total > 0 && p.Rate > 0 && p.Done < p.Total {
-			p.ETA = time.Duration(float64(p.Total-p.Done) / p.Rate * float64(time.Second))
-		}
-		if left := deadline.Sub(now()); cfg.Duration < MaxDuration && left > 0 && (p.ETA == 0 || left < p.ETA) {
-			p.ETA = left
-		}
-		cfg.Progress(p)
-	}
-	go func() {
-		defer close(progressDone)
-		if cfg.Progress == nil {
-			<-stopProgress
+		if !r.now().Before(r.deadline) {
+			r.timeUp.Store(true)
 			return
 		}
-		tick := time.NewTicker(cfg.ProgressEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				report()
-			case <-stopProgress:
-				report()
-				return
+		op := cfg.Workload.Next(rng, seq)
+		for k := range nt {
+			t := int((seq + int64(k)) % int64(nt)) // rotate who goes first
+			cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			t0 := r.now()
+			_, err := cfg.Targets[t].Caller.Call(cctx, op.Method, op.Params)
+			lat := r.now().Sub(t0)
+			cancel()
+			if ctx.Err() != nil {
+				return // the run was cancelled: this call says nothing about the target
 			}
+			if seq < cfg.Warmup {
+				continue
+			}
+			r.tally(r.tallies[w][t], op, lat, err)
 		}
-	}()
-	wg.Wait()
-	close(stopProgress)
-	<-progressDone
+		if seq >= cfg.Warmup {
+			r.done.Add(1)
+		}
+	}
+}
 
-	elapsed := now().Sub(start)
+// tally records one call's outcome.
+func (r *run) tally(tl *tally, op Op, lat time.Duration, err error) {
+	if err != nil {
+		record(tl.errs, lat)
+		tl.errsByCode[ErrorLabel(err)]++
+		r.failed.Add(1)
+		return
+	}
+	record(tl.ok, lat)
+	h := tl.methods[op.Method]
+	if h == nil {
+		h = newHist()
+		tl.methods[op.Method] = h
+	}
+	record(h, lat)
+	tl.items += int64(max(op.Items, 1))
+}
+
+// reportProgress calls cfg.Progress every ProgressEvery and once more at
+// stop, then closes done.
+func (r *run) reportProgress(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	if r.cfg.Progress == nil {
+		<-stop
+		return
+	}
+	tick := time.NewTicker(r.cfg.ProgressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			r.report()
+		case <-stop:
+			r.report()
+			return
+		}
+	}
+}
+
+func (r *run) report() {
+	el := r.now().Sub(r.start)
+	p := Progress{Done: r.done.Load(), Total: r.cfg.Requests, Errors: r.failed.Load(), Elapsed: el}
+	if el > 0 {
+		p.Rate = float64(p.Done) / el.Seconds()
+	}
+	if p.Total > 0 && p.Rate > 0 && p.Done < p.Total {
+		p.ETA = time.Duration(float64(p.Total-p.Done) / p.Rate * float64(time.Second))
+	}
+	if left := r.deadline.Sub(r.now()); r.cfg.Duration < MaxDuration && left > 0 && (p.ETA == 0 || left < p.ETA) {
+		p.ETA = left
+	}
+	r.cfg.Progress(p)
+}
+
+// result merges the workers' tallies into the run's result, with each
+// target's ratios against the first.
+func (r *run) result(ctx context.Context) *Result {
+	elapsed := r.now().Sub(r.start)
 	res := &Result{
-		Workload: cfg.Workload.Name(), Concurrency: cfg.Concurrency, Started: start.UTC(),
-		Elapsed: elapsed.Seconds(), Operations: done.Load(), StoppedBy: "requests",
+		Workload: r.cfg.Workload.Name(), Concurrency: r.cfg.Concurrency, Started: r.start.UTC(),
+		Elapsed: elapsed.Seconds(), Operations: r.done.Load(), StoppedBy: "requests",
 	}
 	switch {
 	case ctx.Err() != nil:
 		res.StoppedBy = "context"
-	case timeUp.Load():
+	case r.timeUp.Load():
 		res.StoppedBy = "duration"
 	}
-	for t, target := range cfg.Targets {
-		ok, errs := newHist(), newHist()
-		methods := map[string]*hdrhistogram.Histogram{}
-		tr := TargetResult{Name: target.Name, ErrorsByCode: map[string]int64{}, Methods: map[string]Latency{}}
-		var items int64
-		for w := range cfg.Concurrency {
-			tl := tallies[w][t]
-			ok.Merge(tl.ok)
-			errs.Merge(tl.errs)
-			for m, h := range tl.methods {
-				if methods[m] == nil {
-					methods[m] = newHist()
-				}
-				methods[m].Merge(h)
-			}
-			for c, n := range tl.errsByCode {
-				tr.ErrorsByCode[c] += n
-			}
-			items += tl.items
-		}
-		tr.OK, tr.Errors = ok.TotalCount(), errs.TotalCount()
-		tr.Calls = tr.OK + tr.Errors
-		if tr.Calls > 0 {
-			tr.ErrorRate = float64(tr.Errors) / float64(tr.Calls)
-		}
-		if elapsed > 0 {
-			tr.Throughput = float64(tr.OK) / elapsed.Seconds()
-			tr.ItemsPerSec = float64(items) / elapsed.Seconds()
-		}
-		tr.Latency, tr.ErrorLatency = summarise(ok), summarise(errs)
-		for m, h := range methods {
-			tr.Methods[m] = summarise(h)
-		}
-		res.Targets = append(res.Targets, tr)
+	for t, target := range r.cfg.Targets {
+		res.Targets = append(res.Targets, r.targetResult(t, target.Name, elapsed))
 	}
 	base := res.Targets[0]
 	for _, tr := range res.Targets[1:] {
@@ -365,7 +371,44 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			ErrorRateDelta: tr.ErrorRate - base.ErrorRate,
 		})
 	}
-	return res, nil
+	return res
+}
+
+// targetResult merges the workers' tallies of target t.
+func (r *run) targetResult(t int, name string, elapsed time.Duration) TargetResult {
+	ok, errs := newHist(), newHist()
+	methods := map[string]*hdrhistogram.Histogram{}
+	tr := TargetResult{Name: name, ErrorsByCode: map[string]int64{}, Methods: map[string]Latency{}}
+	var items int64
+	for w := range r.cfg.Concurrency {
+		tl := r.tallies[w][t]
+		ok.Merge(tl.ok)
+		errs.Merge(tl.errs)
+		for m, h := range tl.methods {
+			if methods[m] == nil {
+				methods[m] = newHist()
+			}
+			methods[m].Merge(h)
+		}
+		for c, n := range tl.errsByCode {
+			tr.ErrorsByCode[c] += n
+		}
+		items += tl.items
+	}
+	tr.OK, tr.Errors = ok.TotalCount(), errs.TotalCount()
+	tr.Calls = tr.OK + tr.Errors
+	if tr.Calls > 0 {
+		tr.ErrorRate = float64(tr.Errors) / float64(tr.Calls)
+	}
+	if elapsed > 0 {
+		tr.Throughput = float64(tr.OK) / elapsed.Seconds()
+		tr.ItemsPerSec = float64(items) / elapsed.Seconds()
+	}
+	tr.Latency, tr.ErrorLatency = summarise(ok), summarise(errs)
+	for m, h := range methods {
+		tr.Methods[m] = summarise(h)
+	}
+	return tr
 }
 
 func div(a, b float64) float64 {

@@ -45,6 +45,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/gate"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
+	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/readiness"
@@ -289,6 +290,8 @@ type Engine struct {
 
 	// ready observes the derived structures (engine_readiness.go).
 	ready *readiness.Board
+	// lists keeps the ranked lists of dense pages (engine_paging.go).
+	lists *pipeline.Lists
 }
 
 var bucketIdem = []byte("idempotency")
@@ -314,6 +317,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, data: data,
 		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
 	e.kept = retain.New[*generation](cfg.DenseRetain)
+	e.lists = pipeline.NewLists(denseListBytes, denseListTTL)
 	e.writes = newWriteQueue()
 	e.gate = gate.New(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
 	dbPath := filepath.Join(cfg.Dir, "engine.db")

@@ -528,7 +528,7 @@ func (e *Engine) memoryBuild(ctx context.Context, p *memoryBuildParams) (*rcp.Me
 		}
 		docs[i] = memory.Doc{ID: d.id, Text: d.text}
 	}
-	newID, tokens, err := e.kg.mem.Build(id, scope, docs)
+	newID, tokens, err := e.kg.mem.Build(ctx, id, scope, docs)
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
 		return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "unknown memoryId", Data: &rcp.ErrorData{Field: "memoryId", Detail: err.Error()}}

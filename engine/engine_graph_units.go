@@ -8,10 +8,13 @@ package engine
 // "subgraph" a ranked entity with its best neighbours and the edges among
 // them. All come from the
 // knowledge graph (engine_graph.go); options that only make sense for text
-// units (filter, mode, rerank, mmr, cursor) follow strict.
+// units (filter, mode, rerank, mmr) follow strict; their lists page
+// (pagedStructured).
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +29,7 @@ func structuredOptions(p *retrieveParams, unsupported func(option, format string
 		set  bool
 		name string
 	}{
-		{p.HasFilter(), "filter"}, {p.Cursor != "", "cursor"}, {p.Rerank != nil && !p.Rerank.Disabled, "rerank"},
+		{p.HasFilter(), "filter"}, {p.Rerank != nil && !p.Rerank.Disabled, "rerank"},
 		{p.MMR != nil, "mmr"}, {p.IncludeVectors != nil && *p.IncludeVectors, "includeVectors"},
 	} {
 		if o.set {
@@ -143,6 +146,14 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 	if hits == nil {
 		hits = []rcp.Hit{}
 	}
+	// Ties by id: equal scores must not come out in map order (retrieve
+	// advertises deterministic; pages are slices of one list).
+	slices.SortStableFunc(hits, func(a, b rcp.Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID.String(), b.ID.String())
+	})
 	lat := float64(time.Since(started).Microseconds()) / 1000
 	n := len(hits)
 	return &rcp.RetrieveResult{Hits: hits, IndexVersion: e.ix.Version(),

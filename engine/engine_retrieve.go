@@ -34,6 +34,9 @@ type cursor struct {
 	Version string `json:"v"`
 	Offset  int    `json:"o"`
 	Hash    string `json:"h"`
+	// List names the kept ranked list the pages come from (a list that
+	// uses dense recall: engine_paging.go); "" for a sparse list.
+	List string `json:"l,omitempty"`
 	// v1: an rc1 cursor, whose checksum and Hash are SHA-256 (requestHashV1).
 	v1 bool
 }
@@ -60,14 +63,17 @@ func encodeCursor(c cursor) string {
 // no escaping (snapshot versions and hashes are plain ASCII), else through
 // encoding/json.
 func appendCursorJSON(b []byte, c cursor) []byte {
-	if !plainJSONString(c.Version) || !plainJSONString(c.Hash) {
+	if !plainJSONString(c.Version) || !plainJSONString(c.Hash) || !plainJSONString(c.List) {
 		j, _ := json.Marshal(c)
 		return append(b, j...)
 	}
 	b = append(append(append(b, `{"v":"`...), c.Version...), `","o":`...)
 	b = strconv.AppendInt(b, int64(c.Offset), 10)
-	b = append(append(append(b, `,"h":"`...), c.Hash...), `"}`...)
-	return b
+	b = append(append(append(b, `,"h":"`...), c.Hash...), '"')
+	if c.List != "" {
+		b = append(append(append(b, `,"l":"`...), c.List...), '"')
+	}
+	return append(b, '}')
 }
 
 // plainJSONString reports whether encoding/json writes s as is between
@@ -160,12 +166,7 @@ func (e *Engine) runRetrieve(ctx context.Context, pl *retrievePlan) (*pipeline.P
 	if err != nil {
 		return nil, "", err
 	}
-	if usesDense && req.Version != "" && req.Version != e.ix.Version() {
-		unlock()
-		return nil, "", pl.snapshotGone("the index changed and dense retrieval serves only the current snapshot",
-			"dense retrieval serves only the current snapshot")
-	}
-	page, rewritten, err := e.runPlanned(ctx, deps, req, pl.agentic)
+	page, rewritten, err := e.runPaged(ctx, deps, pl, usesDense)
 	unlock()
 	switch {
 	case err == nil:
@@ -198,7 +199,7 @@ func (e *Engine) result(ctx context.Context, pl *retrievePlan, page *pipeline.Pa
 	req := pl.req
 	res := &rcp.RetrieveResult{Hits: page.Hits, IndexVersion: page.Version, RewrittenQuery: rewritten}
 	if page.Next >= 0 {
-		res.NextCursor = encodeCursor(cursor{Version: page.Version, Offset: page.Next, Hash: pl.hash})
+		res.NextCursor = encodeCursor(cursor{Version: page.Version, Offset: page.Next, Hash: pl.hash, List: pl.list})
 	}
 	if req.Vectors {
 		pl.encodeVectors(res, page.Vectors)
@@ -306,6 +307,9 @@ func appendRequestKey(b []byte, r *pipeline.Request, p *retrieveParams) []byte {
 	b = append(b, rewriteKey(p)...)
 	if r.MinScore != nil {
 		b = strconv.AppendFloat(b, *r.MinScore, 'g', -1, 64)
+	}
+	if p.Level != nil { // tree-node and community levels are lists of their own
+		b = strconv.AppendInt(append(b, "|level="...), int64(*p.Level), 10)
 	}
 	return b
 }

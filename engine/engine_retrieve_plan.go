@@ -27,6 +27,7 @@ type retrievePlan struct {
 	agentic    *agenticPlan // nil: one pipeline run
 	passage    bool         // chunks are answered as unit "passage"
 	treeLeaf   bool         // chunks are answered as level-0 tree nodes
+	list       string       // the kept ranked list of the pages (engine_paging.go)
 	encoding   string       // of the hits' vectors, when asked for
 	hash       string       // of the options that define the ranked list (cursors)
 	fromCursor bool
@@ -330,7 +331,9 @@ func (e *Engine) planUnit(ctx context.Context, pl *retrievePlan, k int) (_ *rcp.
 			if err := e.awaitUnit(ctx, pl, p.Unit); err != nil {
 				return nil, false, err
 			}
-			res, err := e.retrieveGraphUnit(ctx, p, k, pl.unsupported, &pl.notes, pl.started)
+			res, err := e.pagedStructured(pl, k, func(n int) (*rcp.RetrieveResult, error) {
+				return e.retrieveGraphUnit(ctx, p, n, pl.unsupported, &pl.notes, pl.started)
+			})
 			return res, true, err
 		}
 		fallthrough
@@ -340,7 +343,9 @@ func (e *Engine) planUnit(ctx context.Context, pl *retrievePlan, k int) (_ *rcp.
 				if err := structuredOptions(p, pl.unsupported); err != nil {
 					return nil, false, err
 				}
-				res, err := e.treeNodes(ctx, t, p.Query.String(), *p.Level, k, &pl.notes, pl.started)
+				res, err := e.pagedStructured(pl, k, func(n int) (*rcp.RetrieveResult, error) {
+					return e.treeNodes(ctx, t, p.Query.String(), *p.Level, n, &pl.notes, pl.started)
+				})
 				return res, true, err
 			}
 			req.Unit, pl.treeLeaf = rcp.UnitChunk, true // level 0: the leaves are the units
@@ -434,6 +439,6 @@ func planCursor(pl *retrievePlan) error {
 	if p.IndexVersion != "" && p.IndexVersion != c.Version {
 		return rcp.InvalidParams("cursor", "the cursor was issued for indexVersion %q, not %q", c.Version, p.IndexVersion)
 	}
-	req.Version, req.Offset, pl.fromCursor = c.Version, c.Offset, true
+	req.Version, req.Offset, pl.fromCursor, pl.list = c.Version, c.Offset, true, c.List
 	return nil
 }

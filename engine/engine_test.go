@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/internal/demo"
 	"github.com/rcpgo/rcpgo/internal/schematest"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -494,8 +496,16 @@ func TestPaginationAndSnapshots(t *testing.T) {
 	if page2.IndexVersion != page1.IndexVersion {
 		t.Fatalf("cursor served %s, issued for %s", page2.IndexVersion, page1.IndexVersion)
 	}
+	// A hybrid cursor pages the list its first page kept, across writes
+	// (issue 31; TestDenseAndHybridPaging); once the list is no longer kept
+	// the cursor has expired.
 	hy := retrieve(t, e, map[string]any{"query": "retrieval", "k": 2, "mode": "hybrid"})
 	call(t, e, rcp.MethodIndexDelete, map[string]any{"ids": []string{"zz2"}})
+	next := retrieve(t, e, map[string]any{"query": "retrieval", "k": 2, "mode": "hybrid", "cursor": hy.NextCursor})
+	if next.IndexVersion != hy.IndexVersion || len(next.Hits) == 0 || slices.Contains(ids(next), ids(hy)[0]) {
+		t.Fatalf("hybrid page 2 after a write: %s %v, page 1 %s %v", next.IndexVersion, ids(next), hy.IndexVersion, ids(hy))
+	}
+	e.lists = pipeline.NewLists(denseListBytes, 0) // every list expires at once
 	if _, err := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "retrieval", "k": 2, "mode": "hybrid", "cursor": hy.NextCursor}); err == nil || err.Code != rcp.CodeNotFound {
 		t.Fatalf("expired dense cursor: %v", err)
 	}

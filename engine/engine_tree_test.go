@@ -101,7 +101,8 @@ func TestTreeNodeUnit(t *testing.T) {
 	if len(hits) == 0 || *hits[0].Level != e.currentTree().Depth()-1 || len(notes) == 0 {
 		t.Fatalf("clamped hits %+v notes %v", hits, notes)
 	}
-	if _, rerr := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "x", "k": 1, "unit": "tree-node", "level": 1, "cursor": "abc"}); rerr == nil || rerr.Code != rcp.CodeOptionUnsupported {
+	// tree-node pages (issue 31; TestStructuredUnitsPage): a foreign cursor is malformed.
+	if _, rerr := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "x", "k": 1, "unit": "tree-node", "level": 1, "cursor": "abc"}); rerr == nil || rerr.Code != rcp.CodeInvalidParams {
 		t.Fatalf("cursor on tree-node: %v", rerr)
 	}
 	// A deleted unit leaves the lineage before the next rebuild; the tree

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/engine/feedback"
+	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/session"
 )
 
@@ -32,7 +33,17 @@ type feedbackConfig struct {
 	TrustedRelays []string `json:"trustedRelays"`
 }
 
-// applyAgentic copies the session, feedback and WordNet settings into cfg.
+// memoryConfig bounds the memories of memory/build (config key "memory");
+// zero values take the engine/memory defaults.
+type memoryConfig struct {
+	MaxMemories int   `json:"maxMemories"` // persisted (global) memories
+	MaxSession  int   `json:"maxSession"`  // session memories
+	MaxDocs     int   `json:"maxDocs"`     // documents per memory
+	MaxBytes    int64 `json:"maxBytes"`    // text bytes of all memories together
+}
+
+// applyAgentic copies the session, feedback, memory and WordNet settings
+// into cfg.
 func applyAgentic(cfg *engine.Config, fc *fileConfig) error {
 	s := fc.Session
 	if s.TTLSeconds < 0 || s.MaxSessions < 0 || s.MaxSeen < 0 || s.MaxEntries < 0 {
@@ -43,6 +54,11 @@ func applyAgentic(cfg *engine.Config, fc *fileConfig) error {
 		f.QuarantineTTLSeconds < 0 || f.PriorWeight > feedback.MaxPriorWeight {
 		return fmt.Errorf("config feedback: counts must be non-negative and priorWeight at most %v", feedback.MaxPriorWeight)
 	}
+	if m := fc.Memory; m.MaxMemories < 0 || m.MaxSession < 0 || m.MaxDocs < 0 || m.MaxBytes < 0 {
+		return fmt.Errorf("config memory: values must be non-negative")
+	}
+	cfg.Memory = memory.Options{MaxMemories: fc.Memory.MaxMemories, MaxSession: fc.Memory.MaxSession,
+		MaxDocs: fc.Memory.MaxDocs, MaxBytes: fc.Memory.MaxBytes}
 	cfg.WordNetDir = fc.WordNet
 	cfg.Session = session.Options{TTL: time.Duration(s.TTLSeconds) * time.Second, MaxSessions: s.MaxSessions,
 		MaxSeen: s.MaxSeen, MaxEntries: s.MaxEntries}

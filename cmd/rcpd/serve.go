@@ -66,6 +66,7 @@ type fileConfig struct {
 	Session        sessionConfig     `json:"session"`
 	DenseRetain    retainConfig      `json:"denseRetain"`
 	Feedback       feedbackConfig    `json:"feedback"`
+	Memory         memoryConfig      `json:"memory"`
 	AllowHosts     []string          `json:"allowHosts"`
 	AllowOrigins   []string          `json:"allowOrigins"`
 	MetricsAddr    string            `json:"metricsAddr"`

@@ -8,15 +8,20 @@
 // Global-scope memories persist as graph snapshots in the store's
 // directory (one file per memory, written atomically); session-scope ones
 // live in memory only and expire after the TTL. Both are bounded in count
-// (the least recently used goes first) and in documents per memory.
+// (the least recently used goes first) and in documents per memory, and
+// all of them together in bytes (MaxBytes, the text they were built from
+// — a memory's graph and terms take ≈ 2.5 times that): a build that would
+// go over evicts the least recently used other memories, and one that
+// alone would exceed it is refused. Extraction runs outside the store's
+// lock and stops when the build's context ends.
 package memory
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +44,7 @@ const (
 	DefaultMaxSession  = 256
 	DefaultMaxDocs     = 10000
 	DefaultSessionTTL  = 30 * time.Minute
+	DefaultMaxBytes    = 64 << 20
 )
 
 // Options bound a Store.
@@ -47,6 +53,7 @@ type Options struct {
 	MaxSession  int           // session memories (default 256)
 	MaxDocs     int           // documents per memory (default 10 000)
 	SessionTTL  time.Duration // idle lifetime of a session memory (default 30 min)
+	MaxBytes    int64         // text bytes of all memories together (default 64 MiB)
 }
 
 // Doc is one inline document.
@@ -57,13 +64,15 @@ type Doc struct {
 // ErrNotFound reports an unknown (or expired) memory id.
 var ErrNotFound = errors.New("memory: no such memory")
 
-// ErrTooLarge reports a memory that would exceed MaxDocs.
-var ErrTooLarge = errors.New("memory: too many documents")
+// ErrTooLarge reports a memory that would exceed MaxDocs, or a build whose
+// text alone exceeds MaxBytes.
+var ErrTooLarge = errors.New("memory: too large")
 
 type entry struct {
 	g     *graph.Graph
 	scope string
 	docs  int
+	bytes int64 // text it was built from (a loaded one: its snapshot's size)
 	used  time.Time
 }
 
@@ -94,6 +103,9 @@ func Open(dir string, an *analysis.Analyzer, opts Options) (*Store, error) {
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL
 	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
@@ -112,11 +124,11 @@ func Open(dir string, an *analysis.Analyzer, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("memory: %s: %w", id, err)
 		}
 		info, _ := f.Info()
-		used := s.now()
+		used, size := s.now(), int64(0)
 		if info != nil {
-			used = info.ModTime()
+			used, size = info.ModTime(), info.Size()
 		}
-		s.mems[id] = &entry{g: g, scope: ScopeGlobal, docs: g.Stats().Units, used: used}
+		s.mems[id] = &entry{g: g, scope: ScopeGlobal, docs: g.Stats().Units, bytes: size, used: used}
 	}
 	return s, nil
 }
@@ -133,40 +145,44 @@ func validID(id string) bool {
 // Build creates a memory of docs (id == "") or adds docs to memory id
 // (a document with an id already in it replaces it). It returns the id
 // and the memory's size in tokens (words of its units' summaries and node
-// names — what recall draws on).
-func (s *Store) Build(id, scope string, docs []Doc) (string, int, error) {
+// names — what recall draws on). It stops with ctx's error when ctx ends
+// before the documents are extracted.
+func (s *Store) Build(ctx context.Context, id, scope string, docs []Doc) (string, int, error) {
+	var size int64
+	for _, d := range docs {
+		size += int64(len(d.Text))
+	}
+	if size > s.opts.MaxBytes {
+		return "", 0, fmt.Errorf("%w: %d bytes of text > the %d all memories may hold", ErrTooLarge, size, s.opts.MaxBytes)
+	}
+	e, err := s.prepare(id, scope, len(docs))
+	if err != nil {
+		return "", 0, err
+	}
+	exs := make([]graph.Extraction, len(docs))
+	for i, d := range docs { // the CPU work, outside the lock
+		if err := ctx.Err(); err != nil {
+			return "", 0, err
+		}
+		exs[i] = graph.Extract("", d.Text, false)
+		exs[i].Terms = s.an.Terms(d.Text) // recall finds the document by its words
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked()
-	var e *entry
-	if id != "" {
-		var ok bool
-		if e, ok = s.mems[id]; !ok {
-			return "", 0, fmt.Errorf("%w: %q", ErrNotFound, id)
-		}
-		if scope != "" && scope != e.scope {
-			return "", 0, fmt.Errorf("memory: %q has scope %s, not %s", id, e.scope, scope)
-		}
-	} else {
-		if scope == "" {
-			scope = ScopeGlobal
-		}
+	if id == "" {
 		id = mintID()
-		e = &entry{g: graph.New(s.an), scope: scope}
-	}
-	if e.docs+len(docs) > s.opts.MaxDocs {
-		return "", 0, fmt.Errorf("%w: %d + %d > %d", ErrTooLarge, e.docs, len(docs), s.opts.MaxDocs)
+	} else if s.mems[id] != e {
+		return "", 0, fmt.Errorf("%w: %q (evicted while it was built)", ErrNotFound, id)
 	}
 	for i, d := range docs {
 		did := d.ID
 		if did == "" {
 			did = fmt.Sprintf("doc%d", e.docs+i)
 		}
-		ex := graph.Extract("", d.Text, false)
-		ex.Terms = s.an.Terms(d.Text) // recall finds the document by its words
-		e.g.Put(did, did, ex)
+		e.g.Put(did, did, exs[i])
 	}
 	e.docs = e.g.Stats().Units
+	e.bytes += size
 	e.used = s.now()
 	if e.scope == ScopeGlobal {
 		if err := e.g.Save(filepath.Join(s.dir, id+snapExt)); err != nil {
@@ -174,8 +190,35 @@ func (s *Store) Build(id, scope string, docs []Doc) (string, int, error) {
 		}
 	}
 	s.mems[id] = e
-	s.evictLocked()
+	s.evictLocked(e)
 	return id, e.g.Tokens(), nil
+}
+
+// prepare returns the memory a build of n documents goes into: memory id,
+// or a new one of scope (not yet in the store).
+func (s *Store) prepare(id, scope string, n int) (*entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked()
+	var e *entry
+	if id != "" {
+		var ok bool
+		if e, ok = s.mems[id]; !ok {
+			return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		if scope != "" && scope != e.scope {
+			return nil, fmt.Errorf("memory: %q has scope %s, not %s", id, e.scope, scope)
+		}
+	} else {
+		if scope == "" {
+			scope = ScopeGlobal
+		}
+		e = &entry{g: graph.New(s.an), scope: scope}
+	}
+	if e.docs+n > s.opts.MaxDocs {
+		return nil, fmt.Errorf("%w: %d + %d documents > %d", ErrTooLarge, e.docs, n, s.opts.MaxDocs)
+	}
+	return e, nil
 }
 
 // Get returns memory id's graph.
@@ -201,31 +244,59 @@ func (s *Store) expireLocked() {
 }
 
 // evictLocked drops the least recently used memories of each scope over
-// its bound (a persisted one with its file).
-func (s *Store) evictLocked() {
+// its count bound, then the least recently used of all (never keep) while
+// they hold more than MaxBytes; a persisted one goes with its file.
+func (s *Store) evictLocked(keep *entry) {
 	for scope, limit := range map[string]int{ScopeGlobal: s.opts.MaxMemories, ScopeSession: s.opts.MaxSession} {
-		for {
-			n, oldest := 0, ""
-			for id, e := range s.mems {
-				if e.scope != scope {
-					continue
-				}
-				n++
-				if oldest == "" || e.used.Before(s.mems[oldest].used) {
-					oldest = id
-				}
-			}
-			if n <= limit {
+		for s.count(scope) > limit {
+			if !s.dropOldest(func(e *entry) bool { return e.scope == scope && e != keep }) {
 				break
-			}
-			delete(s.mems, oldest)
-			if scope == ScopeGlobal {
-				if err := os.Remove(filepath.Join(s.dir, oldest+snapExt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return
-				}
 			}
 		}
 	}
+	for s.total() > s.opts.MaxBytes {
+		if !s.dropOldest(func(e *entry) bool { return e != keep }) {
+			return
+		}
+	}
+}
+
+func (s *Store) count(scope string) int {
+	n := 0
+	for _, e := range s.mems {
+		if e.scope == scope {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Store) total() int64 {
+	var n int64
+	for _, e := range s.mems {
+		n += e.bytes
+	}
+	return n
+}
+
+// dropOldest drops the least recently used memory that may go and reports
+// whether there was one.
+func (s *Store) dropOldest(may func(*entry) bool) bool {
+	oldest := ""
+	for id, e := range s.mems {
+		if may(e) && (oldest == "" || e.used.Before(s.mems[oldest].used)) {
+			oldest = id
+		}
+	}
+	if oldest == "" {
+		return false
+	}
+	e := s.mems[oldest]
+	delete(s.mems, oldest)
+	if e.scope == ScopeGlobal {
+		_ = os.Remove(filepath.Join(s.dir, oldest+snapExt)) // a leftover file is loaded, and evicted, next time
+	}
+	return true
 }
 
 func mintID() string {

@@ -138,20 +138,42 @@ func Stages() []Stage {
 
 // Run executes every stage.
 func Run(ctx context.Context, deps *Deps, req *Request) (*Page, error) {
+	s := newState(deps, req)
+	if err := s.run(ctx, Stages()); err != nil {
+		return nil, err
+	}
+	return &s.Page, nil
+}
+
+// pinned fills in the page's version when no sparse recall set it: a
+// dense-only list is resolved against the snapshot the caller pinned.
+func (s *State) pinned() {
+	if s.Page.Version == "" {
+		s.Page.Version = s.Req.Version
+	}
+}
+
+func newState(deps *Deps, req *Request) *State {
 	s := &State{Req: req, Deps: deps}
 	s.Page.Next = -1
 	if deps.BM25Sat == 0 {
 		deps.BM25Sat = 2.2
 	}
-	for _, st := range Stages() {
+	return s
+}
+
+// run executes stages in order.
+func (s *State) run(ctx context.Context, stages []Stage) error {
+	for _, st := range stages {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		if err := st.Run(ctx, s); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return &s.Page, nil
+	s.pinned()
+	return nil
 }
 
 // observing reports whether anyone receives stage reports: callers check it

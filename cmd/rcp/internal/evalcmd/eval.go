@@ -74,43 +74,106 @@ func (m modeList) setDefault(key string, v any, on bool) {
 //	     -mode 'bm25={"mode":"sparse"}' -mode 'hybrid={"mode":"hybrid","fusion":{"method":"rrf"}}' \
 //	     -json out/scifact.json -md out/scifact.md -chart out/scifact.png -runs out/
 func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
+	p, code := parseEval(args, stderr)
+	if p == nil {
+		return code
+	}
+	ds, err := eval.LoadBEIR(p.dataset, p.split)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "eval:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	c, closeFn, err := dial(ctx, p.target)
+	if err != nil {
+		return fail(err)
+	}
+	defer func() {
+		if closeFn != nil {
+			closeFn()
+		}
+	}()
+	newBar := func(label, unit string, total int64) *progress.Bar {
+		if p.quiet {
+			return nil
+		}
+		return progress.New(stderr, label, total, progress.WithUnit(unit))
+	}
+	if p.ingest {
+		if c, closeFn, err = p.ingestCorpus(ctx, ds, c, closeFn, dial, newBar); err != nil {
+			return fail(err)
+		}
+	}
+	rep, err := p.run(ctx, ds, c, newBar)
+	if err != nil {
+		return fail(err)
+	}
+	if err := p.write(stdout, rep); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// evalPlan is a checked rcp eval command line.
+type evalPlan struct {
+	target, dataset, split, indexVersion string
+	modes                                modeList
+	metrics                              []eval.Metric
+	k, conc, maxErrors                   int
+	seed                                 int64
+	ingest                               bool
+	batch, ingestConc                    int
+	limit                                int64
+	jsonOut, mdOut, chartOut, runsDir    string
+	perQuery, quiet                      bool
+}
+
+// parseEval parses and checks the command line (modes from -mode and
+// -modes, with the -unit and -level defaults applied). It returns nil and
+// the exit code when the command ends here (-h, a usage error).
+func parseEval(args []string, stderr io.Writer) (*evalPlan, int) {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	target := fs.String("target", "", "server `address`")
-	dataset := fs.String("dataset", "", "BEIR dataset `directory` (corpus.jsonl, queries.jsonl, qrels/)")
-	split := fs.String("split", "test", "qrels split")
-	var modes modeList
-	fs.Var(&modes, "mode", "`name[=JSON]` retrieve options to evaluate; repeatable (default: one mode with no options)")
+	p := &evalPlan{}
+	fs.StringVar(&p.target, "target", "", "server `address`")
+	fs.StringVar(&p.dataset, "dataset", "", "BEIR dataset `directory` (corpus.jsonl, queries.jsonl, qrels/)")
+	fs.StringVar(&p.split, "split", "test", "qrels split")
+	fs.Var(&p.modes, "mode", "`name[=JSON]` retrieve options to evaluate; repeatable (default: one mode with no options)")
 	modesFile := fs.String("modes", "", "comma list of presets (sparse, dense, hybrid, hybrid-rrf, hybrid-weighted, hybrid-convex, hybrid-mmr), or a JSON file with [{\"name\":…, \"options\":{…}}, …]")
 	metrics := fs.String("metrics", "", "comma-separated metrics (default ndcg@10,recall@10,recall@50,recall@100,mrr@10,map,map@100,p@10)")
 	unit := fs.String("unit", "", "retrieve `unit` for every mode that does not set one (e.g. document, tree-node); summary hits (tree-node, community) score as their provenance.leaves' documents")
 	level := fs.Int("level", -1, "retrieve `level` for every mode that does not set one (tree-node/community: 1 = the first summary level; -1: not sent)")
-	k := fs.Int("k", 0, "ranking depth (default: deepest metric cutoff)")
-	conc := fs.Int("c", 4, "queries in flight")
-	seed := fs.Int64("seed", 1, "retrieve seed (spec §7.7.1)")
-	indexVersion := fs.String("index-version", "", "snapshot to pin (default: the first one served)")
-	maxErrors := fs.Int("max-errors", 0, "failed queries tolerated per mode (they score 0)")
-	ingest := fs.Bool("ingest", false, "add the corpus to the server first (ids are the BEIR ids: re-running upserts)")
-	batch := fs.Int("batch", 64, "ingest: documents per index/add")
-	ingestConc := fs.Int("ingest-c", 2, "ingest: batches in flight")
-	limit := fs.Int64("limit", 0, "ingest: stop after this many documents (0: all)")
-	jsonOut := fs.String("json", "", "write the JSON report to `path` (- or a bare --json: stdout, instead of the Markdown table)")
-	mdOut := fs.String("md", "", "write the Markdown table to `path`")
-	chartOut := fs.String("chart", "", "write the chart to `path` (.png or .svg)")
-	runsDir := fs.String("runs", "", "write one TREC run file per mode into `directory`")
-	perQuery := fs.Bool("per-query", false, "keep per-query figures in the JSON report")
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	fs.IntVar(&p.k, "k", 0, "ranking depth (default: deepest metric cutoff)")
+	fs.IntVar(&p.conc, "c", 4, "queries in flight")
+	fs.Int64Var(&p.seed, "seed", 1, "retrieve seed (spec §7.7.1)")
+	fs.StringVar(&p.indexVersion, "index-version", "", "snapshot to pin (default: the first one served)")
+	fs.IntVar(&p.maxErrors, "max-errors", 0, "failed queries tolerated per mode (they score 0)")
+	fs.BoolVar(&p.ingest, "ingest", false, "add the corpus to the server first (ids are the BEIR ids: re-running upserts)")
+	fs.IntVar(&p.batch, "batch", 64, "ingest: documents per index/add")
+	fs.IntVar(&p.ingestConc, "ingest-c", 2, "ingest: batches in flight")
+	fs.Int64Var(&p.limit, "limit", 0, "ingest: stop after this many documents (0: all)")
+	fs.StringVar(&p.jsonOut, "json", "", "write the JSON report to `path` (- or a bare --json: stdout, instead of the Markdown table)")
+	fs.StringVar(&p.mdOut, "md", "", "write the Markdown table to `path`")
+	fs.StringVar(&p.chartOut, "chart", "", "write the chart to `path` (.png or .svg)")
+	fs.StringVar(&p.runsDir, "runs", "", "write one TREC run file per mode into `directory`")
+	fs.BoolVar(&p.perQuery, "per-query", false, "keep per-query figures in the JSON report")
+	fs.BoolVar(&p.quiet, "quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return nil, 0
 		}
-		return 2
+		return nil, 2
 	}
-	usage := func(msg string, a ...any) int {
+	usage := func(msg string, a ...any) (*evalPlan, int) {
 		fmt.Fprintf(stderr, "eval: "+msg+"\n", a...)
-		return 2
+		return nil, 2
 	}
-	if *target == "" || *dataset == "" || fs.NArg() > 0 {
+	if p.target == "" || p.dataset == "" || fs.NArg() > 0 {
 		return usage("-target and -dataset are required")
 	}
 	if *modesFile != "" {
@@ -122,116 +185,100 @@ func Main(args []string, stdout, stderr io.Writer, dial Dialer) int {
 		if err := json.Unmarshal(b, &fromFile); err != nil {
 			return usage("-modes %s: %v", *modesFile, err)
 		}
-		modes = append(modes, fromFile...)
+		p.modes = append(p.modes, fromFile...)
 	}
-	if len(modes) == 0 {
-		modes = modeList{{Name: "default"}}
+	if len(p.modes) == 0 {
+		p.modes = modeList{{Name: "default"}}
 	}
 	if *level < -1 {
 		return usage("-level %d: must be ≥ 0", *level)
 	}
-	modes.setDefault("unit", *unit, *unit != "")
-	modes.setDefault("level", *level, *level >= 0)
-	ms := eval.DefaultMetrics
+	p.modes.setDefault("unit", *unit, *unit != "")
+	p.modes.setDefault("level", *level, *level >= 0)
+	p.metrics = eval.DefaultMetrics
 	if *metrics != "" {
 		var err error
-		if ms, err = eval.ParseMetrics(*metrics); err != nil {
+		if p.metrics, err = eval.ParseMetrics(*metrics); err != nil {
 			return usage("%v", err)
 		}
 	}
-	ds, err := eval.LoadBEIR(*dataset, *split)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	fail := func(err error) int {
-		fmt.Fprintln(stderr, "eval:", err)
-		return 1
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	c, closeFn, err := dial(ctx, *target)
-	if err != nil {
-		return fail(err)
-	}
-	defer func() {
-		if closeFn != nil {
-			closeFn()
-		}
-	}()
-	newBar := func(label, unit string, total int64) *progress.Bar {
-		if *quiet {
-			return nil
-		}
-		return progress.New(stderr, label, total, progress.WithUnit(unit))
-	}
+	return p, 0
+}
 
-	if *ingest {
-		bar := newBar("ingest "+ds.Name, "docs", 0)
-		opt := eval.IngestOptions{BatchSize: *batch, Concurrency: *ingestConc, Limit: *limit, Retries: 3,
-			Retryable: func(err error) bool { return rcp.CodeOf(err).Retryable() }}
-		if bar != nil {
-			opt.Progress = func(p eval.Progress) { bar.SetTotal(p.Total); bar.Set(p.Done) }
-		}
-		_, err := eval.IngestFile(ctx, ds.CorpusPath, opt, eval.RCPIngest(c, nil))
-		if bar != nil {
-			bar.Finish()
-		}
-		if err != nil {
-			return fail(err)
-		}
-		// Capabilities are frozen per session (§13.2): an engine that can
-		// offer more after the ingest (a dense encoder fitted on the new
-		// corpus) shows it only to a new session, so reconnect.
-		if closeFn != nil {
-			closeFn()
-		}
-		if c, closeFn, err = dial(ctx, *target); err != nil {
-			return fail(err)
-		}
+// ingestCorpus adds the dataset's corpus to the server, then reconnects:
+// capabilities are frozen per session (§13.2), and an engine that can
+// offer more after the ingest (a dense encoder fitted on the new corpus)
+// shows it only to a new session. It returns the connection to use and
+// its close function.
+func (p *evalPlan) ingestCorpus(ctx context.Context, ds *eval.Dataset, c eval.Caller, closeFn func() error, dial Dialer,
+	newBar func(label, unit string, total int64) *progress.Bar) (eval.Caller, func() error, error) {
+	bar := newBar("ingest "+ds.Name, "docs", 0)
+	opt := eval.IngestOptions{BatchSize: p.batch, Concurrency: p.ingestConc, Limit: p.limit, Retries: 3,
+		Retryable: func(err error) bool { return rcp.CodeOf(err).Retryable() }}
+	if bar != nil {
+		opt.Progress = func(pr eval.Progress) { bar.SetTotal(pr.Total); bar.Set(pr.Done) }
 	}
+	_, err := eval.IngestFile(ctx, ds.CorpusPath, opt, eval.RCPIngest(c, nil))
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return c, closeFn, err
+	}
+	if closeFn != nil {
+		closeFn()
+	}
+	return dial(ctx, p.target)
+}
 
-	rr := &eval.RCPRetriever{Caller: c, Seed: seed, IndexVersion: *indexVersion}
-	runner := &eval.Runner{Retrieve: rr.Retrieve, K: *k, Metrics: ms, Concurrency: *conc, MaxErrors: *maxErrors, KeepPerQuery: *perQuery}
+// run evaluates every mode and gathers the report, writing each mode's
+// run file when asked.
+func (p *evalPlan) run(ctx context.Context, ds *eval.Dataset, c eval.Caller, newBar func(label, unit string, total int64) *progress.Bar) (*eval.Report, error) {
+	rr := &eval.RCPRetriever{Caller: c, Seed: &p.seed, IndexVersion: p.indexVersion}
+	runner := &eval.Runner{Retrieve: rr.Retrieve, K: p.k, Metrics: p.metrics, Concurrency: p.conc, MaxErrors: p.maxErrors, KeepPerQuery: p.perQuery}
 	rep := &eval.Report{Dataset: ds.Name, Split: ds.Split, Queries: len(ds.Queries), Started: time.Now().UTC().Truncate(time.Second)}
-	for _, m := range ms {
+	for _, m := range p.metrics {
 		rep.Metrics = append(rep.Metrics, m.String())
 	}
-	for _, mode := range modes {
+	for _, mode := range p.modes {
 		bar := newBar(mode.Name, "queries", int64(len(ds.Queries)))
 		if bar != nil {
-			runner.Progress = func(p eval.Progress) { bar.Set(p.Done) }
+			runner.Progress = func(pr eval.Progress) { bar.Set(pr.Done) }
 		}
 		res, err := runner.RunMode(ctx, ds.Queries, ds.Qrels, mode)
 		if bar != nil {
 			bar.Finish()
 		}
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		rep.Modes = append(rep.Modes, res)
-		if *runsDir != "" {
-			if err := writeRunFile(*runsDir, ds.Name, mode.Name, res.Run); err != nil {
-				return fail(err)
+		if p.runsDir != "" {
+			if err := writeRunFile(p.runsDir, ds.Name, mode.Name, res.Run); err != nil {
+				return nil, err
 			}
 		}
 	}
 	rep.IndexVersion = rr.Pinned()
+	return rep, nil
+}
+
+// write writes the report: JSON or the Markdown table to stdout or files,
+// and the chart.
+func (p *evalPlan) write(stdout io.Writer, rep *eval.Report) error {
 	md := rep.Markdown()
-	if err := writeReport(stdout, *jsonOut, md, rep.WriteJSON); err != nil {
-		return fail(err)
+	if err := writeReport(stdout, p.jsonOut, md, rep.WriteJSON); err != nil {
+		return err
 	}
-	if *mdOut != "" {
-		if err := os.WriteFile(*mdOut, []byte(md), 0o644); err != nil {
-			return fail(err)
+	if p.mdOut != "" {
+		if err := os.WriteFile(p.mdOut, []byte(md), 0o644); err != nil {
+			return err
 		}
 	}
-	if *chartOut != "" {
-		if err := evalchart.WriteFile(rep, *chartOut); err != nil {
-			return fail(err)
-		}
+	if p.chartOut != "" {
+		return evalchart.WriteFile(rep, p.chartOut)
 	}
-	return 0
+	return nil
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
