@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 
 // child returns an Isolated running this test binary as the extractor.
 func child(name string) Isolated {
-	return Isolated{Argv: []string{os.Args[0], "-test.run=^$"}, Env: []string{"RCPGO_INGEST_CHILD=" + name}}
+	return Isolated{Argv: []string{os.Args[0], "-test.run=^$"}, Env: []string{"RCPGO_INGEST_CHILD=" + name}, Timeout: time.Minute} // a loaded CI machine
 }
 
 // Extraction in a child process: the documents come back as in process,
