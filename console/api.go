@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,7 +58,9 @@ func (h *Handler) serveExtract(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "cannot read the upload: "+err.Error())
 		return
 	}
-	docs, err := ingest.ReadUpload(r.Context(), name, body)
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.ExtractTimeout)
+	defer cancel()
+	docs, err := h.opts.Extract(ctx, name, body)
 	if err != nil {
 		apiError(w, http.StatusUnprocessableEntity, err.Error())
 		return

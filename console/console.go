@@ -14,6 +14,7 @@
 package console
 
 import (
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -24,8 +25,10 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/rcpgo/rcpgo/internal/auth"
+	"github.com/rcpgo/rcpgo/internal/ingest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -58,6 +61,12 @@ type Options struct {
 	AllowedHosts []string
 	// MaxUploadBytes caps one uploaded file (default 32 MiB).
 	MaxUploadBytes int64
+	// Extract turns an upload into documents (default: ingest.ReadUpload
+	// in this process, bounded by ExtractTimeout; rcpd runs it in a child
+	// process, ingest.Isolated).
+	Extract func(ctx context.Context, name string, b []byte) ([]rcp.Document, error)
+	// ExtractTimeout bounds one extraction (default 10 s).
+	ExtractTimeout time.Duration
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -83,6 +92,12 @@ func New(opts Options) *Handler {
 	}
 	if opts.MaxUploadBytes <= 0 {
 		opts.MaxUploadBytes = 32 << 20
+	}
+	if opts.Extract == nil {
+		opts.Extract = ingest.ReadUpload
+	}
+	if opts.ExtractTimeout <= 0 {
+		opts.ExtractTimeout = 10 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -280,6 +280,9 @@ func (e *Engine) embed(ctx context.Context, p *rcp.EmbedParams) (*rcp.EmbedResul
 	if err != nil {
 		return nil, fmt.Errorf("engine: embed: %w", err)
 	}
+	if err := noVector(vecs, g.info.identity); err != nil {
+		return nil, err
+	}
 	res := &rcp.EmbedResult{}
 	if err := vector.EncodeResult(res, vecs, enc); err != nil {
 		return nil, fmt.Errorf("engine: embed: %w", err)

@@ -131,3 +131,28 @@ func testTreeNodeAfterWrites(t *testing.T, dense func(*Config), found bool) {
 		t.Fatalf("top cluster's leaves %v, want the new reef units", leaves)
 	}
 }
+
+// embed never returns a zero vector while advertising normalized: a text
+// with no word the LSA vocabulary knows is refused with -32602 naming it.
+func TestEmbedOutOfVocabulary(t *testing.T) {
+	ctx := context.Background()
+	e := quietEngine(t, Config{MinFitDocs: 20})
+	c := connect(t, e)
+	if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: topicDocs("a", 40, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e)
+	c = connect(t, e)
+	if !*c.Capabilities().Embed.Normalized {
+		t.Fatal("LSA advertises normalized")
+	}
+	res, err := c.Embed(ctx, &rcp.EmbedParams{Inputs: rcp.TextInputs("coral reef")})
+	if err != nil || len(res.Vectors) == 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	_, err = c.Embed(ctx, &rcp.EmbedParams{Inputs: rcp.TextInputs("coral reef", "zyzzyva quux")})
+	var re *rcp.Error
+	if !asRCP(err, &re) || re.Code != rcp.CodeInvalidParams || re.Data.Field != "inputs[1]" || !strings.Contains(re.Data.Detail, "vocabulary") {
+		t.Fatalf("out-of-vocabulary input: %v", err)
+	}
+}

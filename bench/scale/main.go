@@ -417,6 +417,31 @@ type report struct {
 	LoadAvg []string                `json:"loadAvg"`
 }
 
+// queryRounds runs the query phase of every engine, rounds times, in
+// ABBA… order so drifting machine load hits both alike.
+func queryRounds(rounds int, names []string, rep *report, runChildProc func(name, phase string, out any) error) error {
+	for r := 0; r < rounds; r++ {
+		order := append([]string(nil), names...)
+		if r%2 == 1 {
+			for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
+				order[i], order[j] = order[j], order[i]
+			}
+		}
+		for _, n := range order {
+			fmt.Fprintf(os.Stderr, "== query %s round %d\n", n, r+1)
+			var qr queryResult
+			if err := runChildProc(n, "query", &qr); err != nil {
+				return err
+			}
+			qr.Round = r + 1
+			rep.Queries = append(rep.Queries, &qr)
+			fmt.Fprintf(os.Stderr, "   cold %.0f ms, seq p50 %.2f p99 %.2f ms, c2 p50 %.2f p99 %.2f ms\n",
+				qr.ColdOpenMs, qr.Seq.P50Ms, qr.Seq.P99Ms, qr.Conc2.P50Ms, qr.Conc2.P99Ms)
+		}
+	}
+	return nil
+}
+
 func runParent(f flags) error {
 	names := strings.Split(f.engines, ",")
 	for _, n := range names {
@@ -505,25 +530,8 @@ func runParent(f flags) error {
 			fmt.Fprintf(os.Stderr, "   %.0f docs/s, %.1f s, disk %.0f MiB\n", br.DocsPerSec, br.IndexSec, float64(br.DiskBytes)/(1<<20))
 		}
 	}
-	// Query rounds in ABBA… order so drifting machine load hits both alike.
-	for r := 0; r < f.rounds; r++ {
-		order := append([]string(nil), names...)
-		if r%2 == 1 {
-			for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-				order[i], order[j] = order[j], order[i]
-			}
-		}
-		for _, n := range order {
-			fmt.Fprintf(os.Stderr, "== query %s round %d\n", n, r+1)
-			var qr queryResult
-			if err := runChildProc(n, "query", &qr); err != nil {
-				return err
-			}
-			qr.Round = r + 1
-			rep.Queries = append(rep.Queries, &qr)
-			fmt.Fprintf(os.Stderr, "   cold %.0f ms, seq p50 %.2f p99 %.2f ms, c2 p50 %.2f p99 %.2f ms\n",
-				qr.ColdOpenMs, qr.Seq.P50Ms, qr.Seq.P99Ms, qr.Conc2.P50Ms, qr.Conc2.P99Ms)
-		}
+	if err := queryRounds(f.rounds, names, rep, runChildProc); err != nil {
+		return err
 	}
 	rep.LoadAvg = append(rep.LoadAvg, loadavg("end"))
 	if len(names) >= 2 {

@@ -435,7 +435,7 @@ func serveHTTP(f serveFlags, fc *fileConfig, ln net.Listener, srv *rcp.Server, t
 	if !uiOff {
 		mount = func(mux *http.ServeMux) {
 			mux.Handle("/", console.New(console.Options{
-				Server: srv, Tokens: tokens, Version: buildinfo.Version(), Logger: log,
+				Server: srv, Tokens: tokens, Version: buildinfo.Version(), Logger: log, Extract: isolatedExtract(),
 				Datasets:     pick(f.uiDatasets, os.Getenv("RCPD_UI_DATASETS"), fc.UIDatasets),
 				AllowedHosts: opts.AllowedHosts, // the RCP endpoint's DNS-rebinding list
 			}))

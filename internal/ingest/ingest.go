@@ -251,7 +251,7 @@ func ReadFile(ctx context.Context, path string) ([]rcp.Document, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	x, err := extract(format, path, b)
+	x, err := extract(ctx, format, path, b)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +281,7 @@ func ReadUpload(ctx context.Context, name string, b []byte) ([]rcp.Document, err
 	if format == "jsonl" {
 		return ReadJSONL(ctx, bytes.NewReader(b), name)
 	}
-	x, err := extract(format, name, b)
+	x, err := extract(ctx, format, name, b)
 	if errors.Is(err, ErrNoText) {
 		return nil, nil
 	}
@@ -318,12 +318,18 @@ const (
 // non-JSONL file (ErrBinary for content that is not text, ErrNoText for a
 // file holding nothing to index). The title falls back to the file name
 // without its extension.
-func extract(format, name string, b []byte) (x extracted, err error) {
+func extract(ctx context.Context, format, name string, b []byte) (x extracted, err error) {
 	if format == "pdf" {
 		x.dec = plainUTF8
-		x.title, x.text, err = pdfText(b)
+		x.title, x.text, err = pdfText(ctx, b)
 	} else {
 		x, err = decodeFormat(format, b)
+	}
+	if err == nil && len(x.text) > MaxTextBytes {
+		err = fmt.Errorf("%w: more than %d bytes of text", ErrTooLarge, MaxTextBytes)
+	}
+	if err == nil {
+		err = ctx.Err()
 	}
 	if err != nil {
 		return x, fmt.Errorf("ingest: %s: %w", name, err)

@@ -250,7 +250,7 @@ func FuzzPDFText(f *testing.F) {
 	f.Add(minimalPDF("t", "hello"))
 	f.Add([]byte("%PDF-1.4\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, _ = pdfText(b) // must not panic
+		_, _, _ = pdfText(context.Background(), b) // must not panic
 	})
 }
 

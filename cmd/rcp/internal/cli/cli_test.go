@@ -13,6 +13,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rcpgo/rcpgo/rcp"
 )
 
 func TestBuildFilter(t *testing.T) {
@@ -296,6 +298,24 @@ func TestEveryResultCommandHasJSON(t *testing.T) {
 			if !alwaysJSON[name] && !strings.Contains(h, "-json") {
 				t.Errorf("rcp %s has no --json:\n%s", name, h)
 			}
+		}
+	}
+}
+
+func TestDenseHint(t *testing.T) {
+	meta := func(s rcp.DerivedState) rcp.Meta {
+		return rcp.Meta{}.Set(rcp.MetaRCPGoReadiness, rcp.Readiness{"dense": s})
+	}
+	for _, tc := range []struct {
+		meta rcp.Meta
+		want string
+	}{
+		{nil, "dense needs an encoder: rcpd serve --dense"},
+		{meta(rcp.DerivedState{State: rcp.StateWaiting, Detail: "LSA needs ≥ 20 documents; 1 indexed"}), "not available yet: LSA needs ≥ 20 documents; 1 indexed"},
+		{meta(rcp.DerivedState{State: rcp.StateBuilding, Phase: "embed", Done: 3, Total: 9, Unit: "units"}), "being built (embed: 3/9 units)"},
+	} {
+		if got := denseHint(tc.meta); !strings.Contains(got, tc.want) {
+			t.Errorf("%q, want %q in it", got, tc.want)
 		}
 	}
 }

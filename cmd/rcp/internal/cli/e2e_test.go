@@ -312,3 +312,20 @@ func TestFilterFieldsDiscoverable(t *testing.T) {
 		t.Fatalf("filter with --field: %d\n%s%s", code, out, errs)
 	}
 }
+
+// Issue 31: with one document indexed and LSA configured, `rcp query --mode
+// dense` names the real reason — LSA's minimum of documents — not "dense
+// needs an encoder".
+func TestDenseHintNamesTheRealReason(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.txt": "one lonely document"})
+	data := filepath.Join(dir, "data")
+	srv := []string{"--", rcpdBinary(t), "serve", "--stdio", "--data", data, "--dense", "lsa", "--log-level", "error"}
+	if code, out, errs := rcpRun(append([]string{"index", "add", filepath.Join(dir, "a.txt")}, srv...)...); code != 0 {
+		t.Fatalf("add: %d %s%s", code, out, errs)
+	}
+	code, _, errs := rcpRun(append([]string{"query", "--mode", "dense", "lonely"}, srv...)...)
+	if code == 0 || !strings.Contains(errs, "LSA needs ≥ 20 documents; 1 indexed") || strings.Contains(errs, "dense needs an encoder") {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+}

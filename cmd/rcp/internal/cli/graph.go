@@ -55,7 +55,7 @@ func runGraph(ctx context.Context, env *Env, args []string) error {
 	}
 	res, err := c.Graph(ctx, &pl.params)
 	if err != nil {
-		return withOptionHint(err)
+		return withOptionHint(err, c.InitializeResult().Meta)
 	}
 	if pl.json {
 		return writeJSON(env.Stdout, res)

@@ -104,7 +104,7 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 	}
 	res, err := c.Retrieve(ctx, p)
 	if err != nil {
-		return withOptionHint(err)
+		return withOptionHint(err, c.InitializeResult().Meta)
 	}
 	if *jsonOut {
 		enc := json.NewEncoder(env.Stdout)
@@ -115,15 +115,17 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// withOptionHint adds to a -32005 the way to enable the option on rcpd.
-func withOptionHint(err error) error {
+// withOptionHint adds to a -32005 the way to enable the option on rcpd;
+// meta is the session's initialize _meta, whose readiness names the real
+// reason when dense is configured but not built yet.
+func withOptionHint(err error, meta rcp.Meta) error {
 	e, ok := rcp.AsError(err)
 	if !ok || e == nil || e.Code != rcp.CodeOptionUnsupported || e.Data == nil {
 		return err
 	}
 	hints := map[string]string{
 		"filter": "rcpd infers filter fields from the metadata of the documents it stores (keys with one type of value; new sessions see new ones), or declare them: rcpd serve --field NAME=TYPE (keyword, text, int, float, bool, date); 'rcp info' shows what the server advertises",
-		"mode":   "'rcp info' lists the modes the server advertises (dense needs an encoder: rcpd serve --dense lsa|openai|onnx)",
+		"mode":   denseHint(meta),
 		"unit":   "'rcp info' lists the units the server advertises (retrieve.units)",
 		"mmr":    "'rcp info' shows whether the server advertises retrieve.mmr",
 	}
@@ -131,6 +133,34 @@ func withOptionHint(err error) error {
 		return fmt.Errorf("%w\nhint: %s", err, h)
 	}
 	return err
+}
+
+// denseHint says why dense and hybrid are not offered: the server's
+// readiness of its dense index when it reports one (waiting: why;
+// building: how far), else that it needs an encoder.
+func denseHint(meta rcp.Meta) string {
+	r, _ := rcp.ReadReadiness(meta)
+	s, ok := r["dense"]
+	switch {
+	case ok && s.State == rcp.StateWaiting:
+		return "dense and hybrid are not available yet: " + s.Detail
+	case ok && s.State == rcp.StateBuilding:
+		return "the dense index is being built" + progressNote(s) + "; a new session is offered dense and hybrid once it is ready ('rcp index status --wait')"
+	case ok:
+		return "the dense index is " + s.State + "; 'rcp info' lists the modes this session was offered (a new session sees the current ones)"
+	}
+	return "'rcp info' lists the modes the server advertises (dense needs an encoder: rcpd serve --dense lsa|openai|onnx)"
+}
+
+// progressNote is " (phase: done/total unit)" of a build, or "".
+func progressNote(s rcp.DerivedState) string {
+	switch {
+	case s.Phase != "" && s.Total > 0:
+		return fmt.Sprintf(" (%s: %d/%d %s)", s.Phase, s.Done, s.Total, s.Unit)
+	case s.Phase != "":
+		return " (" + s.Phase + ")"
+	}
+	return ""
 }
 
 // buildFilter turns KEY=VALUE expressions into a §8 "and" tree, typing each

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/internal/buildinfo"
+	"github.com/rcpgo/rcpgo/internal/ingest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -31,6 +33,17 @@ memory/build|recall are routed to one engine each.
 
 flags:
 `
+
+// isolatedExtract runs the console's extractions in a child process: this
+// executable is rcpd, whose hidden "extract" command is the child
+// (ingest.Isolated); in process when the executable cannot be named.
+func isolatedExtract() func(ctx context.Context, name string, b []byte) ([]rcp.Document, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return ingest.ReadUpload
+	}
+	return ingest.Isolated{Argv: []string{exe, "extract"}}.ReadUpload
+}
 
 // stringList is a repeatable string flag.
 type stringList []string
@@ -185,7 +198,7 @@ func run(ctx context.Context, g *gatewayFlags, stdin io.Reader, stdout, stderr i
 				procmetrics.Mount(mux, tokens, "rcpd-gateway")
 			}
 			if !g.noUI {
-				mux.Handle("/", console.New(console.Options{Server: srv, Tokens: tokens,
+				mux.Handle("/", console.New(console.Options{Server: srv, Tokens: tokens, Extract: isolatedExtract(),
 					Datasets: g.uiDatasets, Title: "rcpd gateway console", Version: buildinfo.Version(), Logger: log, AllowedHosts: httpOpts.AllowedHosts}))
 			}
 		}
