@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -43,6 +42,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
+	"github.com/rcpgo/rcpgo/engine/internal/fetch"
 	"github.com/rcpgo/rcpgo/engine/internal/gate"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
@@ -225,6 +225,10 @@ type Config struct {
 	holdDenseLoad chan struct{}
 }
 
+// URIPolicy says which Content uris the engine dereferences (§4.8,
+// §15.5): schemes, hosts, private addresses, sizes, time, concurrency.
+type URIPolicy = fetch.Policy
+
 // Preload is an operator-ingested document.
 type Preload struct {
 	ID, Title, Text string
@@ -262,8 +266,7 @@ type Engine struct {
 	descSparse rcp.Description // the description without a generation
 	inference  inference       // inferred filter fields (no Fields declared)
 
-	uriClient *http.Client  // fetches Content uris under cfg.URIPolicy
-	uriSem    chan struct{} // bounds concurrent fetches (URIPolicy.MaxConcurrent)
+	fetch *fetch.Fetcher // dereferences Content uris under cfg.URIPolicy
 
 	// data is the hold on the data directory: its lock, its watch and the
 	// checks after Open (engine/internal/integrity).
@@ -315,7 +318,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.Dir, cfg.ReadOnly, cfg.Preload = data.Path, true, nil
 	}
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, data: data,
-		uriClient: cfg.URIPolicy.client(), uriSem: make(chan struct{}, cfg.URIPolicy.MaxConcurrent)}
+		fetch: fetch.New(cfg.URIPolicy, log)}
 	e.kept = retain.New[*generation](cfg.DenseRetain)
 	e.lists = pipeline.NewLists(denseListBytes, denseListTTL)
 	e.writes = newWriteQueue()
@@ -432,7 +435,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("engine: unknown dense provider %q (want lsa, openai, onnx or none)", cfg.Dense)
 	}
 	cfg.Fusion = cfg.Fusion.withDefaults()
-	cfg.URIPolicy = cfg.URIPolicy.withDefaults()
+	cfg.URIPolicy = cfg.URIPolicy.WithDefaults()
 	if cfg.Name == "" {
 		cfg.Name = "rcpd"
 	}

@@ -85,7 +85,7 @@ func (e *Engine) embedInputs(ctx context.Context, p *rcp.EmbedParams, limit int)
 			return nil, "", rcp.OptionUnsupported(in.Type, "inputs[%d]: modality %q is not supported (text only)", i, in.Type)
 		}
 	}
-	if err := e.resolveBlocks(ctx, inputs, "inputs"); err != nil {
+	if err := e.fetch.Resolve(ctx, inputs, "inputs"); err != nil {
 		return nil, "", err
 	}
 	texts := make([]string, len(inputs))

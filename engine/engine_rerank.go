@@ -14,7 +14,7 @@ func (e *Engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankRe
 	if p.Query.IsZero() {
 		return nil, rcp.InvalidParams("query", "query is required")
 	}
-	if err := e.resolveBlocks(ctx, p.Query.Blocks, "query"); err != nil {
+	if err := e.fetch.Resolve(ctx, p.Query.Blocks, "query"); err != nil {
 		return nil, err
 	}
 	passages, field := p.Passages, "passages"
@@ -37,7 +37,7 @@ func (e *Engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankRe
 			return nil, rcp.OptionUnsupported(c.Type, "%s[%d]: content of type %q is not supported", field, i, c.Type)
 		}
 	}
-	if err := e.resolveBlocks(ctx, passages, field); err != nil {
+	if err := e.fetch.Resolve(ctx, passages, field); err != nil {
 		return nil, err
 	}
 	for i, c := range passages {

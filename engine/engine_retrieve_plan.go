@@ -179,7 +179,7 @@ func (e *Engine) planQuery(ctx context.Context, pl *retrievePlan, k, candK int) 
 		pl.notes[len(pl.notes)-1] = fmt.Sprintf("mode %q is not advertised; served %q instead (strict:false)", mode, caps.Retrieve.DefaultMode)
 		mode = caps.Retrieve.DefaultMode
 	}
-	if err := e.resolveBlocks(ctx, p.Query.Blocks, "query"); err != nil {
+	if err := e.fetch.Resolve(ctx, p.Query.Blocks, "query"); err != nil {
 		return err
 	}
 	if n := queryBytes(p.Query.Blocks); n > MaxQueryBytes { // fetched uri text counts too

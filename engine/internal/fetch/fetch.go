@@ -1,10 +1,15 @@
-package engine
+// Package fetch dereferences the Content uris of requests (§4.8) under the
+// server's policy (§15.5): which schemes and hosts, never private or local
+// addresses unless allowed (checked on the address actually dialled), text
+// bodies only, bounded in size, time and concurrency.
+package fetch
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -19,10 +24,10 @@ import (
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-// URIPolicy says which Content `uri`s the engine dereferences (§4.8,
+// Policy says which Content `uri`s the engine dereferences (§4.8,
 // §15.5). The engine serves text only, so a fetched body must be text/*
 // (UTF-8); it becomes the block's text.
-type URIPolicy struct {
+type Policy struct {
 	// Disabled refuses every uri.
 	Disabled bool
 	// Schemes allowed (default http, https). file is refused unless listed.
@@ -48,7 +53,8 @@ type URIPolicy struct {
 	MaxConcurrent int
 }
 
-func (p URIPolicy) withDefaults() URIPolicy {
+// WithDefaults fills in what p leaves to the server.
+func (p Policy) WithDefaults() Policy {
 	if len(p.Schemes) == 0 {
 		p.Schemes = []string{"http", "https"}
 	}
@@ -126,7 +132,7 @@ func ownAddr(a netip.Addr) bool {
 }
 
 // check validates u against the policy without network access.
-func (p URIPolicy) check(raw string) (*url.URL, error) {
+func (p Policy) check(raw string) (*url.URL, error) {
 	if p.Disabled {
 		return nil, errors.New("fetching content uris is disabled on this server")
 	}
@@ -166,7 +172,7 @@ func (p URIPolicy) check(raw string) (*url.URL, error) {
 }
 
 // client returns the HTTP client that enforces the policy at dial time.
-func (p URIPolicy) client() *http.Client {
+func (p Policy) client() *http.Client {
 	d := &net.Dialer{Timeout: p.Timeout, Control: func(_, address string, _ syscall.RawConn) error {
 		if p.AllowPrivate {
 			return nil
@@ -190,26 +196,40 @@ func (p URIPolicy) client() *http.Client {
 	}}
 }
 
+// Fetcher dereferences uris under a Policy. Safe for concurrent use.
+type Fetcher struct {
+	policy Policy
+	client *http.Client
+	sem    chan struct{} // bounds concurrent fetches (MaxConcurrent)
+	log    *slog.Logger
+}
+
+// New is a Fetcher under p (with its defaults).
+func New(p Policy, log *slog.Logger) *Fetcher {
+	p = p.WithDefaults()
+	return &Fetcher{policy: p, client: p.client(), sem: make(chan struct{}, p.MaxConcurrent), log: log}
+}
+
 // fetchText dereferences one uri under the policy, reading at most limit
 // bytes; the body must be text/* in UTF-8. Policy refusals name their
 // reason; every failure on the network side is errFetchFailed (the cause
 // is logged at debug level).
-func (e *Engine) fetchText(ctx context.Context, raw string, limit int64) (string, error) {
-	p := e.cfg.URIPolicy
+func (f *Fetcher) fetchText(ctx context.Context, raw string, limit int64) (string, error) {
+	p := f.policy
 	u, err := p.check(raw)
 	if err != nil {
 		return "", err
 	}
 	select {
-	case e.uriSem <- struct{}{}:
-		defer func() { <-e.uriSem }()
+	case f.sem <- struct{}{}:
+		defer func() { <-f.sem }()
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	failed := func(cause any) (string, error) {
-		e.log.Debug("engine: content uri fetch failed", "uri", raw, "cause", cause)
+		f.log.Debug("engine: content uri fetch failed", "uri", raw, "cause", cause)
 		return "", fmt.Errorf("fetching %q: %w", raw, errFetchFailed)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -217,7 +237,7 @@ func (e *Engine) fetchText(ctx context.Context, raw string, limit int64) (string
 		return "", fmt.Errorf("uri %q: %w", raw, err)
 	}
 	req.Header.Set("Accept", "text/*")
-	resp, err := e.uriClient.Do(req)
+	resp, err := f.client.Do(req)
 	if err != nil {
 		return failed(err)
 	}
@@ -248,45 +268,45 @@ func (e *Engine) fetchText(ctx context.Context, raw string, limit int64) (string
 	return string(body), nil
 }
 
-// resolveBlocks checks content blocks (§4.8): non-text blocks are -32005
+// Resolve checks content blocks (§4.8): non-text blocks are -32005
 // (option = the type; no multimodal model is configured); a text block
 // carrying a uri instead of text has the uri fetched under
-// Config.URIPolicy, its text/* body becoming the text, and -32602 (field
+// the policy, its text/* body becoming the text, and -32602 (field
 // "<field>[i].uri") when the policy refuses it, the fetch fails, or the
 // blocks exceed MaxBlocks or MaxTotalBytes together.
-func (e *Engine) resolveBlocks(ctx context.Context, blocks []rcp.Content, field string) error {
-	p := e.cfg.URIPolicy
+func (f *Fetcher) Resolve(ctx context.Context, blocks []rcp.Content, field string) error {
+	p := f.policy
 	fetched, budget := 0, p.MaxTotalBytes
 	for i := range blocks {
 		b := &blocks[i]
 		if b.URI == "" && b.IsText() && b.Validate() == nil {
 			continue // plain text: nothing to resolve (and no field name to format)
 		}
-		f := fmt.Sprintf("%s[%d]", field, i)
+		at := fmt.Sprintf("%s[%d]", field, i)
 		if err := b.Validate(); err != nil {
-			return rcp.InvalidParams(f, "%v", err)
+			return rcp.InvalidParams(at, "%v", err)
 		}
 		if !b.IsText() {
-			return rcp.OptionUnsupported(b.Type, "%s: content of type %q is not supported (modalities: text)", f, b.Type)
+			return rcp.OptionUnsupported(b.Type, "%s: content of type %q is not supported (modalities: text)", at, b.Type)
 		}
 		if b.URI == "" {
 			continue
 		}
 		if b.Text != "" {
-			return rcp.InvalidParams(f+".uri", "a text block carries text or uri, not both")
+			return rcp.InvalidParams(at+".uri", "a text block carries text or uri, not both")
 		}
 		if fetched++; fetched > p.MaxBlocks {
-			return rcp.InvalidParams(f+".uri", "at most %d uri blocks per request", p.MaxBlocks)
+			return rcp.InvalidParams(at+".uri", "at most %d uri blocks per request", p.MaxBlocks)
 		}
 		if budget <= 0 {
-			return rcp.InvalidParams(f+".uri", "the uri bodies of one request exceed %d bytes together", p.MaxTotalBytes)
+			return rcp.InvalidParams(at+".uri", "the uri bodies of one request exceed %d bytes together", p.MaxTotalBytes)
 		}
-		text, err := e.fetchText(ctx, b.URI, min(p.MaxBytes, budget))
+		text, err := f.fetchText(ctx, b.URI, min(p.MaxBytes, budget))
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return rcp.InvalidParams(f+".uri", "%v", err)
+			return rcp.InvalidParams(at+".uri", "%v", err)
 		}
 		budget -= int64(len(text))
 		b.Text, b.URI = text, ""
