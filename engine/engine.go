@@ -45,6 +45,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/internal/fetch"
 	"github.com/rcpgo/rcpgo/engine/internal/gate"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
+	"github.com/rcpgo/rcpgo/engine/internal/models"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/memory"
@@ -228,6 +229,53 @@ type Config struct {
 // URIPolicy says which Content uris the engine dereferences (§4.8,
 // §15.5): schemes, hosts, private addresses, sizes, time, concurrency.
 type URIPolicy = fetch.Policy
+
+// FusionDefaults are the server-side defaults of hybrid fusion, used for
+// every option a request leaves unset (docs/rcpd.md lists the measured
+// defaults and the quality table they come from).
+type FusionDefaults struct {
+	// Method is the fusion method when the request names none: convex
+	// (default: both lists have floor 0), rrf or weighted.
+	Method string
+	// RRFK is the RRF constant (default 60).
+	RRFK float64
+	// Alpha is the convex weight of the dense list when the request sends
+	// none (default DefaultAlpha, measured; §16.3's conventional 0.5 is
+	// one "alpha": 0.5 away).
+	Alpha float64
+	// SparseWeight and DenseWeight weight the lists in rrf and weighted
+	// fusion (default 1 each).
+	SparseWeight, DenseWeight float64
+}
+
+// Fusion defaults. DefaultAlpha was measured (docs/rcpd.md, "Retrieval
+// quality"): over α ∈ {0.2 … 0.7} it maximises the mean nDCG@10 of SciFact
+// and Cranfield with the LSA encoder, and it is the only value that beats
+// sparse on both; RRF (any rrfK, weights) loses to sparse on SciFact.
+const (
+	DefaultFusion = rcp.FusionConvex
+	DefaultRRFK   = 60
+	DefaultAlpha  = 0.2
+)
+
+func (f FusionDefaults) withDefaults() FusionDefaults {
+	if f.Method == "" {
+		f.Method = DefaultFusion
+	}
+	if f.RRFK <= 0 {
+		f.RRFK = DefaultRRFK
+	}
+	if f.Alpha <= 0 || f.Alpha > 1 {
+		f.Alpha = DefaultAlpha
+	}
+	if f.SparseWeight <= 0 {
+		f.SparseWeight = 1
+	}
+	if f.DenseWeight <= 0 {
+		f.DenseWeight = 1
+	}
+	return f
+}
 
 // Preload is an operator-ingested document.
 type Preload struct {
@@ -530,18 +578,18 @@ func (e *Engine) handle() {
 		})
 	}
 	rcp.Handle(e.router, rcp.MethodIndexDelete, e.indexDelete)
+	m := &models.Models{Multi: cfg.MultiEncoder, Sparse: cfg.SparseEncoder, Reranker: cfg.Reranker,
+		RerankMethod: cfg.RerankMethod, RerankMax: cfg.RerankMaxCandidates, Fetch: e.fetch}
 	if cfg.Dense != DenseNone || e.remote != nil {
-		rcp.Handle(e.router, rcp.MethodEmbed, e.embed)
+		m.Dense = func(ctx context.Context) (embed.Provider, error) {
+			g, err := e.denseFor(ctx, e.sessionCaps(ctx))
+			if err != nil {
+				return nil, err
+			}
+			return g.model, nil
+		}
 	}
-	if cfg.Reranker != nil {
-		rcp.Handle(e.router, rcp.MethodRerank, e.rerank)
-	}
-	if cfg.MultiEncoder != nil {
-		rcp.Handle(e.router, rcp.MethodEmbedMulti, e.embedMulti)
-	}
-	if cfg.SparseEncoder != nil {
-		rcp.Handle(e.router, rcp.MethodEmbedSparse, e.embedSparse)
-	}
+	m.Handle(e.router)
 	if cfg.Backend == nil { // the catalog describes the embedded index only
 		rcp.Handle(e.router, rcp.MethodRCPGoGet, e.getDocuments)
 		rcp.Handle(e.router, rcp.MethodRCPGoList, e.listDocuments)

@@ -18,7 +18,6 @@ import (
 	"github.com/rcpgo/rcpgo/engine/query"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
-	"github.com/rcpgo/rcpgo/rcp/vector"
 )
 
 // Serving side of the dense lifecycle (engine_derive.go builds it).
@@ -257,36 +256,4 @@ func (b denseBackend) Vectors(ctx context.Context, ids []string) ([][]float32, e
 		return nil
 	})
 	return out, err
-}
-
-func (e *Engine) embed(ctx context.Context, p *rcp.EmbedParams) (*rcp.EmbedResult, error) {
-	g, err := e.denseFor(ctx, e.sessionCaps(ctx))
-	if err != nil {
-		return nil, err
-	}
-	limit := maxEmbedInputs
-	if lim := g.model.BatchLimit(); lim > 0 {
-		limit = lim
-	}
-	texts, kind, err := e.embedInputs(ctx, p, limit)
-	if err != nil {
-		return nil, err
-	}
-	enc, err := embedEncoding(p.Encoding, p.Strict)
-	if err != nil {
-		return nil, err
-	}
-	vecs, err := g.model.Embed(ctx, texts, kind)
-	if err != nil {
-		return nil, fmt.Errorf("engine: embed: %w", err)
-	}
-	if err := noVector(vecs, g.info.identity); err != nil {
-		return nil, err
-	}
-	res := &rcp.EmbedResult{}
-	if err := vector.EncodeResult(res, vecs, enc); err != nil {
-		return nil, fmt.Errorf("engine: embed: %w", err)
-	}
-	res.Dimension = g.model.Dimension()
-	return res, nil
 }

@@ -127,18 +127,3 @@ func (e *Engine) trimBound(g *generation) uint64 {
 	}
 	return upTo
 }
-
-// noVector refuses an embed whose input has no vector: a text none of
-// whose words the encoder knows (LSA learns its vocabulary from the
-// corpus) embeds to zeros, which is not a unit vector although embed
-// advertises normalized — -32602 naming the input rather than a vector
-// that matches nothing.
-func noVector(vecs [][]float32, identity string) error {
-	for i, v := range vecs {
-		if zero(v) {
-			return rcp.InvalidParams(fmt.Sprintf("inputs[%d]", i), "no word of this text is in the vocabulary of embed.identity %q, so it has no dense vector "+
-				"(LSA learns its vocabulary from the corpus and is refitted when the corpus doubles)", identity)
-		}
-	}
-	return nil
-}

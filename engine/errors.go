@@ -7,6 +7,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
+	"github.com/rcpgo/rcpgo/engine/internal/models"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -28,6 +29,7 @@ var errorTable = []struct {
 	{err: integrity.ErrDamaged, code: rcp.CodeBackendUnavailable, message: "storage damaged", retryable: &no},
 	{err: integrity.ErrUnavailable, code: rcp.CodeBackendUnavailable, message: "storage unavailable", retryable: &no},
 	{err: errReadOnly, code: rcp.CodeCapabilityMissing, message: "the index is read-only"},
+	{err: models.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "too many inputs"},
 	{err: syscall.ENOSPC, code: rcp.CodeBackendUnavailable, message: "no space left on device", retryable: &yes,
 		detail: "the file system of the data directory is full: nothing was stored; free space and retry"},
 }

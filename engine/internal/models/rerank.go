@@ -1,4 +1,4 @@
-package engine
+package models
 
 import (
 	"cmp"
@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-// rerank serves §7.6 with the configured reranker.
-func (e *Engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankResult, error) {
+// Rerank serves rerank (§7.6) with the configured reranker.
+func (m *Models) Rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankResult, error) {
 	if p.Query.IsZero() {
 		return nil, rcp.InvalidParams("query", "query is required")
 	}
-	if err := e.fetch.Resolve(ctx, p.Query.Blocks, "query"); err != nil {
+	if err := m.Fetch.Resolve(ctx, p.Query.Blocks, "query"); err != nil {
 		return nil, err
 	}
 	passages, field := p.Passages, "passages"
@@ -24,9 +25,9 @@ func (e *Engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankRe
 	if passages == nil {
 		return nil, rcp.InvalidParams("passages", "passages is required")
 	}
-	if len(passages) > e.cfg.RerankMaxCandidates {
-		return nil, &rcp.Error{Code: rcp.CodePayloadTooLarge, Message: fmt.Sprintf("at most %d passages (rerank.maxCandidates)", e.cfg.RerankMaxCandidates),
-			Data: &rcp.ErrorData{Field: field, Detail: fmt.Sprintf("%d passages > %d", len(passages), e.cfg.RerankMaxCandidates)}}
+	if len(passages) > m.RerankMax {
+		return nil, &fault.Error{Err: ErrTooLarge, Message: fmt.Sprintf("at most %d passages (rerank.maxCandidates)", m.RerankMax),
+			Field: field, Detail: fmt.Sprintf("%d passages > %d", len(passages), m.RerankMax)}
 	}
 	texts := make([]string, len(passages))
 	for i, c := range passages {
@@ -37,16 +38,16 @@ func (e *Engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankRe
 			return nil, rcp.OptionUnsupported(c.Type, "%s[%d]: content of type %q is not supported", field, i, c.Type)
 		}
 	}
-	if err := e.fetch.Resolve(ctx, passages, field); err != nil {
+	if err := m.Fetch.Resolve(ctx, passages, field); err != nil {
 		return nil, err
 	}
 	for i, c := range passages {
 		texts[i] = c.Text
 	}
-	if p.Method != "" && p.Method != e.cfg.RerankMethod {
+	if p.Method != "" && p.Method != m.RerankMethod {
 		return nil, rcp.OptionUnsupported(p.Method, "rerank method %q is not advertised", p.Method)
 	}
-	if p.Model != "" && p.Model != e.cfg.Reranker.Identity() {
+	if p.Model != "" && p.Model != m.Reranker.Identity() {
 		return nil, rcp.OptionUnsupported(p.Model, "rerank model %q is not advertised", p.Model)
 	}
 	if p.TopN != nil && *p.TopN < 0 {
@@ -54,7 +55,7 @@ func (e *Engine) rerank(ctx context.Context, p *rcp.RerankParams) (*rcp.RerankRe
 	}
 	res := &rcp.RerankResult{Scores: []float64{}}
 	if len(texts) > 0 {
-		scores, err := e.cfg.Reranker.Score(ctx, p.Query.String(), texts)
+		scores, err := m.Reranker.Score(ctx, p.Query.String(), texts)
 		if err != nil {
 			return nil, fmt.Errorf("engine: rerank: %w", err)
 		}
