@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 )
 
@@ -32,4 +33,4 @@ func HeldBy(dir string) (Holder, bool) { return integrity.HeldBy(dir) }
 // into dir/quarantine-<UTC time>/ and reported (see integrity.Repair for
 // what is done to which file). The caller must not run rcpd on dir
 // meanwhile.
-func Repair(dir string) (*RepairReport, error) { return integrity.Repair(dir, forgetCatalog) }
+func Repair(dir string) (*RepairReport, error) { return integrity.Repair(dir, catalog.Forget) }

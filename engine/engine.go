@@ -31,6 +31,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/fetch"
 	"github.com/rcpgo/rcpgo/engine/internal/gate"
@@ -54,6 +56,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/session"
 	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/engine/trust"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
@@ -73,6 +76,13 @@ const (
 	// MaxQueryTerms caps the distinct analysed terms of a query (-32602
 	// beyond): each one is a posting list walked in every segment.
 	MaxQueryTerms = 1024
+)
+
+// Limits of the x-rcpgo document methods (engine/internal/catalog).
+const (
+	DefaultListLimit = catalog.DefaultListLimit // x-rcpgo/list and x-rcpgo/values page size
+	MaxListLimit     = catalog.MaxListLimit     // largest page served
+	MaxGetIDs        = catalog.MaxGetIDs        // ids per x-rcpgo/get
 )
 
 // Dense providers (Config.Dense).
@@ -331,13 +341,8 @@ type Engine struct {
 	// the document store (engine_densenums.go).
 	keyNums keyNums
 
-	// catalogOpen: the catalog was made current at Open and is marked dirty
-	// until Close marks it clean; a failed write clears it (see engine_docs.go).
-	catalogOpen atomic.Bool
-	// unsettled: the documents written since a write failed half-way
-	// (catalogOpen cleared), which every later write names again so that
-	// the next Open reconciles them all (writeNames; guarded by wmu).
-	unsettled map[string]bool
+	// catalog is the document catalog (engine/internal/catalog).
+	catalog *catalog.Catalog
 
 	// ready observes the derived structures (engine_readiness.go).
 	ready *readiness.Board
@@ -541,10 +546,14 @@ func (e *Engine) openStores(ctx context.Context, dbPath string) (migrated bool, 
 	}); err != nil {
 		return false, fmt.Errorf("engine: %w%s", err, integrity.RepairHint(err))
 	}
-	if err := store.Protect(dbPath, func() error { return e.openCatalog(ctx) }); err != nil {
+	if err := store.Protect(dbPath, func() (err error) {
+		e.catalog, err = catalog.Open(ctx, catalog.Options{DB: e.db, Dir: cfg.Dir, Fields: e.fields, Log: e.log, Gate: e.gate,
+			Trust: trust.Policy{Sources: cfg.TrustedSources}, Screen: !cfg.NoScreen, WireSource: WireSource},
+			catalog.Hooks{Reconciled: e.reconciled, Rebuilt: e.rebuilt})
+		return err
+	}); err != nil {
 		return false, fmt.Errorf("engine: %w%s", err, integrity.RepairHint(err))
 	}
-	e.catalogOpen.Store(true)
 	if cfg.Backend != nil {
 		e.ix = cfg.Backend
 	} else {
@@ -554,6 +563,7 @@ func (e *Engine) openStores(ctx context.Context, dbPath string) (migrated bool, 
 		}
 		e.ix = ix
 	}
+	e.catalog.UseIndex(e.ix)
 	return migrated, nil
 }
 
@@ -591,17 +601,13 @@ func (e *Engine) handle() {
 	}
 	m.Handle(e.router)
 	if cfg.Backend == nil { // the catalog describes the embedded index only
-		rcp.Handle(e.router, rcp.MethodRCPGoGet, e.getDocuments)
-		rcp.Handle(e.router, rcp.MethodRCPGoList, e.listDocuments)
-		if len(e.fields) > 0 {
-			rcp.Handle(e.router, rcp.MethodRCPGoValues, e.fieldValuesMethod)
-		}
+		e.catalog.Handle(e.router)
 	}
 }
 
 // engineBuckets are the top-level buckets of engine.db.
-var engineBuckets = [][]byte{bucketIdem, bucketDense, bucketDenseIDs, bucketDenseKeys, bucketDenseOps, bucketDenseMeta,
-	bucketCatalog, bucketDocs, bucketValues}
+var engineBuckets = append([][]byte{bucketIdem, bucketDense, bucketDenseIDs, bucketDenseKeys, bucketDenseOps, bucketDenseMeta},
+	catalog.Buckets...)
 
 // initEngineDB creates engine.db's buckets and upgrades its dense log when
 // needed, and reads the last dense op's seq. A current file is only read:
@@ -669,9 +675,9 @@ func (e *Engine) Close() error {
 		errs = append(errs, e.ix.Close())
 	}
 	if e.db != nil {
-		if e.catalogOpen.Swap(false) {
+		if e.catalog != nil {
 			// Every write has returned: the catalog matches the index.
-			errs = append(errs, e.setCatalogState(true))
+			errs = append(errs, e.catalog.Close())
 		}
 		errs = append(errs, e.db.Close())
 	}
@@ -886,4 +892,68 @@ func (e *Engine) describeLimits(v *rcp.RCPGoCap) {
 		v.ReadOnly = e.cfg.readOnlyReason()
 	}
 	v.Limits = &rcp.RCPGoLimits{RequestBytes: e.cfg.MaxRequestBytes, AddDocuments: e.cfg.maxAddDocs}
+}
+
+// inference caches the description built on the inferred filter fields.
+type inference struct {
+	mu   sync.Mutex
+	gen  *generation // the description below was built for
+	desc *rcp.Description
+}
+
+// inferredDescription is Describe when no field is declared: the
+// description under g advertising the fields inferred so far.
+func (e *Engine) inferredDescription(g *generation) rcp.Description {
+	inf := &e.inference
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	fields, changed, err := e.catalog.Inferred()
+	if err != nil {
+		e.log.Warn("engine: reading the inferred filter fields", "err", err) // keep the last set
+	}
+	if changed {
+		inf.desc = nil
+	}
+	if inf.desc == nil || inf.gen != g {
+		d := e.describeWith(g, fields)
+		inf.desc, inf.gen = &d, g
+	}
+	return *inf.desc
+}
+
+// Documents returns the number of stored top-level documents (what
+// x-rcpgo/list lists); Stats().Docs counts retrieval units (unchunked
+// documents and chunks).
+func (e *Engine) Documents() (int, error) {
+	if e.cfg.Backend != nil {
+		// The catalog holds this replica's writes only; the backend's count
+		// is of retrieval units (documents and chunks).
+		return e.ix.Stats().Docs, nil
+	}
+	return e.catalog.Documents()
+}
+
+// reconciled keeps the dense log and the graph queue in step with the
+// catalog's records re-derived after a crash (catalog.Hooks).
+func (e *Engine) reconciled(tx *bolt.Tx, ids []string, units map[string]*search.Document) error {
+	if err := requeueGraph(tx, e.cfg.Graph, ids); err != nil {
+		return err
+	}
+	if e.cfg.Dense == DenseNone {
+		return nil
+	}
+	return syncDenseLog(openDenseTx(tx), ids, units)
+}
+
+// rebuilt drops the dense log's records of units the index does not hold
+// when the catalog was rebuilt whole (catalog.Hooks).
+func (e *Engine) rebuilt(tx *bolt.Tx, live map[string]bool) error {
+	if e.cfg.Dense == DenseNone {
+		return nil
+	}
+	pruned, err := pruneDenseLog(openDenseTx(tx), live)
+	if pruned > 0 {
+		e.log.Info("engine: dropped dense records of units the index does not hold", "units", pruned)
+	}
+	return err
 }

@@ -20,10 +20,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/engine/feedback"
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/session"
 	"github.com/rcpgo/rcpgo/engine/transform"
@@ -164,16 +163,9 @@ func (e *Engine) corpusTexts(ctx context.Context) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		type item struct{ id, text, title string }
 		var items []item
-		_ = e.db.View(func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketDocs).Cursor()
-			for k, v := c.First(); k != nil && len(items) < transform.MaxLexiconDocs; k, v = c.Next() {
-				rec, err := decodeCatalogRecord(tx, v)
-				if err != nil {
-					continue
-				}
-				items = append(items, item{string(k), rec.Text, rec.Title})
-			}
-			return nil
+		_ = e.catalog.Scan("", false, func(id string, rec *catalog.Record) bool {
+			items = append(items, item{id, rec.Text, rec.Title})
+			return len(items) < transform.MaxLexiconDocs
 		})
 		for _, it := range items {
 			text := it.text

@@ -8,6 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/search"
 )
 
@@ -128,21 +129,10 @@ func (dv *deriver) backfillUnits(ctx context.Context, after []byte) (uint64, err
 	}
 	var docs []doc
 	n := 0
-	if err := e.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketDocs).Cursor()
-		k, v := c.Seek(after)
-		if k != nil && len(after) > 0 && bytes.Equal(k, after) {
-			k, v = c.Next()
-		}
-		for ; k != nil && n < e.cfg.backfillBatch; k, v = c.Next() {
-			rec, err := decodeCatalogRecord(tx, v)
-			if err != nil {
-				return fmt.Errorf("catalog record %q: %w", k, err)
-			}
-			docs = append(docs, doc{string(k), rec.Chunks})
-			n += max(rec.Chunks, 1)
-		}
-		return nil
+	if err := e.catalog.Scan(string(after), true, func(id string, rec *catalog.Record) bool {
+		docs = append(docs, doc{id, rec.Chunks})
+		n += max(rec.Chunks, 1)
+		return n < e.cfg.backfillBatch
 	}); err != nil {
 		return 0, fmt.Errorf("engine: %w", err)
 	}
@@ -152,7 +142,7 @@ func (dv *deriver) backfillUnits(ctx context.Context, after []byte) (uint64, err
 		if d.chunks > 0 {
 			ids = ids[:0]
 			for j := range d.chunks {
-				ids = append(ids, chunkID(d.id, j))
+				ids = append(ids, catalog.ChunkID(d.id, j))
 			}
 		}
 		for _, id := range ids {

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/chunk"
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/internal/syncbuf"
 )
 
@@ -148,7 +149,7 @@ func TestCatalogRecoversTheLastWriteOnly(t *testing.T) {
 					t.Errorf("the dense text of a is %q (%v), the index holds %q", r.Text, err, tc.alpha)
 				}
 				return recs.ForEach(func(k, _ []byte) error {
-					named = append(named, topLevel(string(k)))
+					named = append(named, catalog.TopLevel(string(k)))
 					return nil
 				})
 			}); err != nil {

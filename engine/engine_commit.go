@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -283,7 +284,7 @@ func mergePlans(pr search.Preparer, ws []*writeReq) *writePlan {
 	if len(ws) == 1 {
 		return ws[0].plan
 	}
-	out := &writePlan{catalog: map[string]*docRecord{}}
+	out := &writePlan{catalog: map[string]*catalog.Record{}}
 	var batches []search.Batch
 	for _, w := range ws {
 		p := w.plan

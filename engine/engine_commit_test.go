@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -301,8 +302,8 @@ func TestCommitDoesNotWaitForRunningRetrieves(t *testing.T) {
 
 	add := enqueueAdd(t, e, context.Background(), doc("during", "written while a retrieve runs"), 0)
 	catalogued := func() bool {
-		var rec *docRecord
-		_ = e.db.View(func(tx *bolt.Tx) error { rec = getRecord(tx.Bucket(bucketDocs), "during"); return nil })
+		var rec *catalog.Record
+		_ = e.db.View(func(tx *bolt.Tx) error { rec = catalog.Get(tx, "during"); return nil })
 		return rec != nil
 	}
 	deadline := time.Now().Add(time.Minute) // a hang guard, not a timing bound

@@ -6,10 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/engine/graph"
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
 )
 
@@ -303,4 +308,82 @@ func unitText(tx *bolt.Tx, key uint64) (string, bool) {
 		return "", false
 	}
 	return r.Text, true
+}
+
+// pruneDenseLog deletes the dense records of units not in live. A crash
+// that kept a write's dense log commit without its index commit
+// (commitLocked) leaves the log naming a write that was never acknowledged:
+// dense recall drops such a unit at query time, but it would stay
+// embedded, in the HNSW graph and among the RAPTOR tree's leaves.
+func pruneDenseLog(d denseTx, live map[string]bool) (int, error) {
+	var dead []string
+	c := d.recs.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if !live[string(k)] {
+			dead = append(dead, string(k))
+		}
+	}
+	for _, id := range dead {
+		if err := d.del(id); err != nil {
+			return 0, err
+		}
+	}
+	return len(dead), nil
+}
+
+// syncDenseLog makes the dense log's units of the documents ids those of
+// the index (units): the index's text for each live unit, no record for
+// the others.
+func syncDenseLog(d denseTx, ids []string, units map[string]*search.Document) error {
+	for _, u := range unitsOf(d.recs, ids) {
+		if units[u] == nil {
+			if err := d.del(u); err != nil {
+				return err
+			}
+		}
+	}
+	for _, u := range sortedKeys(units) {
+		doc, parent := units[u], ""
+		if doc.Chunk != nil {
+			parent = doc.Chunk.DocID
+		}
+		if err := d.put(u, parent, denseText(doc)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// requeueGraph queues the top-level documents of ids for the knowledge
+// graph builder, when the graph is on and its queue exists (without it,
+// the graph's first start queues every document).
+func requeueGraph(tx *bolt.Tx, on bool, ids []string) error {
+	if !on || tx.Bucket([]byte(graphQueueBucket)) == nil {
+		return nil
+	}
+	top := map[string]bool{}
+	for _, id := range ids {
+		top[catalog.TopLevel(id)] = true
+	}
+	return graph.Enqueue(tx, graphQueueBucket, sortedKeys(top)...)
+}
+
+// unitsOf lists the units of the dense log (recs) that belong to the
+// documents ids: each id and its chunks id#cN.
+func unitsOf(recs *bolt.Bucket, ids []string) []string {
+	var out []string
+	c := recs.Cursor()
+	for _, id := range ids {
+		if recs.Get([]byte(id)) != nil {
+			out = append(out, id)
+		}
+		prefix := []byte(id + "#c")
+		for k, _ := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, _ = c.Next() {
+			if parent, _, ok := catalog.ParseChunkID(string(k)); ok && parent == id {
+				out = append(out, string(k))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -20,6 +20,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/graph"
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -81,13 +82,8 @@ func (e *Engine) startGraph() error {
 	if e.kg == nil {
 		return nil
 	}
-	var ids []string
-	if err := e.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketDocs).ForEach(func(k, _ []byte) error {
-			ids = append(ids, string(k))
-			return nil
-		})
-	}); err != nil {
+	ids, err := e.catalog.IDs()
+	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if err := e.kg.b.Reconcile(func(yield func(string) bool) {
@@ -121,14 +117,6 @@ func (e *Engine) graphEnqueue(tx *bolt.Tx, docs ...string) error {
 		return nil
 	}
 	return graph.Enqueue(tx, graphQueueBucket, docs...)
-}
-
-// topLevel maps a chunk id to its document.
-func topLevel(id string) string {
-	if parent, _, ok := parseChunkID(id); ok {
-		return parent
-	}
-	return id
 }
 
 func (e *Engine) graphNotify() {
@@ -179,8 +167,8 @@ func (s graphSource) Units(ctx context.Context, doc string) ([]graph.SourceUnit,
 	if d != nil && d.Chunk == nil {
 		return []graph.SourceUnit{{ID: d.ID, Title: d.Title, Text: d.Text}}, nil
 	}
-	var rec *docRecord
-	if err := e.db.View(func(tx *bolt.Tx) error { rec = getRecord(tx.Bucket(bucketDocs), doc); return nil }); err != nil {
+	rec, err := e.catalog.Record(doc)
+	if err != nil {
 		return nil, err
 	}
 	if rec == nil {
@@ -188,7 +176,7 @@ func (s graphSource) Units(ctx context.Context, doc string) ([]graph.SourceUnit,
 	}
 	var out []graph.SourceUnit
 	for i := 0; i < rec.Chunks; i++ {
-		c, err := e.ix.Get(ctx, chunkID(doc, i))
+		c, err := e.ix.Get(ctx, catalog.ChunkID(doc, i))
 		if err != nil {
 			return nil, err
 		}

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/rcpgo/rcpgo/engine/graph"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -110,9 +108,7 @@ func checkGraphMatchesIndex(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	var docs []string
-	e.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketDocs).ForEach(func(k, _ []byte) error { docs = append(docs, string(k)); return nil })
-	})
+	docs, _ = e.catalog.IDs()
 	parents := e.kg.g.Parents()
 	slices.Sort(docs)
 	slices.Sort(parents)

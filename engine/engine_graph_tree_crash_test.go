@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -213,9 +211,7 @@ func checkTreeAndMemory(t *testing.T, round int, dir string, live map[string]str
 	}
 	tr := e.currentTree()
 	var units []string
-	e.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketDocs).ForEach(func(k, _ []byte) error { units = append(units, string(k)); return nil })
-	})
+	units, _ = e.catalog.IDs()
 	if tr.Version != e.ix.Version() || tr.Leaves() != len(units) {
 		t.Fatalf("round %d: caught-up tree at %s has %d leaves; index at %s has %d units", round, tr.Version, tr.Leaves(), e.ix.Version(), len(units))
 	}

@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/chunk"
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -114,7 +115,7 @@ func decodeWireDoc(raw json.RawMessage, i int) (addDoc, error) {
 		if d.id == "" || len(d.id) > 1024 || strings.IndexByte(d.id, 0) >= 0 || !utf8.ValidString(d.id) || hasLoneSurrogate(w.ID) {
 			return addDoc{}, rcp.InvalidParams(field+".id", "id must be a non-empty UTF-8 string of at most 1024 bytes without NUL or unpaired surrogates")
 		}
-		if _, _, ok := parseChunkID(d.id); ok {
+		if _, _, ok := catalog.ParseChunkID(d.id); ok {
 			return addDoc{}, rcp.InvalidParams(field+".id", "id %q has the form <id>#c<n> reserved for the chunks of chunked documents", d.id)
 		}
 	}
@@ -172,9 +173,6 @@ func mintID() string {
 	return "doc-" + hex.EncodeToString(b[:])
 }
 
-// chunkID names chunk i of parent.
-func chunkID(parent string, i int) string { return parent + "#c" + strconv.Itoa(i) }
-
 // write writes docs: planned outside the write queue, committed in it.
 func (e *Engine) write(ctx context.Context, docs []addDoc, _ bool) ([]string, int, error) {
 	plan, err := e.planWrite(ctx, docs)
@@ -196,14 +194,14 @@ type writePlan struct {
 	ids     []string // in input order
 	docs    []addDoc // the documents written: the last one of each id
 	idocs   []search.Document
-	batch   search.Batch          // idocs prepared, when the backend is a search.Preparer
-	catalog map[string]*docRecord // top-level id → its new catalog record
-	dense   []denseUnit           // the dense log's records of idocs (dense on)
+	batch   search.Batch               // idocs prepared, when the backend is a search.Preparer
+	catalog map[string]*catalog.Record // top-level id → its new catalog record
+	dense   []denseUnit                // the dense log's records of idocs (dense on)
 	nchunks int
 }
 
 func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, error) {
-	p := &writePlan{ids: make([]string, len(docs)), catalog: map[string]*docRecord{}}
+	p := &writePlan{ids: make([]string, len(docs)), catalog: map[string]*catalog.Record{}}
 	last := map[string]int{}
 	for i := range docs {
 		if docs[i].id == "" {
@@ -222,7 +220,7 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 		}
 		if !d.chunk {
 			p.idocs = append(p.idocs, search.Document{ID: d.id, Title: d.title, Text: d.text, Meta: d.meta, Source: src})
-			p.catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Values: e.fieldValues(d.meta), Kinds: metaKinds(d.meta)}
+			p.catalog[d.id] = &catalog.Record{Title: d.title, Size: int64(len(d.text)), Values: e.catalog.Values(d.meta), Kinds: catalog.Kinds(d.meta)}
 			p.docs = append(p.docs, d)
 			continue
 		}
@@ -241,8 +239,8 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 		d.units = units
 		p.idocs = append(p.idocs, units...)
 		p.nchunks += len(units)
-		p.catalog[d.id] = &docRecord{Title: d.title, Size: int64(len(d.text)), Chunks: len(units), Text: d.text,
-			Context: d.contextual, Values: e.fieldValues(d.meta), Kinds: metaKinds(d.meta)}
+		p.catalog[d.id] = &catalog.Record{Title: d.title, Size: int64(len(d.text)), Chunks: len(units), Text: d.text,
+			Context: d.contextual, Values: e.catalog.Values(d.meta), Kinds: catalog.Kinds(d.meta)}
 		p.docs = append(p.docs, d)
 	}
 	if e.cfg.Dense != DenseNone {
@@ -280,7 +278,7 @@ func (e *Engine) shapeOf(ctx context.Context, p *writePlan) (writeShape, error) 
 	for _, d := range p.docs {
 		if !d.chunk {
 			sh.plain[d.id] = true
-			if c0, err := e.shapeGet(ctx, chunkID(d.id, 0)); err != nil {
+			if c0, err := e.shapeGet(ctx, catalog.ChunkID(d.id, 0)); err != nil {
 				return sh, fmt.Errorf("engine: %w", err)
 			} else if c0 != nil && c0.Chunk != nil && c0.Chunk.DocID == d.id {
 				sh.transitions = append(sh.transitions, d.id) // was chunked: drop its chunks
@@ -324,7 +322,7 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 	held := false
 	e.gate.BeginCommit()
 	defer func() { e.gate.EndCommit(held) }()
-	names := e.writeNames(sortedKeys(p.catalog))
+	names := e.catalog.Names(sortedKeys(p.catalog))
 	overlap := p.batch != nil && len(sh.transitions) == 0
 	if overlap {
 		p.batch.SetNames(names)
@@ -343,7 +341,7 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 	held = true
 	if len(sh.transitions) > 0 {
 		if _, err := e.ix.Delete(ctx, sh.transitions); err != nil {
-			e.catalogBehind(names) // the catalog is ahead of the index
+			e.catalog.Behind(names) // the catalog is ahead of the index
 			return fmt.Errorf("engine: %w", err)
 		}
 	}
@@ -351,7 +349,7 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 	if overlap {
 		if cerr := <-catalogDone; cerr != nil {
 			if err == nil {
-				e.catalogBehind(names) // the index holds the write, the catalog does not
+				e.catalog.Behind(names) // the index holds the write, the catalog does not
 			}
 			return fmt.Errorf("engine: dense log and catalog: %w", cerr)
 		}
@@ -361,7 +359,7 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 		// the catalog back, or leave it to the next Open (the write's
 		// documents stay named until a clean Close).
 		if len(sh.transitions) > 0 || cw.restore() != nil {
-			e.catalogBehind(names)
+			e.catalog.Behind(names)
 		}
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -379,25 +377,24 @@ type catalogWrite struct {
 	sh    writeShape
 	names []string
 
-	prev  map[string]*docRecord // the records it replaced (restore)
-	opSeq uint64                // the dense log's last op after it
+	prev  map[string]*catalog.Record // the records it replaced (restore)
+	opSeq uint64                     // the dense log's last op after it
 }
 
 func (w *catalogWrite) commit() error {
-	e, catalog := w.e, w.p.catalog
-	w.prev = make(map[string]*docRecord, len(catalog))
+	e, recs := w.e, w.p.catalog
+	w.prev = make(map[string]*catalog.Record, len(recs))
 	return e.db.Update(func(tx *bolt.Tx) error {
-		docs, vals := catalogTx(tx)
-		for _, id := range sortedKeys(catalog) {
-			w.prev[id] = getRecord(docs, id)
-			if err := putRecord(docs, vals, id, catalog[id]); err != nil {
+		for _, id := range sortedKeys(recs) {
+			w.prev[id] = catalog.Get(tx, id)
+			if err := catalog.Put(tx, id, recs[id]); err != nil {
 				return err
 			}
 			if err := e.graphEnqueue(tx, id); err != nil {
 				return err
 			}
 		}
-		if err := putPending(tx, w.names); err != nil {
+		if err := catalog.PutPending(tx, w.names); err != nil {
 			return err
 		}
 		if testHookCatalogCommit != nil {
@@ -437,9 +434,8 @@ var testHookCatalogCommit func() error
 // refused the write).
 func (w *catalogWrite) restore() error {
 	return w.e.db.Update(func(tx *bolt.Tx) error {
-		docs, vals := catalogTx(tx)
 		for id, rec := range w.prev {
-			if err := putRecord(docs, vals, id, rec); err != nil {
+			if err := catalog.Put(tx, id, rec); err != nil {
 				return err
 			}
 		}
@@ -504,7 +500,7 @@ func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]search.Document, e
 			meta[k] = v
 		}
 		meta[pipeline.MetaKey] = info
-		units = append(units, search.Document{ID: chunkID(d.id, pc.Index), Title: title, Text: pc.Text, Meta: meta,
+		units = append(units, search.Document{ID: catalog.ChunkID(d.id, pc.Index), Title: title, Text: pc.Text, Meta: meta,
 			Chunk: &search.ChunkRef{DocID: d.id, Index: pc.Index, Start: pc.Start, End: pc.End}})
 	}
 	return units, nil
@@ -676,8 +672,8 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 	// The index deletes first: the catalog names the documents it is
 	// about to lose before (engine_catalog_recover.go), so that a crash
 	// in between is repaired at Open without a rebuild.
-	names := e.writeNames(*p.IDs)
-	if err := e.db.Update(func(tx *bolt.Tx) error { return putPending(tx, names) }); err != nil {
+	names := e.catalog.Names(*p.IDs)
+	if err := e.db.Update(func(tx *bolt.Tx) error { return catalog.PutPending(tx, names) }); err != nil {
 		return nil, fmt.Errorf("engine: catalog: %w", err)
 	}
 	n, err := e.ix.Delete(ctx, *p.IDs)
@@ -696,12 +692,12 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 		var gone []string
 		for _, id := range *p.IDs {
 			gone = append(gone, id)
-			if parent, _, ok := parseChunkID(id); ok {
-				var rec *docRecord
-				_ = e.db.View(func(tx *bolt.Tx) error { rec = getRecord(tx.Bucket(bucketDocs), parent); return nil })
+			if parent, _, ok := catalog.ParseChunkID(id); ok {
+				var rec *catalog.Record
+				_ = e.db.View(func(tx *bolt.Tx) error { rec = catalog.Get(tx, parent); return nil })
 				if rec != nil && rec.Chunks > 0 {
-					if c, err := e.liveChunk(ctx, parent, rec.Chunks); err != nil {
-						e.catalogBehind(names)
+					if c, err := e.catalog.LiveChunk(ctx, parent, rec.Chunks); err != nil {
+						e.catalog.Behind(names)
 						return nil, fmt.Errorf("engine: %w", err)
 					} else if c == nil {
 						gone = append(gone, parent)
@@ -710,12 +706,11 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 			}
 		}
 		if err := e.db.Update(func(tx *bolt.Tx) error {
-			docs, vals := catalogTx(tx)
 			for _, id := range gone {
-				if err := putRecord(docs, vals, id, nil); err != nil {
+				if err := catalog.Put(tx, id, nil); err != nil {
 					return err
 				}
-				if err := e.graphEnqueue(tx, topLevel(id)); err != nil {
+				if err := e.graphEnqueue(tx, catalog.TopLevel(id)); err != nil {
 					return err
 				}
 			}
@@ -731,7 +726,7 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 			opSeq = dt.ops.Sequence()
 			return nil
 		}); err != nil {
-			e.catalogBehind(names) // the index is ahead of the catalog
+			e.catalog.Behind(names) // the index is ahead of the catalog
 			return nil, fmt.Errorf("engine: dense log and catalog: %w", err)
 		}
 	}
@@ -797,3 +792,7 @@ func situating(title string, section, kp []string) string {
 	}
 	return s
 }
+
+// testHookDeleteCommitted, when set (tests only), runs between a delete's
+// index commit and its catalog commit: where a crash leaves them apart.
+var testHookDeleteCommitted func()

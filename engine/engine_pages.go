@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -59,7 +60,7 @@ func (e *Engine) pageChunks(ctx context.Context, doc string, at int) ([]*search.
 		if i < 0 {
 			return nil, nil
 		}
-		d, err := e.ix.Get(ctx, chunkID(doc, i))
+		d, err := e.ix.Get(ctx, catalog.ChunkID(doc, i))
 		if err != nil {
 			return nil, fmt.Errorf("engine: page: %w", err)
 		}

@@ -126,14 +126,14 @@ func TestDocumentsIsCounted(t *testing.T) {
 	want(e, 3)
 	// A catalog state from before the count: no "counted", sequence 0.
 	if err := e.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketDocs).SetSequence(0); err != nil {
+		if err := tx.Bucket([]byte("docs")).SetSequence(0); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketCatalog).Put(keyState, []byte(`{"format":2,"clean":true,"fields":""}`))
+		return tx.Bucket([]byte("catalog")).Put([]byte("state"), []byte(`{"format":2,"clean":true,"fields":""}`))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e.catalogOpen.Store(false) // keep that state through Close
+	e.catalog.Settle() // keep that state through Close
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}

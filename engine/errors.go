@@ -5,6 +5,7 @@ import (
 	"errors"
 	"syscall"
 
+	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/engine/internal/models"
@@ -29,6 +30,7 @@ var errorTable = []struct {
 	{err: integrity.ErrDamaged, code: rcp.CodeBackendUnavailable, message: "storage damaged", retryable: &no},
 	{err: integrity.ErrUnavailable, code: rcp.CodeBackendUnavailable, message: "storage unavailable", retryable: &no},
 	{err: errReadOnly, code: rcp.CodeCapabilityMissing, message: "the index is read-only"},
+	{err: catalog.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "too many ids"},
 	{err: models.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "too many inputs"},
 	{err: syscall.ENOSPC, code: rcp.CodeBackendUnavailable, message: "no space left on device", retryable: &yes,
 		detail: "the file system of the data directory is full: nothing was stored; free space and retry"},

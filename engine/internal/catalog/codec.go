@@ -1,4 +1,4 @@
-package engine
+package catalog
 
 // The catalog record encoding (engine_docs.go).
 //
@@ -29,6 +29,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/rcpgo/rcpgo/internal/varint"
 	bolt "go.etcd.io/bbolt"
@@ -51,7 +53,7 @@ var errCatalogRecord = errors.New("malformed catalog record")
 
 // encodeCatalogRecord encodes rec, storing its kind set in tx's kindsets
 // bucket when it is new.
-func encodeCatalogRecord(tx *bolt.Tx, rec *docRecord) ([]byte, error) {
+func encodeCatalogRecord(tx *bolt.Tx, rec *Record) ([]byte, error) {
 	set, err := internKindSet(tx, rec.Kinds)
 	if err != nil {
 		return nil, err
@@ -73,7 +75,7 @@ func encodeCatalogRecord(tx *bolt.Tx, rec *docRecord) ([]byte, error) {
 	}
 	b = binary.AppendUvarint(b, uint64(set))
 	b = binary.AppendUvarint(b, uint64(len(rec.Values)))
-	for _, f := range sortedKeys(rec.Values) {
+	for _, f := range slices.Sorted(maps.Keys(rec.Values)) {
 		b = appendCatStr(b, f)
 		b = binary.AppendUvarint(b, uint64(len(rec.Values[f])))
 		for _, v := range rec.Values[f] {
@@ -90,7 +92,7 @@ func appendCatStr(b []byte, s string) []byte {
 // encodeKindSet is the canonical form of a kind set (keys in order).
 func encodeKindSet(kinds map[string]string) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(kinds)))
-	for _, k := range sortedKeys(kinds) {
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		b = appendCatStr(appendCatStr(b, k), kinds[k])
 	}
 	return b
@@ -127,8 +129,8 @@ func internKindSet(tx *bolt.Tx, kinds map[string]string) (uint32, error) {
 }
 
 // decodeCatalogRecord decodes a catalog record of either encoding.
-func decodeCatalogRecord(tx *bolt.Tx, v []byte) (*docRecord, error) {
-	rec := new(docRecord)
+func decodeCatalogRecord(tx *bolt.Tx, v []byte) (*Record, error) {
+	rec := new(Record)
 	if len(v) > 0 && v[0] == '{' {
 		if err := json.Unmarshal(v, rec); err != nil {
 			return nil, fmt.Errorf("%w: %v", errCatalogRecord, err)

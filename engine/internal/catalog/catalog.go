@@ -1,8 +1,7 @@
-package engine
-
-// The x-rcpgo document methods (rcp/vendor_rcpgo.go): x-rcpgo/get returns
-// whole stored documents, x-rcpgo/list pages through document ids and
-// x-rcpgo/values lists the distinct values of a filterable field.
+// Package catalog is the engine's document catalog: a record per
+// top-level document in engine.db, kept in step with the index by every
+// write, and what it serves (the x-rcpgo document methods, the inferred
+// filter fields).
 //
 // # The document catalog
 //
@@ -14,7 +13,7 @@ package engine
 // (engine.db), written under the same locks and in the same transaction as
 // the dense text log:
 //
-//	docs      id → docRecord (title, size, chunk count, the original text
+//	docs      id → Record (title, size, chunk count, the original text
 //	          of chunked documents, the string values of declared fields,
 //	          the metadata key kinds; binary, engine_catalog_codec.go)
 //	kindsets  the distinct sets of metadata key kinds, stored once
@@ -40,34 +39,185 @@ package engine
 // still matches it, and otherwise reassembles the text from the chunks at
 // their byte offsets (the white space the chunker trimmed between chunks
 // comes back as spaces).
+package catalog
 
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
+	"log/slog"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
-	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
+	"github.com/rcpgo/rcpgo/engine/internal/gate"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
 	"github.com/rcpgo/rcpgo/engine/trust"
-	"github.com/rcpgo/rcpgo/rcp"
 )
+
+// Catalog is the document catalog of one engine.db. Its writes run in the
+// callers' transactions (Put, PutPending) under the engine's write lock.
+type Catalog struct {
+	db     *bolt.DB
+	ix     search.Backend // UseIndex (nil until the index opens)
+	dir    string
+	fields map[string]string
+	log    *slog.Logger
+	opts   Options
+	hooks  Hooks
+	gate   *gate.Gate
+	// current: the catalog was made current at Open and is marked dirty
+	// until Close marks it clean; a failed write clears it.
+	current atomic.Bool
+	// unsettled: the documents written since a write failed half-way
+	// (current cleared), which every later write names again so that the
+	// next Open reconciles them all (Names; guarded by the write lock).
+	unsettled map[string]bool
+	infer     inferred
+}
+
+// Options configure a Catalog.
+type Options struct {
+	DB  *bolt.DB
+	Dir string // the data directory (its index/store.db is read at Open)
+	// Fields are the declared filterable fields (their values are
+	// catalogued for x-rcpgo/values).
+	Fields map[string]string
+	Log    *slog.Logger
+	Gate   *gate.Gate
+	// Trust and Screen say how x-rcpgo/get rates a document (WireSource
+	// names documents written over the wire).
+	Trust      trust.Policy
+	Screen     bool
+	WireSource string
+}
+
+// Hooks keep the other owners of engine.db in step when Open re-derives
+// catalog records, in the same transaction.
+type Hooks struct {
+	// Reconciled: the documents ids were re-derived after a crash from the
+	// index, whose live units of them are units.
+	Reconciled func(tx *bolt.Tx, ids []string, units map[string]*search.Document) error
+	// Rebuilt: the catalog was rebuilt whole; live are the units the index
+	// holds.
+	Rebuilt func(tx *bolt.Tx, live map[string]bool) error
+}
+
+// Buckets are the catalog's buckets of engine.db (created at Open).
+var Buckets = [][]byte{bucketCatalog, bucketDocs, bucketValues}
+
+// Open makes the catalog current (rebuilding it from the index's record
+// store when it cannot be trusted, before the index is opened) and marks
+// it dirty until Close.
+func Open(ctx context.Context, opts Options, hooks Hooks) (*Catalog, error) {
+	c := &Catalog{db: opts.DB, dir: opts.Dir, fields: opts.Fields, log: opts.Log, opts: opts, hooks: hooks, gate: opts.Gate}
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	c.current.Store(true)
+	return c, nil
+}
+
+// UseIndex gives the catalog the index, once opened (x-rcpgo/get and the
+// delete path read its units).
+func (c *Catalog) UseIndex(ix search.Backend) { c.ix = ix }
+
+// Close marks the catalog clean when every write kept it in step (the
+// caller has ended every write).
+func (c *Catalog) Close() error {
+	if c.current.Swap(false) {
+		return c.setState(true)
+	}
+	return nil
+}
+
+// Settle keeps the catalog's dirty state through Close (tests: a crash
+// after a failed write).
+func (c *Catalog) Settle() { c.current.Store(false) }
+
+// Put stores rec under id (nil deletes) in tx, keeping the value and kind
+// counts.
+func Put(tx *bolt.Tx, id string, rec *Record) error {
+	docs, vals := catalogTx(tx)
+	return putRecord(docs, vals, id, rec)
+}
+
+// Get reads id's record in tx (nil: none, or undecodable).
+func Get(tx *bolt.Tx, id string) *Record { return getRecord(tx.Bucket(bucketDocs), id) }
+
+// Record reads id's record (nil: none).
+func (c *Catalog) Record(id string) (*Record, error) {
+	var rec *Record
+	err := c.db.View(func(tx *bolt.Tx) error { rec = Get(tx, id); return nil })
+	return rec, err
+}
+
+// Scan calls fn with the records after id after, in id order, in one read
+// transaction, until fn returns false; an undecodable record fails it
+// when strict, and is skipped otherwise.
+func (c *Catalog) Scan(after string, strict bool, fn func(id string, rec *Record) bool) error {
+	return c.db.View(func(tx *bolt.Tx) error {
+		cur := tx.Bucket(bucketDocs).Cursor()
+		k, v := cur.Seek([]byte(after))
+		if k != nil && after != "" && string(k) == after {
+			k, v = cur.Next()
+		}
+		for ; k != nil; k, v = cur.Next() {
+			rec, err := decodeCatalogRecord(tx, v)
+			if err != nil {
+				if strict {
+					return fmt.Errorf("catalog record %q: %w", k, err)
+				}
+				continue
+			}
+			if !fn(string(k), rec) {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
+// IDs lists every catalogued document id, in order.
+func (c *Catalog) IDs() ([]string, error) {
+	var ids []string
+	err := c.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDocs).ForEach(func(k, _ []byte) error {
+			ids = append(ids, string(k))
+			return nil
+		})
+	})
+	return ids, err
+}
+
+// ChunkID names chunk i of parent.
+func ChunkID(parent string, i int) string { return parent + "#c" + strconv.Itoa(i) }
+
+// TopLevel maps a chunk id to its document.
+func TopLevel(id string) string {
+	if parent, _, ok := ParseChunkID(id); ok {
+		return parent
+	}
+	return id
+}
+
+// ErrTooLarge refuses an x-rcpgo/get of more than MaxGetIDs ids.
+var ErrTooLarge = errors.New("too many ids")
 
 // Limits of the x-rcpgo methods.
 const (
@@ -85,8 +235,8 @@ var (
 	keyState      = []byte("state")
 )
 
-// docRecord is the catalog entry of a top-level document.
-type docRecord struct {
+// Record is the catalog entry of a top-level document.
+type Record struct {
 	Title   string              `json:"t,omitempty"`
 	Size    int64               `json:"s"`           // bytes of the document's text
 	Chunks  int                 `json:"n,omitempty"` // > 0: chunked into this many chunks
@@ -119,21 +269,21 @@ type catalogState struct {
 	Names bool `json:"names,omitempty"`
 }
 
-func (e *Engine) fieldsSignature() string {
+func (c *Catalog) fieldsSignature() string {
 	var b strings.Builder
-	for _, k := range sortedKeys(e.fields) {
-		b.WriteString(k + "=" + e.fields[k] + ";")
+	for _, k := range slices.Sorted(maps.Keys(c.fields)) {
+		b.WriteString(k + "=" + c.fields[k] + ";")
 	}
 	return b.String()
 }
 
-// openCatalog makes the catalog current (rebuilding it when it cannot be
+// open makes the catalog current (rebuilding it when it cannot be
 // trusted) and marks it dirty until Close. It runs in Open before the
 // index is opened.
-func (e *Engine) openCatalog(ctx context.Context) error {
+func (c *Catalog) open(ctx context.Context) error {
 	var st catalogState
 	found := false
-	if err := e.db.View(func(tx *bolt.Tx) error {
+	if err := c.db.View(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketCatalog).Get(keyState); v != nil {
 			found = json.Unmarshal(v, &st) == nil
 		}
@@ -141,20 +291,20 @@ func (e *Engine) openCatalog(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	sig := e.fieldsSignature()
+	sig := c.fieldsSignature()
 	if found && !st.Clean && (st.Journal || st.Names) && st.Counted && st.Format == catalogFormat && st.Fields == sig {
 		start := time.Now()
-		n, err := e.reconcileCatalog(ctx)
+		n, err := c.reconcile(ctx)
 		if err != nil {
 			return fmt.Errorf("reconciling the document catalog: %w", err)
 		}
-		e.log.Info("engine: reconciled the document catalog with the index", "reason", "not closed cleanly", "documents", n,
+		c.log.Info("engine: reconciled the document catalog with the index", "reason", "not closed cleanly", "documents", n,
 			"took", time.Since(start).Round(time.Millisecond))
 	} else if !found || !st.Clean || st.Format != catalogFormat || st.Fields != sig {
 		if found && !st.Clean && st.Names {
 			// The rebuild below derives every catalog record, but only
 			// drops dense records: the last write's may be missing.
-			if _, err := e.reconcileCatalog(ctx); err != nil {
+			if _, err := c.reconcile(ctx); err != nil {
 				return fmt.Errorf("reconciling the document catalog: %w", err)
 			}
 		}
@@ -168,30 +318,30 @@ func (e *Engine) openCatalog(ctx context.Context) error {
 			why = "declared fields changed"
 		}
 		start := time.Now()
-		n, err := e.rebuildCatalog(ctx)
+		n, err := c.rebuild(ctx)
 		if err != nil {
 			return fmt.Errorf("rebuilding the document catalog: %w", err)
 		}
 		if n == 0 && !found {
-			return e.setCatalogState(false) // a new data directory
+			return c.setState(false) // a new data directory
 		}
-		e.log.Info("engine: rebuilt the document catalog", "reason", why, "documents", n, "took", time.Since(start).Round(time.Millisecond))
+		c.log.Info("engine: rebuilt the document catalog", "reason", why, "documents", n, "took", time.Since(start).Round(time.Millisecond))
 	} else if !st.Counted {
-		if err := e.db.Update(func(tx *bolt.Tx) error {
+		if err := c.db.Update(func(tx *bolt.Tx) error {
 			docs := tx.Bucket(bucketDocs)
 			return docs.SetSequence(uint64(docs.Stats().KeyN))
 		}); err != nil {
 			return fmt.Errorf("counting the document catalog: %w", err)
 		}
 	}
-	return e.setCatalogState(false)
+	return c.setState(false)
 }
 
-// setCatalogState records the catalog's state; openCatalog has made the
+// setState records the catalog's state; open has made the
 // docs bucket's sequence its count (Counted) before the first call.
-func (e *Engine) setCatalogState(clean bool) error {
-	b, _ := json.Marshal(catalogState{Format: catalogFormat, Clean: clean, Fields: e.fieldsSignature(), Counted: true, Names: true})
-	return e.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCatalog).Put(keyState, b) })
+func (c *Catalog) setState(clean bool) error {
+	b, _ := json.Marshal(catalogState{Format: catalogFormat, Clean: clean, Fields: c.fieldsSignature(), Counted: true, Names: true})
+	return c.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCatalog).Put(keyState, b) })
 }
 
 type chunkPiece struct {
@@ -200,13 +350,13 @@ type chunkPiece struct {
 	context           bool
 }
 
-// rebuildCatalog recomputes the catalog from every record of the index's
+// rebuild recomputes the catalog from every record of the index's
 // record store (a catalog missing, from an earlier version or built for
-// other fields; after a crash reconcileCatalog re-derives only the last
+// other fields; after a crash reconcile re-derives only the last
 // write's documents).
-func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
-	b := newCatalogBuilder(e)
-	err := e.viewIndexStore(true, func(tx *store.ReadTx) error {
+func (c *Catalog) rebuild(ctx context.Context) (int, error) {
+	b := newCatalogBuilder(c)
+	err := c.viewIndexStore(true, func(tx *store.ReadTx) error {
 		return tx.ForEachLive(func(id string, seq uint64) error {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -222,7 +372,7 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, err
 	}
-	err = e.db.Update(func(tx *bolt.Tx) error {
+	err = c.db.Update(func(tx *bolt.Tx) error {
 		b.finish(tx, tx.Bucket(bucketDocs))
 		for _, bk := range [][]byte{bucketDocs, bucketValues, bucketKinds, bucketKindSets} {
 			if err := tx.DeleteBucket(bk); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
@@ -233,42 +383,17 @@ func (e *Engine) rebuildCatalog(ctx context.Context) (int, error) {
 			}
 		}
 		docs, vals := tx.Bucket(bucketDocs), tx.Bucket(bucketValues)
-		for _, id := range sortedKeys(b.recs) { // in key order: full pages
+		for _, id := range slices.Sorted(maps.Keys(b.recs)) { // in key order: full pages
 			if err := putRecord(docs, vals, id, b.recs[id]); err != nil {
 				return err
 			}
 		}
-		if e.cfg.Dense == DenseNone {
+		if c.hooks.Rebuilt == nil {
 			return nil
 		}
-		pruned, err := pruneDenseLog(openDenseTx(tx), b.live)
-		if pruned > 0 {
-			e.log.Info("engine: dropped dense records of units the index does not hold", "units", pruned)
-		}
-		return err
+		return c.hooks.Rebuilt(tx, b.live)
 	})
 	return len(b.recs), err
-}
-
-// pruneDenseLog deletes the dense records of units not in live. A crash
-// that kept a write's dense log commit without its index commit
-// (commitLocked) leaves the log naming a write that was never acknowledged:
-// dense recall drops such a unit at query time, but it would stay
-// embedded, in the HNSW graph and among the RAPTOR tree's leaves.
-func pruneDenseLog(d denseTx, live map[string]bool) (int, error) {
-	var dead []string
-	c := d.recs.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		if !live[string(k)] {
-			dead = append(dead, string(k))
-		}
-	}
-	for _, id := range dead {
-		if err := d.del(id); err != nil {
-			return 0, err
-		}
-	}
-	return len(dead), nil
 }
 
 // piecesMatch reports whether every chunk is text[start:end].
@@ -300,11 +425,11 @@ func reassemble(ps []chunkPiece) string {
 	return string(buf) // leading gaps stay (as spaces): chunk offsets remain valid
 }
 
-// fieldValues returns the catalogued string values of the declared fields
+// Values returns the catalogued string values of the declared fields
 // of meta (an array contributes each element).
-func (e *Engine) fieldValues(meta map[string]any) map[string][]string {
+func (c *Catalog) Values(meta map[string]any) map[string][]string {
 	var out map[string][]string
-	for f := range e.fields {
+	for f := range c.fields {
 		v, ok := meta[f]
 		if !ok {
 			continue
@@ -380,7 +505,7 @@ func valueKey(field, value string) []byte {
 }
 
 // countValues adds delta to the document count of each of rec's values.
-func countValues(vals *bolt.Bucket, rec *docRecord, delta int64) error {
+func countValues(vals *bolt.Bucket, rec *Record, delta int64) error {
 	if rec == nil {
 		return nil
 	}
@@ -408,7 +533,7 @@ func countValues(vals *bolt.Bucket, rec *docRecord, delta int64) error {
 	return nil
 }
 
-func getRecord(docs *bolt.Bucket, id string) *docRecord {
+func getRecord(docs *bolt.Bucket, id string) *Record {
 	v := docs.Get([]byte(id))
 	if v == nil {
 		return nil
@@ -422,9 +547,9 @@ func getRecord(docs *bolt.Bucket, id string) *docRecord {
 
 // putRecord stores rec under id (nil deletes), keeping the value and kind
 // counts.
-func putRecord(docs, vals *bolt.Bucket, id string, rec *docRecord) error {
+func putRecord(docs, vals *bolt.Bucket, id string, rec *Record) error {
 	prev := docs.Get([]byte(id))
-	var old *docRecord
+	var old *Record
 	if prev != nil {
 		old, _ = decodeCatalogRecord(docs.Tx(), prev) // undecodable: replaced, its counts not undone
 	}
@@ -467,8 +592,8 @@ func catalogTx(tx *bolt.Tx) (docs, vals *bolt.Bucket) {
 	return tx.Bucket(bucketDocs), tx.Bucket(bucketValues)
 }
 
-// parseChunkID splits "parent#cN".
-func parseChunkID(id string) (string, int, bool) {
+// ParseChunkID splits "parent#cN".
+func ParseChunkID(id string) (string, int, bool) {
 	i := strings.LastIndex(id, "#c")
 	if i <= 0 {
 		return "", 0, false
@@ -480,256 +605,9 @@ func parseChunkID(id string) (string, int, bool) {
 	return id[:i], n, true
 }
 
-// liveChunk returns a live chunk of parent among its first n, or nil
-// (caller holds the catalog lock, gate.RLockCatalog, or commits).
-func (e *Engine) liveChunk(ctx context.Context, parent string, n int) (*search.Document, error) {
-	for i := 0; i < n; i++ {
-		d, err := e.ix.Get(ctx, chunkID(parent, i))
-		if err != nil {
-			return nil, err
-		}
-		if d != nil && d.Chunk != nil && d.Chunk.DocID == parent {
-			return d, nil
-		}
-	}
-	return nil, nil
-}
-
-// ---- x-rcpgo/get ----
-
-func (e *Engine) getDocuments(ctx context.Context, p *rcp.GetDocumentsParams) (*rcp.GetDocumentsResult, error) {
-	if p.IDs == nil {
-		return nil, rcp.InvalidParams("ids", "ids is required")
-	}
-	if len(p.IDs) > MaxGetIDs {
-		return nil, &rcp.Error{Code: rcp.CodePayloadTooLarge, Message: fmt.Sprintf("at most %d ids per %s", MaxGetIDs, rcp.MethodRCPGoGet),
-			Data: &rcp.ErrorData{Field: "ids", Detail: fmt.Sprintf("%d ids > limit %d", len(p.IDs), MaxGetIDs)}}
-	}
-	res := &rcp.GetDocumentsResult{Documents: []rcp.StoredDocument{}}
-	e.gate.RLockCatalog() // the catalog and the index at one version (commits hold it)
-	defer e.gate.RUnlockCatalog()
-	recs := make(map[string]*docRecord, len(p.IDs))
-	if err := e.db.View(func(tx *bolt.Tx) error {
-		docs, _ := catalogTx(tx)
-		for _, id := range p.IDs {
-			recs[id] = getRecord(docs, id)
-		}
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("engine: catalog: %w", err)
-	}
-	seen := map[string]bool{}
-	for _, id := range p.IDs {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		d, err := e.storedDocument(ctx, id, recs[id])
-		if err != nil {
-			return nil, err
-		}
-		if d == nil {
-			res.Missing = append(res.Missing, id)
-			continue
-		}
-		res.Documents = append(res.Documents, *d)
-	}
-	res.IndexVersion = e.ix.Version()
-	return res, nil
-}
-
-// storedDocument assembles document id (nil when it does not exist).
-func (e *Engine) storedDocument(ctx context.Context, id string, rec *docRecord) (*rcp.StoredDocument, error) {
-	if id == "" {
-		return nil, nil
-	}
-	var src *search.Document
-	title, text := "", ""
-	if rec != nil && rec.Chunks > 0 {
-		c, err := e.liveChunk(ctx, id, rec.Chunks)
-		if err != nil {
-			return nil, fmt.Errorf("engine: %w", err)
-		}
-		src, title, text = c, rec.Title, rec.Text
-	}
-	if src == nil {
-		d, err := e.ix.Get(ctx, id)
-		if err != nil {
-			return nil, fmt.Errorf("engine: %w", err)
-		}
-		if d == nil || d.Chunk != nil {
-			return nil, nil // absent, or a chunk: get serves whole documents
-		}
-		src, title, text = d, d.Title, d.Text
-	}
-	out := &rcp.StoredDocument{ID: id, Text: text, Title: title}
-	for k, v := range src.Meta {
-		if k == pipeline.MetaKey {
-			continue
-		}
-		if out.Meta == nil {
-			out.Meta = map[string]any{}
-		}
-		out.Meta[k] = v
-	}
-	srcName, wire := "", true
-	if src.Source != nil {
-		out.URI = src.Source.URI
-		srcName, wire = src.Source.Name, src.Source.Name == WireSource
-	}
-	t := &rcp.Trust{Level: trust.Policy{Sources: e.cfg.TrustedSources}.Level(srcName, wire)}
-	if !e.cfg.NoScreen {
-		sc := trust.Screen(title + "\n" + text)
-		score := 1 - sc.Score
-		susp := sc.Suspected
-		t.Score, t.InjectionSuspected = &score, &susp
-	}
-	out.Trust = t
-	return out, nil
-}
-
-// ---- x-rcpgo/list ----
-
-// listCursor is the decoded x-rcpgo/list cursor: the listing resumes after
-// id After among the ids starting with Prefix (a position in id order, so
-// paging never repeats or skips an id that exists throughout).
-type listCursor struct {
-	V      int    `json:"v"`
-	After  string `json:"a"`
-	Prefix string `json:"p"`
-}
-
-func encodeListCursor(c listCursor) string {
-	c.V = 1
-	b, _ := json.Marshal(c)
-	var sum [4]byte
-	binary.BigEndian.PutUint32(sum[:], crc32.ChecksumIEEE(b))
-	return base64.RawURLEncoding.EncodeToString(append(b, sum[:]...))
-}
-
-func decodeListCursor(s string) (listCursor, bool) {
-	var c listCursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) < 5 {
-		return c, false
-	}
-	body, sum := b[:len(b)-4], b[len(b)-4:]
-	if crc32.ChecksumIEEE(body) != binary.BigEndian.Uint32(sum) || json.Unmarshal(body, &c) != nil || c.V != 1 {
-		return c, false
-	}
-	return c, true
-}
-
-func pageLimit(limit int) (int, error) {
-	switch {
-	case limit < 0:
-		return 0, rcp.InvalidParams("limit", "limit must be positive")
-	case limit == 0:
-		return DefaultListLimit, nil
-	}
-	return min(limit, MaxListLimit), nil
-}
-
-func (e *Engine) listDocuments(ctx context.Context, p *rcp.ListDocumentsParams) (*rcp.ListDocumentsResult, error) {
-	limit, err := pageLimit(p.Limit)
-	if err != nil {
-		return nil, err
-	}
-	after, resume := "", false
-	if p.Cursor != "" {
-		c, ok := decodeListCursor(p.Cursor)
-		if !ok {
-			return nil, rcp.InvalidParams("cursor", "malformed cursor")
-		}
-		if c.Prefix != p.Prefix {
-			return nil, rcp.InvalidParams("cursor", "the cursor belongs to a listing with another prefix")
-		}
-		after, resume = c.After, true
-	}
-	res := &rcp.ListDocumentsResult{Documents: []rcp.DocumentRef{}}
-	prefix := []byte(p.Prefix)
-	err = e.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketDocs).Cursor()
-		var k, v []byte
-		if resume {
-			k, v = c.Seek([]byte(after))
-			if k != nil && string(k) == after {
-				k, v = c.Next()
-			}
-		} else {
-			k, v = c.Seek(prefix)
-		}
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if len(res.Documents) == limit {
-				res.NextCursor = encodeListCursor(listCursor{After: res.Documents[limit-1].ID, Prefix: p.Prefix})
-				return nil
-			}
-			rec, err := decodeCatalogRecord(tx, v)
-			if err != nil {
-				return fmt.Errorf("catalog record %q: %w", k, err)
-			}
-			res.Documents = append(res.Documents, rcp.DocumentRef{ID: string(k), Title: rec.Title, Size: rec.Size, Chunks: rec.Chunks})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("engine: catalog: %w", err)
-	}
-	return res, ctx.Err()
-}
-
-// Documents returns the number of stored top-level documents (what
-// x-rcpgo/list lists); Stats().Docs counts retrieval units (unchunked
-// documents and chunks).
-func (e *Engine) Documents() (int, error) {
-	if e.cfg.Backend != nil {
-		// The catalog holds this replica's writes only; the backend's count
-		// is of retrieval units (documents and chunks).
-		return e.ix.Stats().Docs, nil
-	}
-	n := 0
-	err := e.db.View(func(tx *bolt.Tx) error {
-		n = int(tx.Bucket(bucketDocs).Sequence()) // kept by putRecord: no page walk
-		return nil
-	})
-	return n, err
-}
-
-// ---- x-rcpgo/values ----
-
-func (e *Engine) fieldValuesMethod(ctx context.Context, p *rcp.FieldValuesParams) (*rcp.FieldValuesResult, error) {
-	if p.Field == "" {
-		return nil, rcp.InvalidParams("field", "field is required")
-	}
-	if _, ok := e.fields[p.Field]; !ok {
-		return nil, rcp.InvalidParams("field", "%q is not a filterable field (filter.fields)", p.Field)
-	}
-	limit, err := pageLimit(p.Limit)
-	if err != nil {
-		return nil, err
-	}
-	res := &rcp.FieldValuesResult{Values: []string{}}
-	start := valueKey(p.Field, p.Prefix)
-	err = e.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketValues).Cursor()
-		for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, start); k, _ = c.Next() {
-			if len(res.Values) == limit {
-				res.HasMore = true
-				return nil
-			}
-			res.Values = append(res.Values, string(k[len(p.Field)+1:]))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("engine: catalog: %w", err)
-	}
-	return res, ctx.Err()
-}
-
-// forgetCatalog drops the catalog's state from engine.db (when it is
+// Forget drops the catalog's state from engine.db (when it is
 // there), so that Open rebuilds the catalog from the repaired index.
-func forgetCatalog(path string) error {
+func Forget(path string) error {
 	if _, err := os.Stat(path); err != nil {
 		return nil
 	}

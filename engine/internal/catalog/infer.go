@@ -1,4 +1,4 @@
-package engine
+package catalog
 
 // Filter fields inferred from metadata (issue 16 finding 8).
 //
@@ -42,7 +42,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
@@ -63,9 +62,9 @@ const (
 	kindOther   = "x" // never filterable: rules its key out
 )
 
-// metaKinds returns the kind of each inferable top-level key of meta
+// Kinds returns the kind of each inferable top-level key of meta
 // (nil when there is none).
-func metaKinds(meta map[string]any) map[string]string {
+func Kinds(meta map[string]any) map[string]string {
 	keys := make([]string, 0, len(meta))
 	for k, v := range meta {
 		if v != nil && inferableName(k) {
@@ -139,7 +138,7 @@ func stringsKind(n int, at func(int) (string, bool)) string {
 // countKinds moves the (key, kind) document counts from old's kinds to
 // rec's (either may be nil) and bumps the bucket's sequence when a pair
 // appears or disappears.
-func countKinds(b *bolt.Bucket, old, rec *docRecord) error {
+func countKinds(b *bolt.Bucket, old, rec *Record) error {
 	delta := map[string]int64{}
 	if old != nil {
 		for k, kind := range old.Kinds {
@@ -240,47 +239,38 @@ func fieldType(kinds map[string]bool) string {
 	return ""
 }
 
-// inference caches the inferred fields and the description built on them.
-type inference struct {
+// inferred caches the inferred fields by the kinds bucket's sequence.
+type inferred struct {
 	mu     sync.Mutex
 	seq    uint64 // of the kinds bucket the fields were read at
 	read   bool
 	fields map[string]string
-	gen    *generation // the description below was built for
-	desc   *rcp.Description
 }
 
-// inferredDescription is Describe when no field is declared: the
-// description under g advertising the fields inferred so far.
-func (e *Engine) inferredDescription(g *generation) rcp.Description {
-	inf := &e.inference
+// Inferred returns the filter fields inferred from the stored documents'
+// metadata (when none are declared); changed reports a set different
+// from the one the last call returned. On an error reading engine.db the
+// last set stands (and is returned with the error).
+func (c *Catalog) Inferred() (fields map[string]string, changed bool, err error) {
+	inf := &c.infer
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	var seq uint64
-	var fields map[string]string
-	err := e.db.View(func(tx *bolt.Tx) error {
+	var read map[string]string
+	err = c.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketKinds)
 		if b == nil {
 			return nil
 		}
 		seq = b.Sequence()
 		if !inf.read || seq != inf.seq {
-			fields = inferFields(b)
+			read = inferFields(b)
 		}
 		return nil
 	})
-	switch {
-	case err != nil:
-		e.log.Warn("engine: reading the inferred filter fields", "err", err) // keep the last set
-	case fields != nil || !inf.read:
-		if !maps.Equal(fields, inf.fields) {
-			inf.desc = nil
-		}
-		inf.seq, inf.read, inf.fields = seq, true, fields
+	if err == nil && (read != nil || !inf.read) {
+		changed = !maps.Equal(read, inf.fields) || !inf.read
+		inf.seq, inf.read, inf.fields = seq, true, read
 	}
-	if inf.desc == nil || inf.gen != g {
-		d := e.describeWith(g, inf.fields)
-		inf.desc, inf.gen = &d, g
-	}
-	return *inf.desc
+	return inf.fields, changed, err
 }

@@ -1,4 +1,4 @@
-package engine
+package catalog
 
 import (
 	"bytes"
@@ -21,9 +21,9 @@ func catalogDB(t testing.TB) *bolt.DB {
 	return db
 }
 
-func catalogCases() map[string]*docRecord {
+func catalogCases() map[string]*Record {
 	passage := map[string]string{"date": "k", "lang": "k", "published": "b", "score": "f", "title": "k", "year": "i"}
-	return map[string]*docRecord{
+	return map[string]*Record{
 		"empty":   {},
 		"passage": {Title: "Cytrum brybrio nito netho clolai", Size: 341, Kinds: passage},
 		"chunked": {Title: "Big", Size: 9, Chunks: 3, Text: "long text", Context: true, Kinds: map[string]string{"a": "x"},
@@ -80,7 +80,7 @@ func TestCatalogRecordCodec(t *testing.T) {
 }
 
 // normRecord maps empty collections to nil, as the encodings do.
-func normRecord(r *docRecord) docRecord {
+func normRecord(r *Record) Record {
 	c := *r
 	if len(c.Kinds) == 0 {
 		c.Kinds = nil

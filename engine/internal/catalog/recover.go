@@ -1,4 +1,4 @@
-package engine
+package catalog
 
 // Recovering the document catalog after an unclean stop. A write changes
 // the catalog and the dense log (engine.db) and the index (store.db) in
@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rcpgo/rcpgo/engine/graph"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
@@ -36,45 +36,45 @@ import (
 
 var keyPending = []byte("pending")
 
-// writeNames returns the names a write records (caller holds wmu): ids
+// Names returns the names a write records (caller holds the write lock): ids
 // and their top-level documents, and while an earlier write has failed
 // half-way (catalogOpen cleared) every name written since then, so that
 // they accumulate until the next Open reconciles them instead of each
 // write replacing the last one's.
-func (e *Engine) writeNames(ids []string) []string {
+func (c *Catalog) Names(ids []string) []string {
 	set := map[string]bool{}
 	for _, id := range ids {
 		set[id] = true
-		set[topLevel(id)] = true
+		set[TopLevel(id)] = true
 	}
-	if !e.catalogOpen.Load() {
-		if e.unsettled == nil {
-			e.unsettled = map[string]bool{}
+	if !c.current.Load() {
+		if c.unsettled == nil {
+			c.unsettled = map[string]bool{}
 		}
 		for id := range set {
-			e.unsettled[id] = true
+			c.unsettled[id] = true
 		}
-		set = e.unsettled
+		set = c.unsettled
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
-// catalogBehind records that the write naming names failed half-way: the
+// Behind records that the write naming names failed half-way: the
 // catalog and the index may disagree about its documents until the next
-// Open (caller holds wmu).
-func (e *Engine) catalogBehind(names []string) {
-	if e.unsettled == nil {
-		e.unsettled = map[string]bool{}
+// Open (caller holds the write lock).
+func (c *Catalog) Behind(names []string) {
+	if c.unsettled == nil {
+		c.unsettled = map[string]bool{}
 	}
 	for _, id := range names {
-		e.unsettled[id] = true
+		c.unsettled[id] = true
 	}
-	e.catalogOpen.Store(false)
+	c.current.Store(false)
 }
 
-// putPending records names (writeNames) as the documents of the write
+// PutPending records names (Names) as the documents of the write
 // being committed, in an engine.db transaction.
-func putPending(tx *bolt.Tx, names []string) error {
+func PutPending(tx *bolt.Tx, names []string) error {
 	return tx.Bucket(bucketCatalog).Put(keyPending, []byte(strings.Join(names, "\x00")))
 }
 
@@ -88,15 +88,15 @@ func decodePending(v []byte) []string {
 // catalogBuilder derives catalog records from the index's units: a whole
 // document is its own record; a chunked one is assembled from its chunks.
 type catalogBuilder struct {
-	e      *Engine
-	recs   map[string]*docRecord
+	c      *Catalog
+	recs   map[string]*Record
 	plain  map[string]bool
 	live   map[string]bool // every unit seen
 	pieces map[string][]chunkPiece
 }
 
-func newCatalogBuilder(e *Engine) *catalogBuilder {
-	return &catalogBuilder{e: e, recs: map[string]*docRecord{}, plain: map[string]bool{}, live: map[string]bool{},
+func newCatalogBuilder(c *Catalog) *catalogBuilder {
+	return &catalogBuilder{c: c, recs: map[string]*Record{}, plain: map[string]bool{}, live: map[string]bool{},
 		pieces: map[string][]chunkPiece{}}
 }
 
@@ -104,7 +104,7 @@ func newCatalogBuilder(e *Engine) *catalogBuilder {
 func (b *catalogBuilder) add(id string, d *search.Document) {
 	b.live[id] = true
 	if d.Chunk == nil || d.Chunk.DocID == "" {
-		b.recs[id] = &docRecord{Title: d.Title, Size: int64(len(d.Text)), Values: b.e.fieldValues(d.Meta), Kinds: metaKinds(d.Meta)}
+		b.recs[id] = &Record{Title: d.Title, Size: int64(len(d.Text)), Values: b.c.Values(d.Meta), Kinds: Kinds(d.Meta)}
 		b.plain[id] = true
 		return
 	}
@@ -113,7 +113,7 @@ func (b *catalogBuilder) add(id string, d *search.Document) {
 	pc := chunkPiece{index: d.Chunk.Index, start: d.Chunk.Start, end: d.Chunk.End, text: d.Text, title: d.Title, context: ci.Context != ""}
 	if _, ok := b.recs[parent]; !ok {
 		// Chunks share their document's metadata (plus MetaKey).
-		b.recs[parent] = &docRecord{Values: b.e.fieldValues(d.Meta), Kinds: metaKinds(d.Meta)}
+		b.recs[parent] = &Record{Values: b.c.Values(d.Meta), Kinds: Kinds(d.Meta)}
 	}
 	b.pieces[parent] = append(b.pieces[parent], pc)
 }
@@ -128,7 +128,7 @@ func (b *catalogBuilder) finish(tx *bolt.Tx, old *bolt.Bucket) {
 		}
 		rec := b.recs[parent]
 		sort.Slice(ps, func(a, b int) bool { return ps[a].index < ps[b].index })
-		var prev docRecord
+		var prev Record
 		hasPrev := false
 		if v := old.Get([]byte(parent)); v != nil {
 			if p, err := decodeCatalogRecord(tx, v); err == nil && p.Chunks > 0 {
@@ -156,8 +156,8 @@ func (b *catalogBuilder) finish(tx *bolt.Tx, old *bolt.Bucket) {
 // index opens it (fs.ErrNotExist: no store yet). verify walks every page
 // first (a full rebuild reads every page anyway); a reconciliation reads a
 // few records, each decoded with its own checks.
-func (e *Engine) viewIndexStore(verify bool, fn func(*store.ReadTx) error) error {
-	path := filepath.Join(e.cfg.Dir, "index", "store.db")
+func (c *Catalog) viewIndexStore(verify bool, fn func(*store.ReadTx) error) error {
+	path := filepath.Join(c.dir, "index", "store.db")
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (e *Engine) viewIndexStore(verify bool, fn func(*store.ReadTx) error) error
 	return err
 }
 
-// reconcileCatalog re-derives, from the index's record store, the
+// reconcile re-derives, from the index's record store, the
 // catalog records and the dense log entries of the documents named by the
 // last write: in engine.db's pending key and in the store's write names
 // (an add's two commits run at once, so after a crash either side may hold
@@ -185,18 +185,18 @@ func (e *Engine) viewIndexStore(verify bool, fn func(*store.ReadTx) error) error
 // the dense log (unchanged text appends no op), and its other units leave
 // it; the graph queue gets the documents again. It returns how many
 // documents it looked at.
-func (e *Engine) reconcileCatalog(ctx context.Context) (int, error) {
+func (c *Catalog) reconcile(ctx context.Context) (int, error) {
 	var pending []string
-	if err := e.db.View(func(tx *bolt.Tx) error {
+	if err := c.db.View(func(tx *bolt.Tx) error {
 		pending = decodePending(tx.Bucket(bucketCatalog).Get(keyPending))
 		return nil
 	}); err != nil {
 		return 0, err
 	}
 	ids := pending
-	b := newCatalogBuilder(e)
+	b := newCatalogBuilder(c)
 	units := map[string]*search.Document{} // the live units of those documents
-	err := e.viewIndexStore(false, func(tx *store.ReadTx) error {
+	err := c.viewIndexStore(false, func(tx *store.ReadTx) error {
 		ids = unionSorted(pending, tx.WriteNames())
 		get := func(id string) (*search.Document, error) {
 			seq, ok := tx.LookupID(id)
@@ -232,7 +232,7 @@ func (e *Engine) reconcileCatalog(ctx context.Context) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	return len(ids), e.db.Update(func(tx *bolt.Tx) error {
+	return len(ids), c.db.Update(func(tx *bolt.Tx) error {
 		docs, vals := catalogTx(tx)
 		b.finish(tx, docs)
 		for _, id := range ids {
@@ -240,51 +240,11 @@ func (e *Engine) reconcileCatalog(ctx context.Context) (int, error) {
 				return err
 			}
 		}
-		if err := requeueGraph(tx, e.cfg.Graph, ids); err != nil {
-			return err
-		}
-		if e.cfg.Dense == DenseNone {
+		if c.hooks.Reconciled == nil {
 			return nil
 		}
-		return syncDenseLog(openDenseTx(tx), ids, units)
+		return c.hooks.Reconciled(tx, ids, units)
 	})
-}
-
-// syncDenseLog makes the dense log's units of the documents ids those of
-// the index (units): the index's text for each live unit, no record for
-// the others.
-func syncDenseLog(d denseTx, ids []string, units map[string]*search.Document) error {
-	for _, u := range unitsOf(d.recs, ids) {
-		if units[u] == nil {
-			if err := d.del(u); err != nil {
-				return err
-			}
-		}
-	}
-	for _, u := range sortedKeys(units) {
-		doc, parent := units[u], ""
-		if doc.Chunk != nil {
-			parent = doc.Chunk.DocID
-		}
-		if err := d.put(u, parent, denseText(doc)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// requeueGraph queues the top-level documents of ids for the knowledge
-// graph builder, when the graph is on and its queue exists (without it,
-// the graph's first start queues every document).
-func requeueGraph(tx *bolt.Tx, on bool, ids []string) error {
-	if !on || tx.Bucket([]byte(graphQueueBucket)) == nil {
-		return nil
-	}
-	top := map[string]bool{}
-	for _, id := range ids {
-		top[topLevel(id)] = true
-	}
-	return graph.Enqueue(tx, graphQueueBucket, sortedKeys(top)...)
 }
 
 // unionSorted returns the sorted, deduplicated union of a and b.
@@ -293,27 +253,3 @@ func unionSorted(a, b []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
-
-// unitsOf lists the units of the dense log (recs) that belong to the
-// documents ids: each id and its chunks id#cN.
-func unitsOf(recs *bolt.Bucket, ids []string) []string {
-	var out []string
-	c := recs.Cursor()
-	for _, id := range ids {
-		if recs.Get([]byte(id)) != nil {
-			out = append(out, id)
-		}
-		prefix := []byte(id + "#c")
-		for k, _ := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, _ = c.Next() {
-			if parent, _, ok := parseChunkID(string(k)); ok && parent == id {
-				out = append(out, string(k))
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// testHookDeleteCommitted, when set (tests only), runs between a delete's
-// index commit and its catalog commit: where a crash leaves them apart.
-var testHookDeleteCommitted func()
