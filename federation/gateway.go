@@ -422,6 +422,7 @@ func (g *Gateway) retrieve(ctx context.Context, params json.RawMessage) (any, er
 		return nil, err
 	}
 	g.origins.record(res.Hits)
+	g.vouch(res.Hits)
 	stripUnasked(&p, res)
 	if len(notes) > 0 {
 		res.Usage.Notes = append(notes, res.Usage.Notes...)
