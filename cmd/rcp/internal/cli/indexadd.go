@@ -307,7 +307,10 @@ func (p *addPlan) print(env *Env, rep *addReport) error {
 		}
 		fmt.Fprintln(w)
 	}
-	if rep.Interrupted {
+	switch {
+	case rep.Interrupted && rep.ToSend == 0:
+		fmt.Fprintln(w, "interrupted before anything was sent; run it again")
+	case rep.Interrupted:
 		fmt.Fprintf(w, "interrupted: %d of %s sent; run it again to resume (what was sent is stored, and unchanged files are skipped)\n",
 			rep.Documents, wording.Plural(rep.ToSend, "document", "documents"))
 	}
