@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -49,6 +50,11 @@ const (
 var rcpdBin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("attack: builds rcpd and attacks it over the network; skipped with -short")
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "rcpd-attack")
 	if err != nil {
 		panic(err)
