@@ -544,7 +544,7 @@ func TestGatewayRetrieveOptions(t *testing.T) {
 		{map[string]any{"k": 3}, rcp.CodeInvalidParams},
 		{map[string]any{"query": "x", "k": 3, "mode": "dense"}, rcp.CodeOptionUnsupported},
 		{map[string]any{"query": "x", "k": 3, "mmr": map[string]any{}}, rcp.CodeOptionUnsupported},
-		{map[string]any{"query": "x", "k": 3, "cursor": "abc"}, rcp.CodeOptionUnsupported},
+		{map[string]any{"query": "x", "k": 3, "cursor": "abc"}, rcp.CodeInvalidParams}, // the gateway pages (gateway_pages.go): a foreign cursor is malformed
 		{map[string]any{"query": "x", "k": 3, "fusion": map[string]any{"method": "bogus"}}, rcp.CodeOptionUnsupported},
 		{map[string]any{"query": "x", "k": 3, "rewrite": "step-back"}, rcp.CodeOptionUnsupported}, // no engine advertises transform
 		{map[string]any{"query": "federated", "k": 3, "rewrite": false}, 0},
