@@ -22,7 +22,7 @@ fail() { echo "newcomer: FAIL: $*" >&2; exit 1; }
 quick=$(awk '/^## Quick start/{q=1} q && /^```sh/{getline; print; exit}' README.md)
 [[ $quick == "go run ./cmd/rcp query "* ]] || fail "quick start command not found in README.md: $quick"
 echo "\$ $quick"
-out=$(eval "$quick" 2>"$work/quick.err")
+out=$(eval "$quick" 2>"$work/quick.err") || { cat "$work/quick.err" >&2; fail "the quick start failed"; }
 echo "$out" | head -5
 grep -qi "fusion" <<<"$out" || fail "quick start answered no fusion passage"
 ! grep -q "level=INFO" "$work/quick.err" || fail "the spawned server's INFO lines precede the answer: $(cat "$work/quick.err")"
