@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rcpgo/rcpgo/engine/llm"
+	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -284,13 +285,13 @@ func TestFeedbackNeverAltersRetrieveInFlight(t *testing.T) {
 		}
 		done <- got
 	}()
-	<-sc.reached
+	within.Recv(t, sc.reached, "the retrieve to reach its rerank stage")
 	reportAs(t, callers(t, e, 3), map[string]any{"signals": []map[string]any{{"hitId": top, "poisonSuspected": true}}})
 	if v, ok := e.ag.fb.Snapshot().Verdict(top, ""); !ok || !v.Quarantined {
 		t.Fatal("feedback did not quarantine")
 	}
 	close(sc.release)
-	if inflight := <-done; !slices.Equal(inflight, ids(baseline)) {
+	if inflight := within.Recv(t, done, "the in-flight retrieve"); !slices.Equal(inflight, ids(baseline)) {
 		t.Fatalf("in-flight retrieve altered: %q, want %q", inflight, ids(baseline))
 	}
 	if after := retrieve(t, e, q); after.Hits[0].ID == top {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -157,7 +158,7 @@ func TestBackfillKeepsRacingWrite(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	close(proceed)
-	if err := <-added; err != nil {
+	if err := within.Recv(t, added, "the add after the backfill batch"); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, e)
@@ -288,7 +289,7 @@ func TestBackfillDoesNotHoldOpen(t *testing.T) {
 		t.FailNow()
 	}
 	t.Cleanup(func() { e.Close() })
-	<-inBatch
+	within.Recv(t, inBatch, "the backfill to enter a batch")
 	c := connect(t, e)
 	if modes(c) != "sparse" {
 		t.Errorf("session during the backfill offered %q, want sparse", modes(c))

@@ -112,6 +112,9 @@ type crashStep struct {
 //
 // RCPGO_CRASH_TRIALS raises the number of trials (default 3).
 func TestDenseCrashSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crashes and reopens the engine many times; skipped with -short")
+	}
 	trials := 3
 	if n, err := strconv.Atoi(os.Getenv("RCPGO_CRASH_TRIALS")); err == nil && n > 0 {
 		trials = n

@@ -171,6 +171,9 @@ func idsToHits(ids []string) []rcp.Hit {
 // go test ./engine -run TestGraphMultihopFloors -v -multihop.docs 5000 -multihop.questions 300
 // reproduces the figures in docs/rcpd.md.
 func TestGraphMultihopFloors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the graph of a synthetic multi-hop corpus; skipped with -short")
+	}
 	m, err := gen.NewMultihop(gen.MultihopConfig{Seed: 1, Docs: *mhDocs, Questions: *mhQuestions})
 	if err != nil {
 		t.Fatal(err)

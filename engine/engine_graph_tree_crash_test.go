@@ -82,6 +82,13 @@ func TestTreeCrashChild(t *testing.T) {
 		}
 		fmt.Fprintf(out, "ACK %s\n", b)
 		out.Flush()
+		if len(op.Add) > 0 && step%5 == 0 { // feedback on, durably: one helpful signal on the unit just added
+			if _, err := e.Call(ctx, rcp.MethodFeedback, []byte(`{"signals":[{"hitId":"`+id+`","helpful":true}]}`)); err != nil {
+				fail(err)
+			}
+			fmt.Fprintf(out, "FBACK %s\n", id)
+			out.Flush()
+		}
 		if step%15 == 14 {
 			if err := e.SyncTree(ctx); err != nil {
 				fail(err)
@@ -109,6 +116,7 @@ func TestGraphTreeMemoryCrashSafety(t *testing.T) {
 	dir := t.TempDir()
 	live := map[string]string{}
 	gone := map[string]bool{}
+	fbAcked := map[string]int{} // acknowledged helpful signals per unit
 	var mems []string
 	for round := range 3 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestTreeCrashChild$", "-test.count=1")
@@ -130,6 +138,10 @@ func TestGraphTreeMemoryCrashSafety(t *testing.T) {
 			line := sc.Text()
 			if id, ok := strings.CutPrefix(line, "MEM "); ok {
 				mems = append(mems, id)
+				continue
+			}
+			if id, ok := strings.CutPrefix(line, "FBACK "); ok {
+				fbAcked[id]++
 				continue
 			}
 			if line == "TREE" {
@@ -158,11 +170,11 @@ func TestGraphTreeMemoryCrashSafety(t *testing.T) {
 		if trees < 2 {
 			t.Fatalf("round %d: the child saved %d trees before it stopped", round, trees)
 		}
-		checkTreeAndMemory(t, round, dir, live, gone, mems)
+		checkTreeAndMemory(t, round, dir, live, gone, mems, fbAcked)
 	}
 }
 
-func checkTreeAndMemory(t *testing.T, round int, dir string, live map[string]string, gone map[string]bool, mems []string) {
+func checkTreeAndMemory(t *testing.T, round int, dir string, live map[string]string, gone map[string]bool, mems []string, fbAcked map[string]int) {
 	t.Helper()
 	ctx := context.Background()
 	e, err := Open(ctx, treeCrashConfig(dir))
@@ -180,6 +192,11 @@ func checkTreeAndMemory(t *testing.T, round int, dir string, live map[string]str
 	for id := range live {
 		if !inIndex(id) {
 			t.Fatalf("round %d: acknowledged unit %s missing from the index", round, id)
+		}
+	}
+	for id, n := range fbAcked { // every acknowledged feedback signal survived the kill
+		if st, _ := e.ag.fb.Stats(id); st.Helpful < n {
+			t.Fatalf("round %d: unit %s holds %d helpful signals, %d were acknowledged", round, id, st.Helpful, n)
 		}
 	}
 	// The saved tree, before any rebuild: its lineages name live units only.
@@ -253,6 +270,6 @@ func checkTreeAndMemory(t *testing.T, round int, dir string, live map[string]str
 			t.Fatalf("round %d: global memory recalls %s, which is not in the index", round, id)
 		}
 	}
-	t.Logf("round %d: %d live units, %d acknowledged, saved tree behind the index %v, tree depth %d, %d memories",
-		round, len(units), len(live), behind, tr.Depth(), len(mems))
+	t.Logf("round %d: %d live units, %d acknowledged, %d units with acknowledged feedback, saved tree behind the index %v, tree depth %d, %d memories",
+		round, len(units), len(live), len(fbAcked), behind, tr.Depth(), len(mems))
 }

@@ -142,6 +142,9 @@ func natqFloors(t *testing.T, got, floors map[string]natq.Scores) {
 // TestNaturalQuestionsGoDocs: the Go documentation's natural questions,
 // indexed the way `rcp index add --chunk` sends the files.
 func TestNaturalQuestionsGoDocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("indexes the Go documentation corpus and scores its questions; skipped with -short")
+	}
 	docs, err := natq.ReadGoDocs(context.Background())
 	if err != nil {
 		if os.Getenv("CI") == "true" {

@@ -68,6 +68,7 @@ type Gateway struct {
 	graphOps  []string           // pin order
 
 	origins hitOrigins // hit id → engine, for feedback (gateway_feedback.go)
+	pages   keptPages  // fused lists kept for their pages (gateway_pages.go)
 }
 
 // routed maps single-engine methods to their capability keys.
@@ -80,6 +81,9 @@ var routed = map[string]string{
 	// A memoryId names a memory in one engine (gateway_graph.go).
 	rcp.MethodMemoryBuild:  rcp.CapMemory,
 	rcp.MethodMemoryRecall: rcp.CapMemory,
+	// Writes go to one engine: the first writable one (gateway_caps.go).
+	rcp.MethodIndexAdd:    rcp.CapIndex,
+	rcp.MethodIndexDelete: rcp.CapIndex,
 }
 
 // NewGateway returns a gateway over the registry's engines. Call Connect
@@ -185,6 +189,9 @@ func (g *Gateway) repin() {
 				g.pins[key] = e
 			}
 		}
+		if _, pinned := g.pins[rcp.CapIndex]; !pinned && init.Capabilities.Index != nil && init.Capabilities.Index.Writable {
+			g.pins[rcp.CapIndex] = e
+		}
 		if init.Capabilities.Graph != nil {
 			for _, op := range init.Capabilities.Graph.Ops {
 				if _, pinned := g.graphPins[op]; !pinned {
@@ -232,10 +239,10 @@ func (g *Gateway) Describe(context.Context) rcp.Description {
 		if len(retrieving) > 0 {
 			u := unionCaps(retrieving).Retrieve
 			rc.Modes, rc.Units, rc.Modalities = u.Modes, u.Units, u.Modalities
-			if slices.Contains(rc.Modes, rcp.ModeHybrid) {
-				rc.DefaultMode = rcp.ModeHybrid
-			}
+			rc.DefaultMode = commonDefaultMode(retrieving)
 			caps.Filter = commonFilter(retrieving)
+			caps.Session = commonSession(retrieving)
+			caps.Pagination = &rcp.EmptyCap{} // the fused list's pages (gateway_pages.go)
 		}
 		caps.Retrieve = rc
 	}
@@ -257,6 +264,8 @@ func (g *Gateway) Describe(context.Context) rcp.Description {
 			caps.Transform = src.Transform
 		case rcp.CapMemory:
 			caps.Memory = src.Memory
+		case rcp.CapIndex:
+			caps.Index = src.Index
 		}
 	}
 	if len(g.graphOps) > 0 {
@@ -270,7 +279,7 @@ func (g *Gateway) Describe(context.Context) rcp.Description {
 	return rcp.Description{
 		Server:       g.opts.Server,
 		Capabilities: caps,
-		Conformance:  rcp.LevelL2,
+		Conformance:  levelOf(&caps, known),
 		Meta:         rcp.Meta{}.Set(rcp.MetaFederation, map[string]any{"id": g.opts.Identity}),
 	}
 }
@@ -383,6 +392,9 @@ func (g *Gateway) retrieve(ctx context.Context, params json.RawMessage) (any, er
 		return nil, err
 	}
 	p.K = min(p.K, g.opts.MaxK)
+	if p.Cursor != "" {
+		return g.nextPage(&p, notes)
+	}
 	fwd, refuse := g.hop(p.Meta)
 	if refuse != "" {
 		// The gateway has no index of its own: it answers with nothing.
@@ -417,11 +429,12 @@ func (g *Gateway) retrieve(ctx context.Context, params json.RawMessage) (any, er
 				Message: fmt.Sprintf("engine %s done (%d/%d)", engine, done, total)})
 		})
 	}
-	res, err := g.fed.Retrieve(ctx, &p)
+	res, err := g.firstPage(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
 	g.origins.record(res.Hits)
+	g.vouch(res.Hits)
 	stripUnasked(&p, res)
 	if len(notes) > 0 {
 		res.Usage.Notes = append(notes, res.Usage.Notes...)
@@ -538,11 +551,6 @@ func (g *Gateway) checkRetrieve(ctx context.Context, p *rcp.RetrieveParams) ([]s
 		// a filter outside them is the caller's error, answered here (§8).
 		if _, err := filter.Validate(p.Filter, caps.Filter.FieldTypes(), caps.Filter.Operators); err != nil {
 			return nil, prefixField(err, "filter")
-		}
-	}
-	if p.Cursor != "" {
-		if err := problem("cursor", "the gateway does not advertise pagination", func() { p.Cursor = "" }); err != nil {
-			return nil, err
 		}
 	}
 	if p.Unit != "" {

@@ -152,6 +152,7 @@ func (g *Gateway) fuseGraph(ctx context.Context, engines []*Engine, params json.
 	for i, r := range fused {
 		hits[i] = r.Hit
 	}
+	g.vouch(hits)
 	res := &rcp.GraphResult{Hits: hits, Followups: followups}
 	if len(notes) > 0 {
 		res.Usage = &rcp.Usage{Notes: notes}

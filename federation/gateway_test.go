@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -195,7 +196,7 @@ func TestGatewayEngineKilledMidQuery(t *testing.T) {
 		t.Fatal("beta never received the query")
 	}
 	tr.betaSrv.Kill()
-	a := <-got
+	a := within.Recv(t, got, "the gateway's answer after beta was killed")
 	if a.err != nil {
 		t.Fatalf("want degraded success, got %v", a.err)
 	}
@@ -238,9 +239,9 @@ func TestGatewayRequiredEngineFails(t *testing.T) {
 		_, err := c.Retrieve(context.Background(), &rcp.RetrieveParams{Query: rcp.TextQuery("federated xhangbeta"), K: 5})
 		errc <- err
 	}()
-	<-tr.beta.Started
+	within.Recv(t, tr.beta.Started, "beta to receive the query")
 	tr.betaSrv.Kill()
-	err := <-errc
+	err := within.Recv(t, errc, "the gateway's answer after beta was killed")
 	var re *rcp.Error
 	if !errors.As(err, &re) || re.Code != rcp.CodeBackendUnavailable || !strings.Contains(re.Message, "required engine beta") {
 		t.Fatalf("got %v", err)
@@ -276,8 +277,8 @@ func TestGatewayAllEnginesKilled(t *testing.T) {
 		_, err := c.Retrieve(context.Background(), &rcp.RetrieveParams{Query: rcp.TextQuery("federated xhangall"), K: 5})
 		errc <- err
 	}()
-	<-tr.beta.Started
-	<-tr.gamma.Started
+	within.Recv(t, tr.beta.Started, "beta to receive the query")
+	within.Recv(t, tr.gamma.Started, "gamma to receive the query")
 	time.Sleep(100 * time.Millisecond) // alpha (a child process) has the query by now
 	tr.killAlpha()
 	tr.betaSrv.Kill()
@@ -543,7 +544,7 @@ func TestGatewayRetrieveOptions(t *testing.T) {
 		{map[string]any{"k": 3}, rcp.CodeInvalidParams},
 		{map[string]any{"query": "x", "k": 3, "mode": "dense"}, rcp.CodeOptionUnsupported},
 		{map[string]any{"query": "x", "k": 3, "mmr": map[string]any{}}, rcp.CodeOptionUnsupported},
-		{map[string]any{"query": "x", "k": 3, "cursor": "abc"}, rcp.CodeOptionUnsupported},
+		{map[string]any{"query": "x", "k": 3, "cursor": "abc"}, rcp.CodeInvalidParams}, // the gateway pages (gateway_pages.go): a foreign cursor is malformed
 		{map[string]any{"query": "x", "k": 3, "fusion": map[string]any{"method": "bogus"}}, rcp.CodeOptionUnsupported},
 		{map[string]any{"query": "x", "k": 3, "rewrite": "step-back"}, rcp.CodeOptionUnsupported}, // no engine advertises transform
 		{map[string]any{"query": "federated", "k": 3, "rewrite": false}, 0},

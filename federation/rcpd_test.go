@@ -40,6 +40,9 @@ func docsOf(name string) []rcp.Document {
 // The real engine behind the gateway: rcpd over stdio and over HTTP, each
 // with its own corpus, next to an in-process engine.
 func TestRcpdEngines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("federates spawned rcpd engines; skipped with -short")
+	}
 	bin := buildRcpd(t)
 	ctx := ctxT(t, 60*time.Second)
 	stdioData, httpData := t.TempDir(), t.TempDir()

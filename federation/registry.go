@@ -69,6 +69,10 @@ type EngineSpec struct {
 	Headers   map[string]string `json:"headers,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
 	Dir       string            `json:"dir,omitempty"`
+	// Trust is the highest trust.level the gateway lets this engine's hits
+	// claim: "trusted", "community" or "untrusted" (the default): an
+	// engine is not believed about its own provenance (§15.1).
+	Trust string `json:"trust,omitempty"`
 }
 
 // EffectiveWeight returns the fusion weight (default 1.0).
@@ -156,6 +160,9 @@ func (r *Registry) Validate() error {
 		seen[e.ID] = true
 		if e.Weight != nil && *e.Weight < 0 {
 			return &RegistryError{Path: at("weight"), Detail: "must be ≥ 0"}
+		}
+		if trustRank(e.Trust) < 0 {
+			return &RegistryError{Path: at("trust"), Detail: fmt.Sprintf("%q: want trusted, community or untrusted", e.Trust)}
 		}
 		switch e.EffectiveTransport() {
 		case TransportStdio:

@@ -144,6 +144,20 @@ func cors(origins []string, next http.Handler) http.Handler {
 	})
 }
 
+// endpointHint answers GET / of the MCP HTTP face: a person or a client
+// configured with the bare address learns where the endpoint is, instead
+// of a 404.
+func endpointHint(path string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "This is rcpd's MCP face (streamable HTTP). Its endpoint is %s, not /:\n"+
+			"point your MCP client at http://%s%s (e.g. claude mcp add --transport http rcpd http://%s%s).\n",
+			path, r.Host, path, r.Host, path)
+	}
+}
+
 // IsLoopback reports whether a listen address binds only loopback
 // interfaces (an empty host, like ":8080", binds all of them).
 func IsLoopback(addr string) bool {
@@ -167,6 +181,9 @@ func (b *Bridge) ServeHTTP(ctx context.Context, ln net.Listener, path string, op
 	}
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
+	if path != "/" {
+		mux.HandleFunc("/{$}", endpointHint(path))
+	}
 	if opts.Mount != nil {
 		opts.Mount(mux)
 	}

@@ -140,14 +140,14 @@ func TestSSENonReadingClient(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"q","k":1,"_meta":{"progressToken":"t"}}}`
 	start := time.Now()
 	fmt.Fprintf(c, "POST /rcp/retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(slowdown * 5 * time.Second)
 	for h.done.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if h.done.Load() == 0 {
 		t.Fatal("the handler is blocked behind a client that does not read")
 	}
-	if d := time.Unix(0, h.done.Load()).Sub(start); d > 3*time.Second {
+	if d := time.Unix(0, h.done.Load()).Sub(start); d > slowdown*3*time.Second {
 		t.Errorf("the handler took %v", d)
 	}
 	pingOK(t, base)

@@ -22,9 +22,10 @@ fail() { echo "newcomer: FAIL: $*" >&2; exit 1; }
 quick=$(awk '/^## Quick start/{q=1} q && /^```sh/{getline; print; exit}' README.md)
 [[ $quick == "go run ./cmd/rcp query "* ]] || fail "quick start command not found in README.md: $quick"
 echo "\$ $quick"
-out=$(eval "$quick")
+out=$(eval "$quick" 2>"$work/quick.err") || { cat "$work/quick.err" >&2; fail "the quick start failed"; }
 echo "$out" | head -5
 grep -qi "fusion" <<<"$out" || fail "quick start answered no fusion passage"
+! grep -q "level=INFO" "$work/quick.err" || fail "the spawned server's INFO lines precede the answer: $(cat "$work/quick.err")"
 phase "quick start with an empty build cache"
 
 # 2. The binaries a newcomer installs next (the build cache is warm now).
@@ -59,4 +60,8 @@ grep -q "deleted 1 of 1" <<<"$out" || fail "delete --source"
 out=$(rcp index list "${srv[@]}")
 [[ $(grep -c "file://" <<<"$out") == 1 ]] || fail "index list after delete: $out"
 phase "notes workflow"
+
+# 4. Issue 34, "everyday use, round two": every finding, as a newcomer meets it.
+bash scripts/newcomer-everyday.sh "$work"
+phase "everyday use (issue 34)"
 echo "newcomer: ok"

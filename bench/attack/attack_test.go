@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -48,7 +49,16 @@ const (
 
 var rcpdBin string
 
+// bearer, when set, is the token the normal client and the /metrics
+// reads send (the issue 33 replays run rcpd with a token file).
+var bearer string
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("attack: builds rcpd and attacks it over the network; skipped with -short")
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "rcpd-attack")
 	if err != nil {
 		panic(err)
@@ -202,6 +212,9 @@ func normal(t *testing.T, base string) (stop func()) {
 		for ctx.Err() == nil {
 			req, _ := http.NewRequest(http.MethodPost, base+"/rcp/retrieve", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"bm25","k":1}}`))
 			req.Header.Set("Content-Type", "application/json")
+			if bearer != "" {
+				req.Header.Set("Authorization", "Bearer "+bearer)
+			}
 			resp, err := c.Do(req)
 			if err != nil {
 				if ctx.Err() == nil {
@@ -375,7 +388,11 @@ var rcpAttacks = []attack{
 // and the MCP face all serve it).
 func goroutines(t *testing.T, base string) int {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine"
+	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -83,7 +84,7 @@ func TestServesWhileOpening(t *testing.T) {
 	}
 	o.eng = eng
 	close(o.ready)
-	s := <-connected
+	s := within.Recv(t, connected, "the client's connection once the engine opened")
 	if s.err != nil {
 		t.Fatal(s.err)
 	}
@@ -110,7 +111,7 @@ func TestFailedOpenEndsServe(t *testing.T) {
 	close(o.ready)
 	errc := make(chan error, 1)
 	o.failed(errc)
-	if err := <-errc; err != o.err {
+	if err := within.Recv(t, errc, "the failed open to be reported"); err != o.err {
 		t.Fatalf("failed open reported %v", err)
 	}
 	if err := o.Health(); err != o.err {

@@ -13,7 +13,6 @@ import (
 
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/internal/buildinfo"
+	"github.com/rcpgo/rcpgo/internal/datadir"
 	"github.com/rcpgo/rcpgo/internal/demo"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
@@ -150,15 +150,9 @@ func (f *fieldFlags) Set(v string) error {
 	return nil
 }
 
-func defaultDataDir() string {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "rcpd")
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "share", "rcpd")
-	}
-	return "rcpd-data"
-}
+// defaultDataDir is the data directory when none is named (RCPD_DATA is
+// picked before it, in its place among flag, environment and config).
+func defaultDataDir() string { return datadir.Default() }
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rcpd serve", flag.ContinueOnError)

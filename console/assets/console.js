@@ -327,6 +327,7 @@
     const box = clear($("caps")), info = state.info, c = state.caps;
     box.append(el("section", { class: "card", "aria-labelledby": "caps-server" }, el("h2", { id: "caps-server" }, "Server"),
       dl({ name: info.server.name, version: info.server.version, protocol: "RCP/" + info.protocolVersion, conformance: (info._meta && info._meta.conformance) || "not stated" })));
+    renderReadiness(box);
     // a gateway's engines and their health come first: they are what it serves
     if (c.catalog) renderCatalog(box);
     const grid = el("div", { class: "caps" });
@@ -343,6 +344,40 @@
       box.append(el("h2", {}, "Filter fields"), el("table", {}, el("caption", { class: "visually-hidden" }, "Filter fields"),
         el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Field"), el("th", { scope: "col" }, "Type"), el("th", { scope: "col" }, "Operators"))), tb));
     }
+  }
+  // The derived structures the server builds in the background (rcpd's
+  // info _meta "x-rcpgo/readiness"): state, progress and why; refreshed
+  // every 2 s while one is building or stale.
+  let readinessTimer = null;
+  function readinessOf(info) { return (info && info._meta && info._meta["x-rcpgo/readiness"]) || null; }
+  function renderReadiness(box) {
+    const r = readinessOf(state.info);
+    if (!r) return;
+    const sec = el("section", { id: "readiness", "aria-live": "polite" }, el("h2", {}, "Derived structures"));
+    const tb = el("tbody");
+    let settled = true;
+    for (const name of Object.keys(r).sort()) {
+      const s = r[name];
+      if (s.state === "building" || s.state === "stale") settled = false;
+      let prog = s.phase || "";
+      if (s.total) prog += ` ${s.done || 0}/${s.total} ${s.unit || ""} (${Math.floor(100 * (s.done || 0) / s.total)}%)`;
+      if (s.etaMs) prog += ` · ${Math.ceil(s.etaMs / 1000)} s left`;
+      tb.append(el("tr", {}, el("td", {}, el("code", {}, name)), el("td", {}, el("span", { class: "health " + (s.state === "ready" ? "up" : s.state === "waiting" ? "down" : "busy") }, s.state)),
+        el("td", {}, prog.trim()), el("td", {}, s.detail || "")));
+    }
+    sec.append(el("table", {}, el("caption", { class: "visually-hidden" }, "Derived structures"),
+      el("thead", {}, el("tr", {}, ...["Structure", "State", "Progress", "Detail"].map((h) => el("th", { scope: "col" }, h)))), tb));
+    const old = $("readiness");
+    if (old) old.replaceWith(sec); else box.append(sec);
+    clearTimeout(readinessTimer);
+    if (!settled) readinessTimer = setTimeout(refreshReadiness, 2000);
+  }
+  async function refreshReadiness() {
+    try {
+      const info = await call("info", {});
+      state.info._meta = info._meta;
+      renderReadiness($("caps"));
+    } catch (e) { /* the next loadInfo reports it */ }
   }
   async function renderCatalog(box) {
     const sec = el("section", {}, el("h2", {}, "Engines (catalog/list)"));

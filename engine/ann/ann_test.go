@@ -53,6 +53,9 @@ func recallAt(t testing.TB, ix *Index, queries [][]float32, k int, opts SearchOp
 }
 
 func TestHNSWRecall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds HNSW graphs large enough to measure recall; skipped with -short")
+	}
 	vecs := Clustered(6000, 48, 40, 0.6, 1)
 	queries := Clustered(100, 48, 40, 0.6, 2)
 	for _, workers := range []int{1, 2} {

@@ -275,6 +275,9 @@ func TestMain(m *testing.M) {
 // TestPruningWork checks that top-10 search scores only a small part of
 // the matching documents of a synthetic corpus (run with -v for figures).
 func TestPruningWork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("indexes a corpus large enough to count pruned postings; skipped with -short")
+	}
 	ctx := context.Background()
 	ix := openTest(t, "", Options{NoBackground: true})
 	docs := synthCorpus(4, 3000, benchVocab())

@@ -109,6 +109,9 @@ func TestCrashChild(t *testing.T) {
 //
 // RCPGO_CRASH_TRIALS raises the number of trials (default 20).
 func TestCrashSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crashes and reopens the index many times; skipped with -short")
+	}
 	trials := 20
 	if n, err := strconv.Atoi(os.Getenv("RCPGO_CRASH_TRIALS")); err == nil && n > 0 {
 		trials = n

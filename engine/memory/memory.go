@@ -45,6 +45,10 @@ const (
 	DefaultMaxDocs     = 10000
 	DefaultSessionTTL  = 30 * time.Minute
 	DefaultMaxBytes    = 64 << 20
+	// MaxDocBytes bounds one document: extraction is checked for
+	// cancellation between documents, so this bounds the work done after
+	// a client gives up.
+	MaxDocBytes = 256 << 10
 )
 
 // Options bound a Store.
@@ -149,7 +153,10 @@ func validID(id string) bool {
 // before the documents are extracted.
 func (s *Store) Build(ctx context.Context, id, scope string, docs []Doc) (string, int, error) {
 	var size int64
-	for _, d := range docs {
+	for i, d := range docs {
+		if len(d.Text) > MaxDocBytes {
+			return "", 0, fmt.Errorf("%w: document %d is %d bytes; a memory's documents are at most %d (split it)", ErrTooLarge, i, len(d.Text), MaxDocBytes)
+		}
 		size += int64(len(d.Text))
 	}
 	if size > s.opts.MaxBytes {

@@ -58,6 +58,9 @@ func TestBuildByteBudgetAndContext(t *testing.T) {
 	if _, _, err := s.Build(ctx, "", ScopeSession, []Doc{{Text: text(6000)}, {Text: text(6000)}}); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("a 12 000-byte build: %v, want ErrTooLarge", err)
 	}
+	if _, _, err := s.Build(ctx, "", ScopeSession, []Doc{{Text: text(MaxDocBytes + 1)}}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a document over MaxDocBytes: %v, want ErrTooLarge", err)
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	before := len(s.mems)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/search"
+	"github.com/rcpgo/rcpgo/internal/within"
 )
 
 func openTest(t *testing.T) *Store {
@@ -215,7 +216,7 @@ func TestRewriteRecordsLetsWritersIn(t *testing.T) {
 		})
 		rewrote <- result{n, err}
 	}()
-	<-inFn
+	within.Recv(t, inFn, "the update function to start")
 	committed := make(chan error, 1)
 	go func() {
 		committed <- s.Update(ctx, func(tx *Tx) error {
@@ -236,7 +237,7 @@ func TestRewriteRecordsLetsWritersIn(t *testing.T) {
 		t.Fatal("a commit waited for the rewrite's fn: the rewrite held the write transaction")
 	}
 	close(release)
-	r := <-rewrote
+	r := within.Recv(t, rewrote, "the rewrite to finish")
 	if r.err != nil || r.n != 1 {
 		t.Fatalf("RewriteRecords = %d, %v; want 1 record rewritten (2 changed, 3 deleted meanwhile)", r.n, r.err)
 	}

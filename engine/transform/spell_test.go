@@ -129,6 +129,9 @@ func correctByScan(l *Lexicon, word string) string {
 // The symmetric-delete index finds exactly the correction a scan of the
 // whole vocabulary finds.
 func TestCorrectMatchesScan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("checks the corrector against a full scan of a large vocabulary; skipped with -short")
+	}
 	l := bigLexicon(t)
 	for _, w := range typos(l, 100) {
 		if got, want := l.Correct(w), correctByScan(l, w); got != want {

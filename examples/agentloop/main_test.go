@@ -16,6 +16,9 @@ import (
 // checks no retrieve of the session returned a hit twice (the server's
 // session dedup) while round 2 still found new evidence.
 func TestLoopAgainstRcpdDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the agent loop against a spawned rcpd; skipped with -short")
+	}
 	root := shared.Root(t)
 	dir := t.TempDir()
 	rcpd := filepath.Join(dir, "rcpd")

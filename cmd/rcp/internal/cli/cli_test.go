@@ -100,6 +100,9 @@ func TestSnippetHighlight(t *testing.T) {
 // stdio on a five-document fixture whose BM25 ranking is known, and checks
 // the metrics exactly (values worked out in the comments).
 func TestEvalAgainstRcpd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs rcp eval against a spawned rcpd; skipped with -short")
+	}
 	rcpd := rcpdBinary(t)
 	dir := t.TempDir()
 	ds := filepath.Join(dir, "tiny")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -327,5 +328,45 @@ func TestDenseHintNamesTheRealReason(t *testing.T) {
 	code, _, errs := rcpRun(append([]string{"query", "--mode", "dense", "lonely"}, srv...)...)
 	if code == 0 || !strings.Contains(errs, "LSA needs ≥ 20 documents; 1 indexed") || strings.Contains(errs, "dense needs an encoder") {
 		t.Fatalf("exit %d\n%s", code, errs)
+	}
+}
+
+// Issue 31, acceptance 2 in miniature: `rcp eval --ingest --modes
+// sparse,dense,hybrid-rrf` on a fresh data directory succeeds on its first
+// run — eval waits until the engine has derived its dense index (fits and
+// refits included) before it measures; before, a dense mode was not
+// advertised yet, or a refit replaced the generation mid-run. Then `rcp
+// index status --wait` reports every structure settled.
+func TestEvalIngestFirstRun(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "topics")
+	topics := [][]string{{"ocean", "tide", "wave", "coral", "reef"}, {"engine", "piston", "fuel", "torque", "gear"},
+		{"garden", "soil", "seed", "bloom", "compost"}, {"market", "price", "stock", "trade", "bond"}}
+	var corpus, queries, qrels strings.Builder
+	qrels.WriteString("query-id\tcorpus-id\tscore\n")
+	for i := range 200 {
+		w := topics[i%4]
+		fmt.Fprintf(&corpus, `{"_id":"d%d","title":"","text":"%s %s %s %s"}`+"\n", i, w[i%5], w[(i+1)%5], w[(i+2)%5], w[(i/4)%5])
+	}
+	for q := range 4 {
+		fmt.Fprintf(&queries, `{"_id":"q%d","text":"%s %s"}`+"\n", q, topics[q][0], topics[q][1])
+		fmt.Fprintf(&qrels, "q%d\td%d\t1\n", q, q)
+	}
+	writeFiles(t, ds, map[string]string{"corpus.jsonl": corpus.String(), "queries.jsonl": queries.String(), "qrels/test.tsv": qrels.String()})
+	data := filepath.Join(dir, "data")
+	srv := []string{"--", rcpdBinary(t), "serve", "--stdio", "--data", data, "--log-level", "error"}
+	code, out, errs := rcpRun(append([]string{"eval", "--dataset", ds, "--ingest", "--batch", "20", "--quiet",
+		"--modes", "sparse,dense,hybrid-rrf", "--metrics", "ndcg@10", "--json"}, srv...)...)
+	if code != 0 {
+		t.Fatalf("first run: exit %d\n%s%s", code, out, errs)
+	}
+	var rep struct{ Modes []struct{ Name string } }
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Modes) != 3 {
+		t.Fatalf("%v %s", err, out)
+	}
+	code, out, errs = rcpRun(append([]string{"index", "status", "--wait", "--json"}, srv...)...)
+	var st struct{ Readiness rcp.Readiness }
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || !st.Readiness.Settled() || st.Readiness["dense"].State != rcp.StateReady {
+		t.Fatalf("index status --wait: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rcpgo/rcpgo/internal/ingest"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -53,6 +54,8 @@ func runIndexAdd(ctx context.Context, env *Env, name string, args []string, sync
 	prune := fs.Bool("prune", sync, "delete the documents of files no longer found under the given folders")
 	code := fs.Bool("code", false, "also index source code (.go, .py, .ts, …) as plain text")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	wait := fs.Bool("wait", false, "return once the server has derived everything from the new documents (dense index, graph, tree: a progress bar on stderr meanwhile)")
+	waitFor := fs.Duration("wait-timeout", time.Hour, "--wait: give up after this long")
 	pos, err := parse(fs, &t, args)
 	if err != nil {
 		return err
@@ -64,7 +67,7 @@ func runIndexAdd(ctx context.Context, env *Env, name string, args []string, sync
 		return usageErr("--batch must be ≥ 1")
 	}
 	plan := addPlan{paths: pos, opt: ingest.Options{Code: *code}, batch: *batch, chunk: *chunk, contextual: *contextual,
-		prune: *prune, verbose: t.verbose, json: *jsonOut}
+		prune: *prune, verbose: t.verbose, json: *jsonOut, wait: *wait, waitFor: *waitFor}
 	return plan.run(ctx, env, &t)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rcpgo/rcpgo/internal/ingest"
 	"github.com/rcpgo/rcpgo/internal/progress"
@@ -21,6 +22,10 @@ type addPlan struct {
 	chunk, contextual bool
 	prune, verbose    bool
 	json              bool
+	// wait: return once the server's derived structures are settled
+	// (within waitFor).
+	wait    bool
+	waitFor time.Duration
 }
 
 // addReport is what an add did; it is also the --json output.
@@ -115,6 +120,11 @@ func (p *addPlan) run(ctx context.Context, env *Env, t *target) error {
 	}
 	if p.prune && !rep.Interrupted {
 		if rep.Pruned, err = prune(ctx, c, p.paths, present); err != nil {
+			return err
+		}
+	}
+	if p.wait && !rep.Interrupted {
+		if err := waitDerived(ctx, env, c, p.waitFor, p.json); err != nil {
 			return err
 		}
 	}
@@ -307,7 +317,10 @@ func (p *addPlan) print(env *Env, rep *addReport) error {
 		}
 		fmt.Fprintln(w)
 	}
-	if rep.Interrupted {
+	switch {
+	case rep.Interrupted && rep.ToSend == 0:
+		fmt.Fprintln(w, "interrupted before anything was sent; run it again")
+	case rep.Interrupted:
 		fmt.Fprintf(w, "interrupted: %d of %s sent; run it again to resume (what was sent is stored, and unchanged files are skipped)\n",
 			rep.Documents, wording.Plural(rep.ToSend, "document", "documents"))
 	}

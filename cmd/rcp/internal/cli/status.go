@@ -7,7 +7,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/rcpgo/rcpgo/cmd/rcp/internal/settle"
 	"github.com/rcpgo/rcpgo/internal/wording"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -164,6 +166,19 @@ func readinessLine(r rcp.Readiness) string {
 	return strings.Join(parts, " · ")
 }
 
+// waitDerived waits (at most waitFor) until the server's derived
+// structures are settled, with a progress bar on stderr unless quiet.
+func waitDerived(ctx context.Context, env *Env, c *rcp.Client, waitFor time.Duration, quiet bool) error {
+	ctx, cancel := context.WithTimeout(ctx, waitFor)
+	defer cancel()
+	var w io.Writer = env.Stderr
+	if quiet {
+		w = nil
+	}
+	_, err := settle.Wait(ctx, settle.ClientInfo(c), w, settle.Poll)
+	return err
+}
+
 // indexStatus is `rcp index status --json`.
 type indexStatus struct {
 	Writable     bool             `json:"writable"`
@@ -175,10 +190,12 @@ type indexStatus struct {
 }
 
 func runIndexStatus(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags("index status", env, "[--json] [target]")
+	fs := newFlags("index status", env, "[--wait] [--json] [target]")
 	var t target
 	t.register(fs)
 	jsonOut := fs.Bool("json", false, "print the status as JSON")
+	wait := fs.Bool("wait", false, "block until every derived structure is ready (a progress bar on stderr while one is built)")
+	waitFor := fs.Duration("wait-timeout", time.Hour, "--wait: give up after this long")
 	pos, err := parse(fs, &t, args)
 	if err != nil {
 		return err
@@ -191,6 +208,11 @@ func runIndexStatus(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if *wait {
+		if err := waitDerived(ctx, env, c, *waitFor, false); err != nil {
+			return err
+		}
+	}
 	st, err := readStatus(ctx, c)
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/cmd/rcp/internal/evalchart"
+	"github.com/rcpgo/rcpgo/cmd/rcp/internal/settle"
 	"github.com/rcpgo/rcpgo/eval"
 	"github.com/rcpgo/rcpgo/internal/progress"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -129,6 +130,8 @@ type evalPlan struct {
 	ingest                               bool
 	batch, ingestConc                    int
 	limit                                int64
+	settleFor                            time.Duration
+	stderr                               io.Writer
 	jsonOut, mdOut, chartOut, runsDir    string
 	perQuery, quiet                      bool
 }
@@ -139,7 +142,7 @@ type evalPlan struct {
 func parseEval(args []string, stderr io.Writer) (*evalPlan, int) {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	p := &evalPlan{}
+	p := &evalPlan{stderr: stderr}
 	fs.StringVar(&p.target, "target", "", "server `address`")
 	fs.StringVar(&p.dataset, "dataset", "", "BEIR dataset `directory` (corpus.jsonl, queries.jsonl, qrels/)")
 	fs.StringVar(&p.split, "split", "test", "qrels split")
@@ -157,6 +160,7 @@ func parseEval(args []string, stderr io.Writer) (*evalPlan, int) {
 	fs.IntVar(&p.batch, "batch", 64, "ingest: documents per index/add")
 	fs.IntVar(&p.ingestConc, "ingest-c", 2, "ingest: batches in flight")
 	fs.Int64Var(&p.limit, "limit", 0, "ingest: stop after this many documents (0: all)")
+	fs.DurationVar(&p.settleFor, "settle-timeout", time.Hour, "ingest: how long to wait for the server to derive its dense index, graph and tree from the corpus before measuring")
 	fs.StringVar(&p.jsonOut, "json", "", "write the JSON report to `path` (- or a bare --json: stdout, instead of the Markdown table)")
 	fs.StringVar(&p.mdOut, "md", "", "write the Markdown table to `path`")
 	fs.StringVar(&p.chartOut, "chart", "", "write the chart to `path` (.png or .svg)")
@@ -225,10 +229,40 @@ func (p *evalPlan) ingestCorpus(ctx context.Context, ds *eval.Dataset, c eval.Ca
 	if err != nil {
 		return c, closeFn, err
 	}
+	// The engine derives its dense index (graph, tree) from the new corpus
+	// in the background: measure once that has settled, so that every mode
+	// is offered and answers from a current structure.
+	if err := p.settle(ctx, c); err != nil {
+		return c, closeFn, err
+	}
 	if closeFn != nil {
 		closeFn()
 	}
 	return dial(ctx, p.target)
+}
+
+// settle waits until the server has derived everything from the corpus
+// (rcpd's x-rcpgo/readiness), at most -settle-timeout.
+func (p *evalPlan) settle(ctx context.Context, c eval.Caller) error {
+	ctx, cancel := context.WithTimeout(ctx, p.settleFor)
+	defer cancel()
+	var w io.Writer = p.stderr
+	if p.quiet {
+		w = nil
+	}
+	info := func(ctx context.Context) (rcp.Meta, error) {
+		raw, err := c.Call(ctx, rcp.MethodInfo, nil)
+		if err != nil {
+			return nil, err
+		}
+		var res rcp.InitializeResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("info: %w", err)
+		}
+		return res.Meta, nil
+	}
+	_, err := settle.Wait(ctx, info, w, settle.Poll)
+	return err
 }
 
 // run evaluates every mode and gathers the report, writing each mode's

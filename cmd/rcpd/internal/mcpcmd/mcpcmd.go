@@ -28,6 +28,7 @@ import (
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/internal/auth"
 	"github.com/rcpgo/rcpgo/internal/buildinfo"
+	"github.com/rcpgo/rcpgo/internal/datadir"
 	"github.com/rcpgo/rcpgo/mcpbridge"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -81,7 +82,7 @@ func newFlags(name string, stderr io.Writer, c *config, desc bool) *flag.FlagSet
 	fs.StringVar(&c.connectTokenFile, "connect-token-file", "", "with --connect: send the bearer token read from `FILE` to the engine (or set $"+ConnectTokenEnv+")")
 	fs.StringVar(&c.registry, "registry", "", "rcp.json `FILE` (with --engine)")
 	fs.StringVar(&c.engineID, "engine", "", "engine `ID` in --registry")
-	fs.StringVar(&c.data, "data", "", "run the rcpd engine in-process on data `DIR`")
+	fs.StringVar(&c.data, "data", "", "run the rcpd engine in-process on data `DIR` (the default engine: $RCPD_DATA, $XDG_DATA_HOME/rcpd or ~/.local/share/rcpd, as rcpd serve)")
 	fs.BoolVar(&c.readOnly, "read-only", false, "with --data: open the index read-only")
 	fs.Var(&c.fields, "field", "with --data: filterable metadata field `NAME=TYPE` (repeatable)")
 	fs.Var(&c.trust, "trust", "with --data: trust level of documents ingested from source `NAME=LEVEL` (trusted, community or untrusted; repeatable; like trustedSources of rcpd serve)")
@@ -134,7 +135,8 @@ func parse(name string, args []string, stderr io.Writer, desc bool) (*config, er
 	}
 	switch {
 	case n == 0:
-		return nil, errors.New("choose an engine: --connect URL, --registry FILE --engine ID, --data DIR or -- CMD ARGS")
+		// The default: the index rcpd serve and rcp index add use.
+		c.data = datadir.Default()
 	case n > 1:
 		return nil, errors.New("choose one engine: --connect, --registry, --data or -- CMD")
 	case c.registry != "" && c.engineID == "":

@@ -311,7 +311,6 @@ func TestMainUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no engine", nil, "choose an engine"},
 		{"two engines", []string{"--connect", "http://127.0.0.1:1/rcp", "--data", "x"}, "choose one engine"},
 		{"registry without engine", []string{"--registry", "rcp.json"}, "--engine"},
 		{"engine without registry", []string{"--engine", "a", "--data", "x"}, "--registry"},
