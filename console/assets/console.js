@@ -57,7 +57,7 @@
   // for are listed in a trailing comment rather than silently dropped.
   function asRCP(method, p) {
     const target = "--http " + shellQuote(location.origin + base) + (state.token ? " --token \"$RCP_TOKEN\"" : "");
-    if (method === "info" || method === "initialize") return "rcp info " + target;
+    if (method === "info" || method === "initialize") return "rcp info --json " + target;
     if (method === "ping") return "rcp ping " + target;
     if (method === "index/delete") return "rcp index delete " + target + " " + (p.ids || []).map(shellQuote).join(" ");
     if (method !== "retrieve") return "# no rcp command for " + method + "; use the curl form";
