@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
+	"github.com/rcpgo/rcpgo/engine/internal/derive"
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/fetch"
 	"github.com/rcpgo/rcpgo/engine/internal/gate"
@@ -234,6 +236,9 @@ type Config struct {
 	// holdDenseLoad, when set, holds the background load of the published
 	// dense generation until it is closed (tests: requests during loading).
 	holdDenseLoad chan struct{}
+	// backfillHook, when set, runs in each dense log backfill batch (tests:
+	// derive.Options.BackfillHook).
+	backfillHook func() error
 }
 
 // URIPolicy says which Content uris the engine dereferences (§4.8,
@@ -312,15 +317,11 @@ type Engine struct {
 	writes *writeQueue
 	gate   *gate.Gate
 
-	// Dense state (engine_dense.go, engine_derive.go): the published
-	// generation (nil: none yet, sessions are offered sparse), the deriver
-	// that maintains it (nil with Dense "none") and the seq of the last
-	// committed dense op.
-	gen        atomic.Pointer[generation]
-	kept       *retain.Set[*generation] // the published one and those kept for sessions (engine_retain.go)
-	derive     *deriver
-	opSeq      atomic.Uint64
-	lastWrite  atomic.Int64    // unix ns of the last write that logged dense ops
+	// dense is the dense side (engine/internal/derive): nil with dense off
+	// and a backend that stores no vectors.
+	dense *derive.Dense
+	// genDesc caches the description under the published generation.
+	genDesc    atomic.Pointer[genDesc]
 	descSparse rcp.Description // the description without a generation
 	inference  inference       // inferred filter fields (no Fields declared)
 
@@ -333,13 +334,6 @@ type Engine struct {
 	ag *agentic   // transform, session and feedback (engine_agentic.go)
 	kg *knowledge // graph and memory (engine_graph.go); nil when disabled
 	rt *raptor    // the summary tree (engine_tree.go); nil when disabled
-
-	remote search.DenseBackend // Config.Backend when it serves dense recall
-
-	// keyNums remembers the document number each ann key last resolved
-	// to, so dense recall resolves its hits without reading engine.db or
-	// the document store (engine_densenums.go).
-	keyNums keyNums
 
 	// catalog is the document catalog (engine/internal/catalog).
 	catalog *catalog.Catalog
@@ -372,7 +366,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, data: data,
 		fetch: fetch.New(cfg.URIPolicy, log)}
-	e.kept = retain.New[*generation](cfg.DenseRetain)
+	e.ready = readiness.New()
 	e.lists = pipeline.NewLists(denseListBytes, denseListTTL)
 	e.writes = newWriteQueue()
 	e.gate = gate.New(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
@@ -400,8 +394,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.ops[i] = string(op)
 	}
 	e.descSparse = e.describe(nil)
-	e.openRemoteDense()
-	before := e.opSeq.Load()
+	if err := e.newDense(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	var before uint64
+	if e.dense != nil {
+		before = e.dense.Seq()
+	}
 	if err := protect(func() error { return e.preload(ctx) }); err != nil {
 		e.Close()
 		return nil, err
@@ -413,7 +413,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		// The preload is the operator's corpus given at startup (the demo):
 		// Open returns once it is embedded. Anything else (replaying writes
 		// after the last checkpoint, fits, rebuilds) runs in the background.
-		if err := protect(func() error { return e.openDense(ctx, e.opSeq.Load() != before) }); err != nil {
+		if err := protect(func() error { return e.dense.Start(ctx, e.dense.Seq() != before) }); err != nil {
 			e.Close()
 			return nil, err
 		}
@@ -506,12 +506,6 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	}
 	cfg.maxAddDocs = DefaultMaxAddDocs
-	if cfg.refitQuiet <= 0 {
-		cfg.refitQuiet = refitQuiet
-	}
-	if cfg.backfillBatch <= 0 {
-		cfg.backfillBatch = backfillBatch
-	}
 	for name, typ := range cfg.Fields {
 		if _, ok := fieldTypes[typ]; !ok {
 			return cfg, fmt.Errorf("engine: field %q has unknown type %q", name, typ)
@@ -590,13 +584,13 @@ func (e *Engine) handle() {
 	rcp.Handle(e.router, rcp.MethodIndexDelete, e.indexDelete)
 	m := &models.Models{Multi: cfg.MultiEncoder, Sparse: cfg.SparseEncoder, Reranker: cfg.Reranker,
 		RerankMethod: cfg.RerankMethod, RerankMax: cfg.RerankMaxCandidates, Fetch: e.fetch}
-	if cfg.Dense != DenseNone || e.remote != nil {
+	if e.dense != nil {
 		m.Dense = func(ctx context.Context) (embed.Provider, error) {
-			g, err := e.denseFor(ctx, e.sessionCaps(ctx))
+			g, err := e.dense.For(ctx, e.sessionCaps(ctx))
 			if err != nil {
 				return nil, err
 			}
-			return g.model, nil
+			return g.Model(), nil
 		}
 	}
 	m.Handle(e.router)
@@ -606,8 +600,7 @@ func (e *Engine) handle() {
 }
 
 // engineBuckets are the top-level buckets of engine.db.
-var engineBuckets = append([][]byte{bucketIdem, bucketDense, bucketDenseIDs, bucketDenseKeys, bucketDenseOps, bucketDenseMeta},
-	catalog.Buckets...)
+var engineBuckets = slices.Concat([][]byte{bucketIdem}, derive.Buckets, catalog.Buckets)
 
 // initEngineDB creates engine.db's buckets and upgrades its dense log when
 // needed, and reads the last dense op's seq. A current file is only read:
@@ -615,9 +608,7 @@ var engineBuckets = append([][]byte{bucketIdem, bucketDense, bucketDenseIDs, buc
 func (e *Engine) initEngineDB(db *bolt.DB) (migrated bool, err error) {
 	current := false
 	if err := db.View(func(tx *bolt.Tx) error {
-		if current = engineDBCurrent(tx); current {
-			e.opSeq.Store(tx.Bucket(bucketDenseOps).Sequence())
-		}
+		current = engineDBCurrent(tx)
 		return nil
 	}); err != nil || current {
 		return false, err
@@ -628,9 +619,8 @@ func (e *Engine) initEngineDB(db *bolt.DB) (migrated bool, err error) {
 				return err
 			}
 		}
-		e.opSeq.Store(tx.Bucket(bucketDenseOps).Sequence())
 		var err error
-		migrated, err = migrateDenseLog(tx)
+		migrated, err = derive.Migrate(tx)
 		return err
 	})
 	return migrated, err
@@ -644,7 +634,7 @@ func engineDBCurrent(tx *bolt.Tx) bool {
 			return false
 		}
 	}
-	return string(tx.Bucket(bucketDenseMeta).Get(keyLayout)) == denseLayout
+	return derive.Current(tx)
 }
 
 var fieldTypes = map[string]index.FieldType{
@@ -665,8 +655,8 @@ func (e *Engine) Close() error {
 	if e.rt != nil {
 		e.rt.close()
 	}
-	if e.derive != nil {
-		errs = append(errs, e.derive.stop())
+	if e.dense != nil {
+		errs = append(errs, e.dense.Close())
 	}
 	if e.kg != nil {
 		errs = append(errs, e.closeGraph())
@@ -691,16 +681,14 @@ func (e *Engine) Close() error {
 // dense generation, with the declared filter fields or else those inferred
 // so far; the server freezes it per session.
 func (e *Engine) Describe(ctx context.Context) rcp.Description {
-	if g := e.gen.Load(); g != nil {
-		e.kept.Touch(g.info.identity) // a session negotiates it
+	g := e.published()
+	if e.dense != nil {
+		e.dense.Touch() // a session negotiates the published generation
 	}
 	if len(e.fields) == 0 {
-		return e.withTree(e.inferredDescription(e.gen.Load()))
+		return e.withTree(e.inferredDescription(g))
 	}
-	if g := e.gen.Load(); g != nil {
-		return e.withTree(g.desc)
-	}
-	return e.withTree(e.descSparse)
+	return e.withTree(e.descFor(g))
 }
 
 // Call implements rcp.Handler.
@@ -732,18 +720,75 @@ func (e *Engine) Stats() search.Stats { return e.ix.Stats() }
 // DenseIdentity is the identity of the published dense generation ("" when
 // none).
 func (e *Engine) DenseIdentity() string {
-	if g := e.gen.Load(); g != nil {
-		return g.info.identity
+	if g := e.published(); g != nil {
+		return g.Identity()
 	}
 	return ""
 }
 
+// DenseBuild describes a dense generation being built in the background.
+type DenseBuild = derive.DenseBuild
+
+// DenseBuild returns the dense build in progress; ok is false when none
+// is (dense retrieval off, or the published generation is current).
+func (e *Engine) DenseBuild() (b DenseBuild, ok bool) {
+	if e.dense == nil {
+		return DenseBuild{}, false
+	}
+	return e.dense.Build()
+}
+
+// published is the published dense generation (nil: none, or dense off).
+func (e *Engine) published() *derive.Generation {
+	if e.dense == nil {
+		return nil
+	}
+	return e.dense.Published()
+}
+
+// genDesc is the description under one generation, computed once.
+type genDesc struct {
+	g    *derive.Generation
+	desc rcp.Description
+}
+
+// descFor is the description under generation g (nil: none), with the
+// declared filter fields.
+func (e *Engine) descFor(g *derive.Generation) rcp.Description {
+	if g == nil {
+		return e.descSparse
+	}
+	if c := e.genDesc.Load(); c != nil && c.g == g {
+		return c.desc
+	}
+	d := e.describe(g)
+	e.genDesc.Store(&genDesc{g: g, desc: d})
+	return d
+}
+
+// newDense makes the dense side: the engine's own (dense on), or the
+// backend's when it stores the vectors.
+func (e *Engine) newDense() error {
+	cfg := &e.cfg
+	opts := derive.Options{Dir: cfg.Dir, Dense: cfg.Dense, Provider: cfg.DenseProvider, MinFitDocs: cfg.MinFitDocs,
+		LSADimension: cfg.LSADimension, LSAFitSample: cfg.LSAFitSample, ReadOnly: cfg.ReadOnly, Retain: cfg.DenseRetain,
+		DB: e.db, Index: e.ix, An: e.an, Log: e.log, Gate: e.gate, Catalog: e.catalog, Board: e.ready, Writable: e.writable,
+		CheckpointEvery: cfg.checkpointEvery, RefitQuiet: cfg.refitQuiet, BackfillBatch: cfg.backfillBatch, HoldLoad: cfg.holdDenseLoad, BackfillHook: cfg.backfillHook}
+	if cfg.Dense == DenseNone {
+		e.dense = derive.OpenRemote(cfg.Backend, opts)
+		return nil
+	}
+	var err error
+	e.dense, err = derive.New(opts)
+	return err
+}
+
 // describe computes the description under generation g (nil: none).
-func (e *Engine) describe(g *generation) rcp.Description { return e.describeWith(g, e.fields) }
+func (e *Engine) describe(g *derive.Generation) rcp.Description { return e.describeWith(g, e.fields) }
 
 // describeWith is describe advertising the filter fields fields (declared
 // or inferred).
-func (e *Engine) describeWith(g *generation, fields map[string]string) rcp.Description {
+func (e *Engine) describeWith(g *derive.Generation, fields map[string]string) rcp.Description {
 	floor := 0.0
 	ret := &rcp.RetrieveCap{
 		MaxK: e.cfg.MaxK, Modes: []string{rcp.ModeSparse},
@@ -784,9 +829,9 @@ func (e *Engine) describeWith(g *generation, fields map[string]string) rcp.Descr
 		// types Hit.vector as an array of numbers, so f32-base64 is
 		// advertised for embed but not for includeVectors.
 		ret.Encodings = []string{rcp.EncodingJSON}
-		norm := g.info.normalized
-		caps.Embed = &rcp.EmbedCap{Dimension: g.info.dim, Identity: g.info.identity,
-			BatchLimit: g.info.batchLimit, Normalized: &norm,
+		dim, batchLimit, norm := g.Encoder()
+		caps.Embed = &rcp.EmbedCap{Dimension: dim, Identity: g.Identity(),
+			BatchLimit: batchLimit, Normalized: &norm,
 			Modalities: []string{rcp.ModalityText}, Encodings: []string{rcp.EncodingJSON, rcp.EncodingF32Base64}}
 		if caps.Filter != nil {
 			level = rcp.LevelL2 // L1 profile + streaming, pagination, log, snapshots
@@ -897,13 +942,13 @@ func (e *Engine) describeLimits(v *rcp.RCPGoCap) {
 // inference caches the description built on the inferred filter fields.
 type inference struct {
 	mu   sync.Mutex
-	gen  *generation // the description below was built for
+	gen  *derive.Generation // the description below was built for
 	desc *rcp.Description
 }
 
 // inferredDescription is Describe when no field is declared: the
 // description under g advertising the fields inferred so far.
-func (e *Engine) inferredDescription(g *generation) rcp.Description {
+func (e *Engine) inferredDescription(g *derive.Generation) rcp.Description {
 	inf := &e.inference
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
@@ -942,7 +987,7 @@ func (e *Engine) reconciled(tx *bolt.Tx, ids []string, units map[string]*search.
 	if e.cfg.Dense == DenseNone {
 		return nil
 	}
-	return syncDenseLog(openDenseTx(tx), ids, units)
+	return derive.Reconcile(tx, ids, units)
 }
 
 // rebuilt drops the dense log's records of units the index does not hold
@@ -951,9 +996,18 @@ func (e *Engine) rebuilt(tx *bolt.Tx, live map[string]bool) error {
 	if e.cfg.Dense == DenseNone {
 		return nil
 	}
-	pruned, err := pruneDenseLog(openDenseTx(tx), live)
+	pruned, err := derive.Prune(tx, live)
 	if pruned > 0 {
 		e.log.Info("engine: dropped dense records of units the index does not hold", "units", pruned)
 	}
 	return err
+}
+
+// sessionCaps returns the capabilities negotiated by the request's session,
+// or the current ones outside a session (in-process calls).
+func (e *Engine) sessionCaps(ctx context.Context) rcp.Capabilities {
+	if s, ok := rcp.SessionInfo(ctx); ok {
+		return s.Capabilities
+	}
+	return e.Describe(ctx).Capabilities
 }

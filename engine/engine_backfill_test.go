@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/rcpgo/rcpgo/engine/internal/derive"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/internal/syncbuf"
 	"github.com/rcpgo/rcpgo/internal/within"
@@ -41,30 +40,21 @@ func sparseOnlyDir(t *testing.T) string {
 }
 
 // denseLogged returns the dense log's record of id (ok false: none).
-func denseLogged(t *testing.T, e *Engine, id string) (r denseRecord, ok bool) {
+// loggedUnit is a unit's record in the dense log.
+type loggedUnit struct{ Text, Parent string }
+
+func denseLogged(t *testing.T, e *Engine, id string) (r loggedUnit, ok bool) {
 	t.Helper()
-	if err := e.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketDense).Get([]byte(id))
-		if v == nil {
-			return nil
-		}
-		var err error
-		r, err = decodeDenseRecord(v, true)
-		ok = err == nil
-		return err
-	}); err != nil {
+	text, parent, ok, err := derive.Logged(e.db, id)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return r, ok
+	return loggedUnit{text, parent}, ok
 }
 
 func denseRecords(t *testing.T, e *Engine) (n int, marked bool) {
 	t.Helper()
-	_ = e.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bucketDense).Stats().KeyN
-		marked = tx.Bucket(bucketDenseMeta).Get(keyBackfill) != nil
-		return nil
-	})
+	n, marked, _ = derive.LogStats(e.db)
 	return n, marked
 }
 
@@ -136,8 +126,8 @@ func TestDenseOnBackfillsSparseOnlyDirectory(t *testing.T) {
 // for it, and is not reverted by the batch's stale text).
 func TestBackfillKeepsRacingWrite(t *testing.T) {
 	dir := sparseOnlyDir(t)
-	inBatch, proceed := holdFirstBackfillBatch(t)
-	e := quietEngine(t, Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64}})
+	hook, inBatch, proceed := holdFirstBackfillBatch()
+	e := quietEngine(t, Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64}, backfillHook: hook})
 	select {
 	case <-inBatch:
 	case <-time.After(2 * time.Minute):
@@ -177,14 +167,13 @@ func TestBackfillResumesAfterCrash(t *testing.T) {
 	crashed := t.TempDir()
 	batches := 0
 	copied := make(chan error, 1)
-	testHookBackfillBatch = func() error {
-		if batches++; batches == 3 { // two batches committed: the image of a crash now
-			copied <- integrity.CopyTree(dir, crashed)
-		}
-		return nil
-	}
-	defer func() { testHookBackfillBatch = nil }()
-	cfg := Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64}, backfillBatch: 10}
+	cfg := Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64}, backfillBatch: 10,
+		backfillHook: func() error {
+			if batches++; batches == 3 { // two batches committed: the image of a crash now
+				copied <- integrity.CopyTree(dir, crashed)
+			}
+			return nil
+		}}
 	e := quietEngine(t, cfg)
 	select {
 	case err := <-copied:
@@ -197,7 +186,7 @@ func TestBackfillResumesAfterCrash(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	testHookBackfillBatch = nil
+	cfg.backfillHook = nil
 
 	var logs syncbuf.Buffer
 	cfg.Dir = crashed
@@ -267,11 +256,11 @@ func TestSparseWritesMarkTheDenseLogBehind(t *testing.T) {
 // sparse and sparse retrieval serves; dense follows the backfill.
 func TestBackfillDoesNotHoldOpen(t *testing.T) {
 	dir := sparseOnlyDir(t)
-	inBatch, release := holdFirstBackfillBatch(t)
+	hook, inBatch, release := holdFirstBackfillBatch()
 	opened := make(chan *Engine, 1)
 	go func() {
 		e, err := Open(context.Background(), Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64},
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), backfillHook: hook})
 		if err != nil {
 			t.Error(err)
 		}
@@ -305,19 +294,19 @@ func TestBackfillDoesNotHoldOpen(t *testing.T) {
 	}
 }
 
-// holdFirstBackfillBatch makes the first backfill batch stop between
-// reading the index and logging what it read: inBatch is closed when it
-// gets there, and it goes on once proceed is closed.
-func holdFirstBackfillBatch(t *testing.T) (inBatch, proceed chan struct{}) {
+// holdFirstBackfillBatch is a backfill hook (Config.backfillHook) that
+// makes the first backfill batch stop between reading the index and
+// logging what it read: inBatch is closed when it gets there, and it goes
+// on once proceed is closed.
+func holdFirstBackfillBatch() (hook func() error, inBatch, proceed chan struct{}) {
 	inBatch, proceed = make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	testHookBackfillBatch = func() error {
+	hook = func() error {
 		once.Do(func() {
 			close(inBatch)
 			<-proceed
 		})
 		return nil
 	}
-	t.Cleanup(func() { testHookBackfillBatch = nil })
-	return inBatch, proceed
+	return hook, inBatch, proceed
 }

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
+	"github.com/rcpgo/rcpgo/engine/internal/derive"
 	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -212,7 +213,7 @@ func TestIdenticalReAddSkipsTheQueue(t *testing.T) {
 	if _, err := add(doc("same", "an identical re-add writes nothing")); err != nil {
 		t.Fatal(err)
 	}
-	version, ops := e.ix.Version(), e.opSeq.Load()
+	version, ops := e.ix.Version(), e.dense.Seq()
 
 	e.gate.LockWrites() // a commit in progress
 	done := make(chan error, 1)
@@ -236,7 +237,7 @@ func TestIdenticalReAddSkipsTheQueue(t *testing.T) {
 	if len(res.IDs) != 1 || res.IDs[0] != "same" || res.IndexVersion != version {
 		t.Errorf("identical re-add = %+v, want id same at version %s", res, version)
 	}
-	if got := e.opSeq.Load(); got != ops {
+	if got := e.dense.Seq(); got != ops {
 		t.Errorf("dense op sequence %d after the identical re-add, want %d", got, ops)
 	}
 	// A changed document, or a new one, is a write.
@@ -396,12 +397,7 @@ func TestCatalogBehindAfterAFailedCatalogCommit(t *testing.T) {
 	if got, want := refIDs(listAll(t, e, "", 10)), []string{"a", "x", "y"}; !slices.Equal(got, want) {
 		t.Errorf("catalog lists %v after reopening, the index holds %v", got, want)
 	}
-	if err := e.db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketDense).Get([]byte("x")) == nil {
-			t.Error("the dense log lacks x, which the index holds")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	if _, _, ok, err := derive.Logged(e.db, "x"); err != nil || !ok {
+		t.Errorf("the dense log lacks x, which the index holds (%v)", err)
 	}
 }

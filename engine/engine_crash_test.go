@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -260,11 +261,12 @@ func checkDenseState(t *testing.T, trial int, dir string, live map[string]string
 
 // denseState describes id's dense state (for failure messages).
 func (e *Engine) denseState(id string) string {
-	g := e.gen.Load()
+	g := e.published()
 	if g == nil {
 		return "no generation"
 	}
-	vs, _ := denseBackend{e: e, g: g}.Vectors(context.Background(), []string{id})
+	vs, _ := e.dense.Recall(g, nil).Vectors(context.Background(), []string{id})
 	doc, _ := e.ix.Get(context.Background(), id)
-	return fmt.Sprintf("generation %d %s, applied %d, zero vector %v, in index %v", g.n, g.info.identity, g.applied.Load(), zero(vs[0]), doc != nil)
+	return fmt.Sprintf("generation %d %s, applied %d, zero vector %v, in index %v", g.N(), g.Identity(), g.Applied(),
+		!slices.ContainsFunc(vs[0], func(x float32) bool { return x != 0 }), doc != nil)
 }

@@ -17,7 +17,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
+	"github.com/rcpgo/rcpgo/engine/internal/derive"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -224,7 +226,7 @@ func TestDenseRestart(t *testing.T) {
 	if rerr != nil || !strings.Contains(string(res), `"late`) {
 		t.Fatalf("replayed units not found: %s %v", res, rerr)
 	}
-	ents, _ := os.ReadDir(genDir(crashed, 1))
+	ents, _ := os.ReadDir(derive.GenerationDir(crashed, 1))
 	if len(ents) != 1 {
 		t.Fatalf("generation 1 holds %d files, want one checkpoint", len(ents))
 	}
@@ -298,7 +300,7 @@ func TestRestartServesWhileDenseLoads(t *testing.T) {
 	}
 
 	// Damage the model's body: the load refuses it.
-	model := filepath.Join(genDir(dir, 1), lsaModelFile)
+	model, _ := derive.Files(derive.GenerationDir(dir, 1))
 	data, err := os.ReadFile(model)
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +318,7 @@ func TestRestartServesWhileDenseLoads(t *testing.T) {
 		t.Fatalf("hybrid over a damaged model: %v %+v, want the same hits from a rebuilt index or -32010", err, res)
 	}
 	settle(t, e)
-	if e.DenseIdentity() == "" || e.gen.Load().n == 1 {
+	if e.DenseIdentity() == "" || e.published().N() == 1 {
 		t.Fatalf("damaged generation not rebuilt: identity %q", e.DenseIdentity())
 	}
 	if res, err := connect(t, e).Retrieve(ctx, query); err != nil || !sameHits(res, want) {
@@ -358,7 +360,7 @@ func TestOpenPrunesUnacknowledgedDenseRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		if err := openDenseTx(tx).put("ghost", "", "a write the index never acknowledged"); err != nil {
+		if err := derive.OpenLog(tx).Put(derive.NewUnit(&search.Document{ID: "ghost", Text: "a write the index never acknowledged"})); err != nil {
 			return err
 		}
 		return tx.Bucket([]byte("catalog")).Delete([]byte("state")) // the catalog's state: rebuilt at Open
@@ -371,12 +373,8 @@ func TestOpenPrunesUnacknowledgedDenseRecords(t *testing.T) {
 	}
 	e = quietEngine(t, cfg)
 	settle(t, e)
-	var ghost, kept bool
-	e.db.View(func(tx *bolt.Tx) error {
-		ghost = tx.Bucket(bucketDense).Get([]byte("ghost")) != nil
-		kept = tx.Bucket(bucketDense).Get([]byte(demoPreload(t)[0].ID)) != nil
-		return nil
-	})
+	_, _, ghost, _ := derive.Logged(e.db, "ghost")
+	_, _, kept, _ := derive.Logged(e.db, demoPreload(t)[0].ID)
 	if ghost || !kept {
 		t.Fatalf("after the reopen: ghost record present %v, a live unit's record present %v", ghost, kept)
 	}
@@ -397,16 +395,16 @@ func TestLSAFitSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, e)
-	g := e.gen.Load()
+	g := e.published()
 	if g == nil {
 		t.Fatal("no generation published")
 	}
 	// Binomial(400, 60/400): 60 ± 7; ±30 is over four standard deviations.
-	if n := g.model.(*lsa.Model).NumDocs(); n < 30 || n > 90 {
+	if n := g.Model().(*lsa.Model).NumDocs(); n < 30 || n > 90 {
 		t.Fatalf("basis fitted on %d units, want a sample of about 60", n)
 	}
-	if g.fitUnits != 400 || g.ann.Len() != 400 {
-		t.Fatalf("fitted at %d units with %d vectors, want 400 and 400", g.fitUnits, g.ann.Len())
+	if g.FitUnits() != 400 || g.Units() != 400 {
+		t.Fatalf("fitted at %d units with %d vectors, want 400 and 400", g.FitUnits(), g.Units())
 	}
 	id := e.DenseIdentity()
 	if err := e.Close(); err != nil {
@@ -417,31 +415,8 @@ func TestLSAFitSample(t *testing.T) {
 	if got := e.DenseIdentity(); got != id {
 		t.Fatalf("reopen refitted the basis: %q, was %q", got, id)
 	}
-	if g := e.gen.Load(); g == nil || g.n != 1 || g.fittedAt() != 400 {
+	if g := e.published(); g == nil || g.N() != 1 || g.FittedAt() != 400 {
 		t.Fatalf("after reopen: generation %+v, want generation 1 fitted at 400", g)
-	}
-}
-
-func TestFitSample(t *testing.T) {
-	if fitSample(100, 100) != nil {
-		t.Fatal("a corpus at the limit is sampled")
-	}
-	keep := fitSample(200_000, 10_000)
-	n := 0
-	for k := range uint64(200_000) {
-		if keep(k + 1) {
-			n++
-		}
-	}
-	// Binomial(200 000, 0.05): 10 000 ± 97.
-	if n < 9_500 || n > 10_500 {
-		t.Fatalf("sampled %d of 200 000 at limit 10 000", n)
-	}
-	again := fitSample(200_000, 10_000)
-	for k := range uint64(1000) {
-		if keep(k) != again(k) {
-			t.Fatalf("the sample of key %d differs between draws", k)
-		}
 	}
 }
 
@@ -466,11 +441,11 @@ func TestDenseCheckpointDamage(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	seqs := checkpoints(genDir(dir, 1))
-	if len(seqs) != 1 {
-		t.Fatalf("checkpoints %v", seqs)
+	_, paths := derive.Files(derive.GenerationDir(dir, 1))
+	if len(paths) != 1 {
+		t.Fatalf("checkpoints %v", paths)
 	}
-	path := filepath.Join(genDir(dir, 1), checkpointName(seqs[0]))
+	path := paths[0]
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -489,7 +464,7 @@ func TestDenseCheckpointDamage(t *testing.T) {
 		t.Fatalf("dense over a damaged checkpoint: %v %+v, want -32010 or %+v from a rebuilt index", err, res, want)
 	}
 	settle(t, e)
-	if g := e.gen.Load(); g == nil || g.n == 1 {
+	if g := e.published(); g == nil || g.N() == 1 {
 		t.Fatal("damaged generation not rebuilt")
 	}
 	if res, err := connect(t, e).Retrieve(ctx, query); err != nil || !sameHits(res, want) {

@@ -3,13 +3,11 @@ package engine
 import (
 	"context"
 	"encoding/binary"
-	"slices"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rcpgo/rcpgo/engine/ann"
-	"github.com/rcpgo/rcpgo/engine/search"
+	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -59,8 +57,7 @@ func TestDenseRecallFollowsRewrites(t *testing.T) {
 	}
 
 	// Deleted: gone from dense recall at once, before the deriver runs.
-	e.derive.cancel() // stop upkeep: the vector stays in the graph
-	<-e.derive.done
+	e.dense.Pause() // stop upkeep: the vector stays in the graph
 	if _, err := c.IndexDelete(ctx, &rcp.IndexDeleteParams{IDs: []string{target.ID}}); err != nil {
 		t.Fatal(err)
 	}
@@ -71,22 +68,6 @@ func TestDenseRecallFollowsRewrites(t *testing.T) {
 
 // TestKeyNumsBounds: keyNums grows with the keys it is given, but never
 // past the highest key assigned, whatever a damaged checkpoint holds.
-func TestKeyNumsBounds(t *testing.T) {
-	var c keyNums
-	c.store(5, 50, 1000)
-	c.store(1<<40, 7, 1000) // above the highest key: not remembered
-	c.store(900, 90, 1000)
-	res := []ann.Result{{ID: 5}, {ID: 900}, {ID: 1 << 40}, {ID: 6}}
-	nums := make([]search.DocNum, len(res))
-	c.load(res, nums)
-	if want := []search.DocNum{50, 90, 0, 0}; !slices.Equal(nums, want) {
-		t.Fatalf("loaded %v, want %v", nums, want)
-	}
-	if len(c.nums) > 1001 {
-		t.Fatalf("grew to %d entries for keys up to 1000", len(c.nums))
-	}
-}
-
 // TestKeyNumsWarmedAtOpen: once a reopened engine has loaded its dense
 // generation, every unit key's document number is remembered before any
 // query, so the first queries after a restart take no lookup path.
@@ -107,7 +88,7 @@ func TestKeyNumsWarmedAtOpen(t *testing.T) {
 	settle(t, e)
 	keys := map[uint64]string{}
 	if err := e.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketDenseKeys).ForEach(func(k, v []byte) error {
+		return tx.Bucket([]byte("densekeys")).ForEach(func(k, v []byte) error {
 			keys[binary.BigEndian.Uint64(k)] = string(v)
 			return nil
 		})
@@ -118,14 +99,12 @@ func TestKeyNumsWarmedAtOpen(t *testing.T) {
 		t.Fatalf("%d dense keys, want 60", len(keys))
 	}
 	for key, id := range keys {
-		want, err := e.ix.(numLookup).Nums(ctx, []string{id})
+		want, err := e.ix.(*index.Index).Nums(ctx, []string{id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make([]search.DocNum, 1)
-		e.keyNums.load([]ann.Result{{ID: key}}, got)
-		if got[0] == 0 || got[0] != want[0] {
-			t.Fatalf("key %d (%s): remembered number %d, want %d", key, id, got[0], want[0])
+		if got := e.dense.Remembered(key); got == 0 || got != want[0] {
+			t.Fatalf("key %d (%s): remembered number %d, want %d", key, id, got, want[0])
 		}
 	}
 }

@@ -603,3 +603,17 @@ func (e *Engine) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.
 	}
 	return res, nil
 }
+
+// requeueGraph queues the top-level documents of ids for the knowledge
+// graph builder, when the graph is on and its queue exists (without it,
+// the graph's first start queues every document).
+func requeueGraph(tx *bolt.Tx, on bool, ids []string) error {
+	if !on || tx.Bucket([]byte(graphQueueBucket)) == nil {
+		return nil
+	}
+	top := map[string]bool{}
+	for _, id := range ids {
+		top[catalog.TopLevel(id)] = true
+	}
+	return graph.Enqueue(tx, graphQueueBucket, sortedKeys(top)...)
+}

@@ -10,13 +10,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
+	"github.com/rcpgo/rcpgo/engine/internal/derive"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -196,7 +196,7 @@ type writePlan struct {
 	idocs   []search.Document
 	batch   search.Batch               // idocs prepared, when the backend is a search.Preparer
 	catalog map[string]*catalog.Record // top-level id → its new catalog record
-	dense   []denseUnit                // the dense log's records of idocs (dense on)
+	dense   []derive.Unit                // the dense log's records of idocs (dense on)
 	nchunks int
 }
 
@@ -244,15 +244,9 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 		p.docs = append(p.docs, d)
 	}
 	if e.cfg.Dense != DenseNone {
-		p.dense = make([]denseUnit, len(p.idocs))
+		p.dense = make([]derive.Unit, len(p.idocs))
 		for i := range p.idocs {
-			d := &p.idocs[i]
-			u := denseUnit{id: d.ID, text: denseText(d)}
-			if d.Chunk != nil {
-				u.parent = d.Chunk.DocID
-			}
-			u.rec = encodeDenseRecord(u.parent, u.text)
-			p.dense[i] = u
+			p.dense[i] = derive.NewUnit(&p.idocs[i])
 		}
 	}
 	if pr, ok := e.ix.(search.Preparer); ok {
@@ -403,25 +397,25 @@ func (w *catalogWrite) commit() error {
 			}
 		}
 		if e.cfg.Dense == DenseNone {
-			return markDenseBehind(tx) // a later Open with dense on backfills the log
+			return derive.MarkBehind(tx) // a later Open with dense on backfills the log
 		}
-		dt := openDenseTx(tx)
+		dl := derive.OpenLog(tx)
 		for _, id := range w.sh.transitions {
-			if err := dt.deleteUnit(id, w.sh.plain[id]); err != nil {
+			if err := dl.Delete(id, w.sh.plain[id]); err != nil {
 				return err
 			}
 		}
 		for parent, n := range w.sh.chunkSets {
-			if err := dt.trimChunks(parent, n); err != nil {
+			if err := dl.TrimChunks(parent, n); err != nil {
 				return err
 			}
 		}
 		for _, u := range w.p.dense {
-			if err := dt.putEncoded(u); err != nil {
+			if err := dl.Put(u); err != nil {
 				return err
 			}
 		}
-		w.opSeq = dt.ops.Sequence()
+		w.opSeq = dl.Seq()
 		return nil
 	})
 }
@@ -625,25 +619,13 @@ func hasLoneSurrogate(lit []byte) bool {
 	return false
 }
 
-// denseText is what the dense encoder sees of a document.
-func denseText(d *search.Document) string {
-	if d.Title == "" {
-		return d.Text
-	}
-	return d.Title + "\n" + d.Text
-}
-
 // denseCommitted records the seq of the last committed dense op and wakes
 // the deriver.
 func (e *Engine) denseCommitted(seq uint64) {
-	if e.cfg.Dense == DenseNone || seq <= e.opSeq.Load() {
-		return // nothing changed (writers are serialised by wmu)
+	if e.cfg.Dense == DenseNone {
+		return
 	}
-	e.opSeq.Store(seq)
-	e.lastWrite.Store(time.Now().UnixNano())
-	if e.derive != nil {
-		e.derive.notify()
-	}
+	e.dense.Committed(seq)
 }
 
 type indexDeleteParams struct {
@@ -715,15 +697,15 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 				}
 			}
 			if e.cfg.Dense == DenseNone {
-				return markDenseBehind(tx)
+				return derive.MarkBehind(tx)
 			}
-			dt := openDenseTx(tx)
+			dl := derive.OpenLog(tx)
 			for _, id := range *p.IDs {
-				if err := dt.deleteUnit(id, false); err != nil {
+				if err := dl.Delete(id, false); err != nil {
 					return err
 				}
 			}
-			opSeq = dt.ops.Sequence()
+			opSeq = dl.Seq()
 			return nil
 		}); err != nil {
 			e.catalog.Behind(names) // the index is ahead of the catalog

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rcpgo/rcpgo/engine/internal/derive"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -29,7 +30,7 @@ func TestInitEngineDBReadsACurrentFile(t *testing.T) {
 		t.Fatal("first init wrote nothing")
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.Bucket(bucketDenseOps).NextSequence()
+		_, err := tx.Bucket([]byte("denseops")).NextSequence()
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -42,7 +43,8 @@ func TestInitEngineDBReadsACurrentFile(t *testing.T) {
 	if txid() != before {
 		t.Fatalf("init of a current engine.db committed (tx %d → %d)", before, txid())
 	}
-	if e.opSeq.Load() != 1 {
-		t.Fatalf("last dense op seq %d, want 1", e.opSeq.Load())
+	d, err := derive.New(derive.Options{DB: db})
+	if err != nil || d.Seq() != 1 {
+		t.Fatalf("last dense op seq %d (%v), want 1", d.Seq(), err)
 	}
 }

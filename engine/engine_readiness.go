@@ -39,32 +39,9 @@ var derivedLabels = map[string]string{
 	derivedMemory:      "the global memory",
 }
 
-// deriveState is what the deriver records for readiness at each step (its
-// own fields are not safe to read from other goroutines).
-type deriveState struct {
-	buildDue    atomic.Bool  // a new generation is due (first fit, refit, rebuild)
-	backfilling atomic.Bool  // the dense log is being backfilled from the index
-	backfilled  atomic.Int64 // units backfilled so far
-	fitFailed   atomic.Int64 // corpus size of the last failed LSA fit (0: none)
-}
-
-// note records what is due (called by the deriver at each step).
-func (dv *deriver) note(g *generation) {
-	s := &dv.state
-	s.backfilling.Store(dv.backfill != nil)
-	if dv.backfill != nil {
-		s.backfilled.Store(int64(dv.backfill.units))
-	}
-	s.buildDue.Store(dv.backfill == nil && dv.buildDue(g))
-	s.fitFailed.Store(int64(dv.failedAt))
-}
-
-// openReadiness registers the engine's derived structures.
+// openReadiness registers the engine's knowledge structures (the dense
+// side registers its own, derive.Name).
 func (e *Engine) openReadiness() {
-	e.ready = readiness.New()
-	if e.derive != nil || e.remote != nil {
-		e.ready.Add(derivedDense, derivedLabels[derivedDense], e.denseProbe)
-	}
 	if e.kg != nil {
 		built := &atomic.Bool{}
 		built.Store(e.kg.g.Version() > 0) // a snapshot was loaded
@@ -78,63 +55,6 @@ func (e *Engine) openReadiness() {
 	if e.rt != nil {
 		e.ready.Add(derivedTree, derivedLabels[derivedTree], e.treeProbe)
 	}
-}
-
-// denseProbe observes the published generation and the deriver.
-func (e *Engine) denseProbe() readiness.Observation {
-	if e.remote != nil {
-		return readiness.Observation{Built: true, Current: true} // the backend holds the vectors
-	}
-	var o readiness.Observation
-	st := &e.derive.state
-	var building uint64
-	if p := e.derive.progress.Load(); p != nil {
-		b := p.snapshot()
-		o.Phase, o.Done, o.Total, o.Unit, building = b.Phase, int64(b.Done), int64(b.Total), "units", b.Generation
-	}
-	if st.backfilling.Load() {
-		o.Phase, o.Done, o.Total, o.Unit = "backfill", st.backfilled.Load(), int64(e.ix.Stats().Docs), "units"
-	}
-	g := e.gen.Load()
-	if g == nil {
-		o.Waiting = e.denseWaiting()
-		return o
-	}
-	select {
-	case <-g.ready:
-		o.Built = g.loadErr == nil
-	default:
-		o.Phase = "load" // the published generation's model and checkpoint
-		return o
-	}
-	backlog := e.denseBacklog(g)
-	o.Current = backlog == 0 && o.Phase == "" && !st.buildDue.Load()
-	switch {
-	case o.Phase != "":
-		o.Detail = fmt.Sprintf("building generation %d beside the published one", building)
-	case backlog > 0:
-		o.Phase, o.Remaining, o.Unit = "embed", int64(backlog), "writes"
-		o.Detail = fmt.Sprintf("%d recent writes not yet embedded", backlog)
-	case st.buildDue.Load():
-		o.Phase, o.Detail = "refit", "the corpus doubled since the fit: a refit is due once writes pause"
-	}
-	return o
-}
-
-// denseWaiting says why no generation can be built yet ("" when one is
-// being built or due).
-func (e *Engine) denseWaiting() string {
-	if e.cfg.Dense != DenseLSA || e.derive.state.backfilling.Load() || e.derive.progress.Load() != nil {
-		return ""
-	}
-	units := e.ix.Stats().Docs
-	if units < e.cfg.MinFitDocs {
-		return fmt.Sprintf("LSA needs ≥ %d documents; %d indexed", e.cfg.MinFitDocs, units)
-	}
-	if failed := e.derive.state.fitFailed.Load(); failed > 0 && int64(units) < 2*failed {
-		return fmt.Sprintf("the LSA fit over %d units failed (the engine log says why); it is retried when the corpus reaches %d", failed, 2*failed)
-	}
-	return ""
 }
 
 // graphProbe observes the graph builder's queue; built is set once the
@@ -169,14 +89,14 @@ func (e *Engine) communitiesProbe(graph readiness.Observation) readiness.Observa
 func (e *Engine) treeProbe() readiness.Observation {
 	t := e.currentTree()
 	o := readiness.Observation{Built: t != nil, Current: t != nil && t.Version == e.ix.Version()}
-	if t == nil && e.gen.Load() == nil {
-		if why := e.denseWaiting(); why != "" {
+	if t == nil && e.published() == nil && e.dense != nil {
+		if why := e.dense.Waiting(); why != "" {
 			o.Waiting = "the summary tree clusters the dense vectors: " + why
 		}
 	}
 	if !o.Current && o.Waiting == "" {
 		o.Phase = "cluster"
-		if g := e.gen.Load(); g != nil && e.denseBacklog(g) > 0 {
+		if g := e.published(); g != nil && e.dense.Backlog(g) > 0 {
 			o.Phase, o.Detail = "embed", "waiting for recent writes to be embedded"
 		}
 	}
@@ -228,31 +148,6 @@ func (e *Engine) awaitUnit(ctx context.Context, pl *retrievePlan, unit string) e
 	notes, err := e.awaitDerived(ctx, needs...)
 	pl.notes = append(pl.notes, notes...)
 	return err
-}
-
-// awaitLoaded waits until generation g's model and checkpoint are loaded
-// (right after a start), within ctx's deadline: past it the call gets
-// -32010 retryable with retryAfterMs rather than the server's -32014.
-func (e *Engine) awaitLoaded(ctx context.Context, g *generation) error {
-	select {
-	case <-g.ready:
-		return nil
-	default:
-	}
-	t := time.NewTimer(readiness.Budget(ctx, time.Now()))
-	defer t.Stop()
-	select {
-	case <-g.ready:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		s, _ := e.ready.State(derivedDense)
-		if s.State != rcp.StateBuilding {
-			s = rcp.DerivedState{State: rcp.StateBuilding, Phase: "load"}
-		}
-		return readiness.NotReady(derivedLabels[derivedDense], s)
-	}
 }
 
 // treeNodes answers tree-node hits above the leaves from tree t. A stale

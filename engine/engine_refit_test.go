@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/engine/internal/gate"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -32,7 +31,7 @@ func TestRefitWaitsForWritesToPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute) // a hang guard, not a timing bound
-	for e.gen.Load().applied.Load() < e.opSeq.Load() {
+	for e.published().Applied() < e.dense.Seq() {
 		if time.Now().After(deadline) {
 			t.Fatal("the new units were not embedded within a minute")
 		}
@@ -56,41 +55,9 @@ func TestRefitWaitsForWritesToPause(t *testing.T) {
 	}
 
 	// Writes have paused: the refit runs.
-	e.lastWrite.Store(time.Now().Add(-2 * time.Hour).UnixNano())
+	e.dense.Backdate(time.Now().Add(-2 * time.Hour))
 	settle(t, e)
 	if got := e.DenseIdentity(); got == first || !strings.HasPrefix(got, "lsa-") {
 		t.Fatalf("no refit once writes paused: identity %q", got)
-	}
-}
-
-func TestRefitWait(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	published := &generation{}
-	for _, tc := range []struct {
-		name      string
-		dense     string
-		gen       *generation
-		lastWrite time.Time
-		dueSince  time.Time // zero: the refit becomes due now
-		queued    int64     // writes waiting in the commit queue
-		want      time.Duration
-	}{
-		{"first fit", DenseLSA, nil, now, time.Time{}, 0, 0},
-		{"external encoder", DenseOpenAI, published, now, time.Time{}, 0, 0},
-		{"writes just now", DenseLSA, published, now, time.Time{}, 0, 2 * time.Second},
-		{"last write 1.5 s ago", DenseLSA, published, now.Add(-1500 * time.Millisecond), time.Time{}, 0, 500 * time.Millisecond},
-		{"writes paused", DenseLSA, published, now.Add(-3 * time.Second), time.Time{}, 0, 0},
-		{"last commit 3 s ago, a write queued behind a stalled commit", DenseLSA, published, now.Add(-3 * time.Second), time.Time{}, 1, 2 * time.Second},
-		{"steady writes, due for 4m59s", DenseLSA, published, now, now.Add(-refitMaxLag + time.Second), 0, time.Second},
-		{"steady writes, due for the max lag", DenseLSA, published, now, now.Add(-refitMaxLag), 0, 0},
-		{"a write queued, due for the max lag", DenseLSA, published, now.Add(-3 * time.Second), now.Add(-refitMaxLag), 1, 0},
-	} {
-		e := &Engine{cfg: Config{Dense: tc.dense, refitQuiet: 2 * time.Second}, gate: gate.New(0, 2)}
-		e.lastWrite.Store(tc.lastWrite.UnixNano())
-		e.gate.Queue(tc.queued)
-		dv := &deriver{e: e, refitSince: tc.dueSince}
-		if got := dv.refitWait(tc.gen, now); got != tc.want {
-			t.Errorf("%s: wait %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }

@@ -96,9 +96,9 @@ func TestRefitsDuringDenseRun(t *testing.T) {
 	}
 	// The kept generations received every write (read-your-writes in
 	// their sessions too).
-	for _, g := range e.kept.Kept() {
-		if g.applied.Load() != e.opSeq.Load() {
-			t.Errorf("kept generation %d applied %d of %d ops", g.n, g.applied.Load(), e.opSeq.Load())
+	for _, g := range e.dense.Kept() {
+		if g.Applied() != e.dense.Seq() {
+			t.Errorf("kept generation %d applied %d of %d ops", g.N(), g.Applied(), e.dense.Seq())
 		}
 	}
 }

@@ -147,12 +147,12 @@ func (e *Engine) runRetrieve(ctx context.Context, pl *retrievePlan) (*pipeline.P
 	}
 	usesDense := req.Mode != rcp.ModeSparse || req.MMRLambda != nil || req.Vectors
 	if usesDense {
-		g, err := e.denseFor(ctx, pl.caps)
+		g, err := e.dense.For(ctx, pl.caps)
 		if err != nil {
 			return nil, "", err
 		}
-		deps.Dense = e.denseDeps(g, req.Filter)
-		if n := e.denseBacklog(g); n > 0 {
+		deps.Dense = e.dense.Recall(g, req.Filter)
+		if n := e.dense.Backlog(g); n > 0 {
 			pl.notes = append(pl.notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
 		}
 	}

@@ -61,7 +61,7 @@ func settle(t testing.TB, e *Engine) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if err := e.derive.waitIdle(ctx); err != nil {
+	if err := e.dense.WaitIdle(ctx); err != nil {
 		t.Fatalf("dense upkeep: %v", err)
 	}
 }

@@ -18,7 +18,6 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,8 +26,6 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/tree"
@@ -60,7 +57,7 @@ type raptor struct {
 // on) or drops a stale snapshot (when not: the next enable rebuilds).
 func (e *Engine) openTree() {
 	path := filepath.Join(e.cfg.Dir, treeSnapshot)
-	if e.kg == nil || e.derive == nil {
+	if e.kg == nil || e.dense == nil || e.cfg.Dense == DenseNone {
 		if !e.cfg.ReadOnly {
 			_ = os.Remove(path)
 		}
@@ -139,7 +136,7 @@ func (rt *raptor) run(ctx context.Context) {
 			seen, changed = v, now
 		}
 		if waiter != nil {
-			err := rt.e.derive.waitIdle(ctx)
+			err := rt.e.dense.WaitIdle(ctx)
 			if t := rt.cur.Load(); err == nil && (t == nil || t.Version != rt.e.ix.Version()) {
 				err = rt.rebuild(ctx) // (requests that queued behind a rebuild find the tree current)
 			}
@@ -168,15 +165,14 @@ func (rt *raptor) run(ctx context.Context) {
 
 // embedded reports whether the published generation has every write.
 func (rt *raptor) embedded() bool {
-	g := rt.e.gen.Load()
-	return g != nil && rt.e.denseBacklog(g) == 0
+	return rt.e.dense.Embedded()
 }
 
 // rebuild clusters the current units and publishes and saves the tree.
 func (rt *raptor) rebuild(ctx context.Context) error {
 	start := time.Now()
 	version := rt.e.ix.Version() // read first: later writes make the tree stale
-	leaves, err := rt.e.treeLeaves(ctx)
+	leaves, err := rt.e.dense.Leaves(ctx)
 	if err != nil || leaves == nil {
 		return err
 	}
@@ -198,52 +194,6 @@ func (rt *raptor) rebuild(ctx context.Context) error {
 	}
 	rt.e.log.Info("tree: rebuilt", "leaves", t.Leaves(), "depth", t.Depth(), "modelCalls", calls, "took", time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-// treeLeaves reads every embedded unit's vector and dense text (nil
-// without a published generation).
-func (e *Engine) treeLeaves(ctx context.Context) ([]tree.Leaf, error) {
-	g := e.gen.Load()
-	if g == nil {
-		return nil, nil
-	}
-	select {
-	case <-g.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if g.loadErr != nil {
-		return nil, nil
-	}
-	var leaves []tree.Leaf
-	err := e.db.View(func(tx *bolt.Tx) error {
-		recs := tx.Bucket(bucketDense)
-		c := tx.Bucket(bucketDenseIDs).Cursor()
-		for id, k := c.First(); id != nil; id, k = c.Next() {
-			if len(leaves)&1023 == 1023 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			if len(k) != 8 {
-				continue
-			}
-			vec, ok := g.ann.Vector(binary.BigEndian.Uint64(k))
-			if !ok {
-				continue // not embedded yet: the next rebuild has it
-			}
-			rec, err := decodeDenseRecord(recs.Get(id), true)
-			if err != nil {
-				return fmt.Errorf("unit %q: %w", id, err)
-			}
-			leaves = append(leaves, tree.Leaf{ID: string(id), Vec: vec, Text: rec.Text})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("engine: tree leaves: %w", err)
-	}
-	return leaves, nil
 }
 
 // withTree adds unit tree-node to a description once a tree exists, and

@@ -105,14 +105,14 @@ func TestHybridPartsDataDir(t *testing.T) {
 	queries := readQueryTexts(t, os.Getenv("RETRIEVE_QUERIES"))
 	e := openDataDir(t, dir)
 	ix, ok := e.ix.(*index.Index)
-	g := e.gen.Load()
+	g := e.published()
 	if !ok || g == nil {
 		t.Fatal("the directory needs the embedded index and a dense generation")
 	}
 	ctx := context.Background()
 	parts := map[string]func(q string){
 		"sparse": func(q string) { ix.Search(ctx, search.Query{Text: q, K: 20, SkipDocs: true}) },
-		"dense":  func(q string) { denseBackend{e: e, g: g}.Recall(ctx, q, 20, 20, nil) },
+		"dense":  func(q string) { e.dense.Recall(g, nil).Recall(ctx, q, 20, 20, nil) },
 	}
 	lat := map[string][]time.Duration{}
 	timed := func(name, as, q string, round int) {

@@ -1,4 +1,4 @@
-package engine
+package derive
 
 import (
 	"context"
@@ -32,25 +32,27 @@ func (r remoteDense) Vectors(ctx context.Context, ids []string) ([][]float32, er
 	return r.b.Vectors(ctx, ids)
 }
 
-// openRemoteDense publishes the dense generation of a DenseBackend: its
-// encoder, ready at once (the vectors live in the backend).
-func (e *Engine) openRemoteDense() {
-	db, ok := e.cfg.Backend.(search.DenseBackend)
+// OpenRemote publishes the dense generation of a DenseBackend: its
+// encoder, ready at once (the vectors live in the backend). It is nil when
+// b stores no vectors.
+func OpenRemote(b search.Backend, opts Options) *Dense {
+	db, ok := b.(search.DenseBackend)
 	if !ok || db.Provider() == nil {
-		return
+		return nil
 	}
-	e.remote = db
+	d := newDense(opts)
+	d.remote = db
 	g := newGeneration(0, db.Provider(), "", nil)
-	g.desc = e.describe(g)
-	e.gen.Store(g)
-	e.keep(g)
+	d.gen.Store(g)
+	d.keep(g)
+	return d
 }
 
-// denseDeps is the pipeline's dense backend for one request under
-// generation g.
-func (e *Engine) denseDeps(g *generation, f *filter.Node) pipeline.Dense {
-	if e.remote != nil {
-		return remoteDense{b: e.remote, filter: f}
+// Recall is the pipeline's dense backend for one request under generation
+// g, restricted by f (a remote backend applies it itself).
+func (d *Dense) Recall(g *Generation, f *filter.Node) pipeline.Dense {
+	if d.remote != nil {
+		return remoteDense{b: d.remote, filter: f}
 	}
-	return denseBackend{e: e, g: g}
+	return denseBackend{d: d, g: g}
 }

@@ -1,4 +1,4 @@
-package engine
+package derive
 
 // Sessions keep the dense generation they negotiated (issue 31): a
 // session's capabilities name its generation's embed.identity (§13.2), and
@@ -24,7 +24,7 @@ import (
 // applied since), its int8 copy (dim), the layer-0 links (2M+1 int32s with
 // M 16: 132 bytes), the id, level, deletion flag and id map entry (≈ 58
 // bytes); plus the LSA model's projection (terms × dim float32s).
-func generationBytes(g *generation) int64 {
+func generationBytes(g *Generation) int64 {
 	if g.ann == nil {
 		return 0
 	}
@@ -39,39 +39,39 @@ func generationBytes(g *generation) int64 {
 
 // keep records g as the published generation (the previous one is kept
 // for its sessions, within the bounds).
-func (e *Engine) keep(g *generation) {
-	for _, d := range e.kept.Publish(g.info.identity, g, generationBytes(g)) {
-		e.logDropped(d)
+func (d *Dense) keep(g *Generation) {
+	for _, old := range d.kept.Publish(g.info.identity, g, generationBytes(g)) {
+		d.logDropped(old)
 	}
 }
 
-func (e *Engine) logDropped(g *generation) {
-	if cur := e.gen.Load(); cur != nil && cur != g {
-		e.log.Info("engine: dropped a superseded dense generation; its sessions re-initialize",
-			"generation", g.n, "identity", g.info.identity, "kept", e.kept.Stats().Kept)
+func (d *Dense) logDropped(g *Generation) {
+	if cur := d.gen.Load(); cur != nil && cur != g {
+		d.log.Info("engine: dropped a superseded dense generation; its sessions re-initialize",
+			"generation", g.n, "identity", g.info.identity, "kept", d.kept.Stats().Kept)
 	}
 }
 
 // sweepKept drops the kept generations no session used within the grace
 // period (the deriver runs it between steps).
-func (e *Engine) sweepKept() {
-	for _, d := range e.kept.Sweep() {
-		e.logDropped(d)
+func (d *Dense) sweepKept() {
+	for _, old := range d.kept.Sweep() {
+		d.logDropped(old)
 	}
 }
 
 // generationOf returns the generation a session that negotiated identity
 // may use: the published one or a kept one (marked used).
-func (e *Engine) generationOf(identity string) (*generation, bool) {
-	return e.kept.Get(identity)
+func (d *Dense) generationOf(identity string) (*Generation, bool) {
+	return d.kept.Get(identity)
 }
 
 // notServed is the error of a dense call whose session's generation is no
 // longer held: the capabilities changed (a new session is offered the
 // published generation), or, while none is published (a damaged one is
 // being rebuilt), -32010 retryable.
-func (e *Engine) notServed(identity string) error {
-	g := e.gen.Load()
+func (d *Dense) notServed(identity string) error {
+	g := d.gen.Load()
 	if g == nil {
 		yes := true
 		after := int64(5000)
@@ -79,7 +79,7 @@ func (e *Engine) notServed(identity string) error {
 			Data: &rcp.ErrorData{Retryable: &yes, RetryAfterMs: &after,
 				Detail: fmt.Sprintf("the dense index of embed.identity %q is not available; sparse retrieval is unaffected", identity)}}
 	}
-	o := e.kept.Options()
+	o := d.kept.Options()
 	return rcp.CapabilitiesChanged("the dense index of embed.identity %q was replaced by %q and is no longer kept "+
 		"(at most %d superseded generations, %d MiB, each for %v after its last use); a new session is offered %q",
 		identity, g.info.identity, o.Max, o.Budget>>20, o.Grace, g.info.identity)
@@ -87,9 +87,9 @@ func (e *Engine) notServed(identity string) error {
 
 // keptToApply returns a kept generation that lags the dense log (nil:
 // none), for the deriver to apply the next batch of ops to.
-func (e *Engine) keptToApply() *generation {
-	last := e.opSeq.Load()
-	for _, g := range e.kept.Kept() {
+func (d *Dense) keptToApply() *Generation {
+	last := d.opSeq.Load()
+	for _, g := range d.kept.Kept() {
 		select {
 		case <-g.ready:
 		default:
@@ -105,24 +105,24 @@ func (e *Engine) keptToApply() *generation {
 // applyKept applies the next batch of ops to a lagging kept generation and
 // updates its size; it reports whether there was one.
 func (dv *deriver) applyKept(ctx context.Context) (bool, error) {
-	g := dv.e.keptToApply()
+	g := dv.d.keptToApply()
 	if g == nil {
 		return false, nil
 	}
 	if err := dv.apply(ctx, g); err != nil {
 		return true, err
 	}
-	for _, d := range dv.e.kept.Resize(g, generationBytes(g)) {
-		dv.e.logDropped(d)
+	for _, old := range dv.d.kept.Resize(g, generationBytes(g)) {
+		dv.d.logDropped(old)
 	}
 	return true, nil
 }
 
 // trimBound is how far the dense ops may be trimmed once g's checkpoint
 // covers them: not past what a kept generation has applied.
-func (e *Engine) trimBound(g *generation) uint64 {
+func (d *Dense) trimBound(g *Generation) uint64 {
 	upTo := g.saved
-	for _, k := range e.kept.Kept() {
+	for _, k := range d.kept.Kept() {
 		upTo = min(upTo, k.applied.Load())
 	}
 	return upTo

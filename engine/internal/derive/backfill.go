@@ -1,4 +1,4 @@
-package engine
+package derive
 
 import (
 	"bytes"
@@ -74,17 +74,17 @@ type backfill struct {
 // backfillStep runs one batch of the backfill; done reports that the log
 // now matches the index.
 func (dv *deriver) backfillStep(ctx context.Context) (done bool, err error) {
-	e, bf := dv.e, dv.backfill
+	d, bf := dv.d, dv.backfill
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	e.gate.LockWrites()
-	defer e.gate.UnlockWrites()
-	if err := e.writable(); err != nil {
+	d.gate.LockWrites()
+	defer d.gate.UnlockWrites()
+	if err := d.cfg.Writable(); err != nil {
 		return false, err
 	}
 	var cursor []byte
-	if err := e.db.View(func(tx *bolt.Tx) error {
+	if err := d.db.View(func(tx *bolt.Tx) error {
 		cursor = bytes.Clone(tx.Bucket(bucketDenseMeta).Get(keyBackfill))
 		return nil
 	}); err != nil {
@@ -103,15 +103,15 @@ func (dv *deriver) backfillStep(ctx context.Context) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if seq > e.opSeq.Load() {
-		e.opSeq.Store(seq) // writers are serialised by wmu, which we hold
+	if seq > d.opSeq.Load() {
+		d.opSeq.Store(seq) // writers are serialised by wmu, which we hold
 	}
 	if done {
-		e.log.Info("engine: dense log backfilled", "units", bf.units, "dropped", bf.dropped,
+		d.log.Info("engine: dense log backfilled", "units", bf.units, "dropped", bf.dropped,
 			"took", time.Since(bf.started).Round(time.Millisecond))
 	} else if time.Since(bf.logged) >= progressLogEvery {
 		bf.logged = time.Now()
-		e.log.Info("engine: backfilling the dense log", "units", bf.units, "of", e.ix.Stats().Docs,
+		d.log.Info("engine: backfilling the dense log", "units", bf.units, "of", d.ix.Stats().Docs,
 			"elapsed", time.Since(bf.started).Round(time.Second))
 	}
 	return done, nil
@@ -122,46 +122,46 @@ func (dv *deriver) backfillStep(ctx context.Context) (done bool, err error) {
 // the last document the cursor moves to phase 'd'. It returns the dense
 // log's op sequence after the batch.
 func (dv *deriver) backfillUnits(ctx context.Context, after []byte) (uint64, error) {
-	e := dv.e
+	d := dv.d
 	type doc struct {
 		id     string
 		chunks int
 	}
 	var docs []doc
 	n := 0
-	if err := e.catalog.Scan(string(after), true, func(id string, rec *catalog.Record) bool {
+	if err := d.catalog.Scan(string(after), true, func(id string, rec *catalog.Record) bool {
 		docs = append(docs, doc{id, rec.Chunks})
 		n += max(rec.Chunks, 1)
-		return n < e.cfg.backfillBatch
+		return n < d.cfg.BackfillBatch
 	}); err != nil {
 		return 0, fmt.Errorf("engine: %w", err)
 	}
 	var units []denseUnit
-	for _, d := range docs {
-		ids := []string{d.id}
-		if d.chunks > 0 {
+	for _, doc := range docs {
+		ids := []string{doc.id}
+		if doc.chunks > 0 {
 			ids = ids[:0]
-			for j := range d.chunks {
-				ids = append(ids, catalog.ChunkID(d.id, j))
+			for j := range doc.chunks {
+				ids = append(ids, catalog.ChunkID(doc.id, j))
 			}
 		}
 		for _, id := range ids {
-			u, err := e.ix.Get(ctx, id)
+			u, err := d.ix.Get(ctx, id)
 			if err != nil {
 				return 0, fmt.Errorf("engine: %w", err)
 			}
 			if u == nil { // a chunk deleted on its own: phase 'd' drops its record
 				continue
 			}
-			du := denseUnit{id: id, text: denseText(u)}
+			du := denseUnit{id: id, text: Text(u)}
 			if u.Chunk != nil {
 				du.parent = u.Chunk.DocID
 			}
 			units = append(units, du)
 		}
 	}
-	if testHookBackfillBatch != nil {
-		if err := testHookBackfillBatch(); err != nil {
+	if hook := d.cfg.BackfillHook; hook != nil {
+		if err := hook(); err != nil {
 			return 0, err
 		}
 	}
@@ -170,7 +170,7 @@ func (dv *deriver) backfillUnits(ctx context.Context, after []byte) (uint64, err
 		next = append([]byte{phaseUnits}, docs[len(docs)-1].id...)
 	}
 	var seq uint64
-	err := e.db.Update(func(tx *bolt.Tx) error {
+	err := d.db.Update(func(tx *bolt.Tx) error {
 		dt := openDenseTx(tx)
 		for _, u := range units {
 			if err := dt.put(u.id, u.parent, u.text); err != nil {
@@ -187,24 +187,20 @@ func (dv *deriver) backfillUnits(ctx context.Context, after []byte) (uint64, err
 	return seq, nil
 }
 
-// testHookBackfillBatch, when set (tests only), runs in each batch of phase
-// 'u' between reading the index and logging what it read (under the write
-// lock); an error aborts the batch.
-var testHookBackfillBatch func() error
 
 // backfillDead drops the records, after the id after, of units the index
 // no longer holds (a batch of backfillBatch records); after the last
 // record it removes the mark (done).
 func (dv *deriver) backfillDead(ctx context.Context, after []byte) (seq uint64, done bool, err error) {
-	e := dv.e
+	d := dv.d
 	var ids []string
-	if err := e.db.View(func(tx *bolt.Tx) error {
+	if err := d.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDense).Cursor()
 		k, _ := c.Seek(after)
 		if k != nil && len(after) > 0 && bytes.Equal(k, after) {
 			k, _ = c.Next()
 		}
-		for ; k != nil && len(ids) < e.cfg.backfillBatch; k, _ = c.Next() {
+		for ; k != nil && len(ids) < d.cfg.BackfillBatch; k, _ = c.Next() {
 			ids = append(ids, string(k))
 		}
 		return nil
@@ -222,7 +218,7 @@ func (dv *deriver) backfillDead(ctx context.Context, after []byte) (seq uint64, 
 		}
 	}
 	done = len(ids) == 0
-	err = e.db.Update(func(tx *bolt.Tx) error {
+	err = d.db.Update(func(tx *bolt.Tx) error {
 		dt := openDenseTx(tx)
 		for _, id := range dead {
 			if err := dt.del(id); err != nil {
@@ -252,7 +248,7 @@ type numser interface {
 // liveUnits reports which of ids the index holds.
 func (dv *deriver) liveUnits(ctx context.Context, ids []string) ([]bool, error) {
 	live := make([]bool, len(ids))
-	if ns, ok := dv.e.ix.(numser); ok {
+	if ns, ok := dv.d.ix.(numser); ok {
 		nums, err := ns.Nums(ctx, ids)
 		if err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
@@ -263,7 +259,7 @@ func (dv *deriver) liveUnits(ctx context.Context, ids []string) ([]bool, error) 
 		return live, nil
 	}
 	for i, id := range ids {
-		d, err := dv.e.ix.Get(ctx, id)
+		d, err := dv.d.ix.Get(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}

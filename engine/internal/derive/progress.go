@@ -1,4 +1,4 @@
-package engine
+package derive
 
 import (
 	"sync/atomic"
@@ -31,13 +31,13 @@ type DenseBuild struct {
 	Started     time.Time
 }
 
-// DenseBuild returns the dense build in progress; ok is false when none
+// Build returns the dense build in progress; ok is false when none
 // is (dense retrieval off, or the published generation is current).
-func (e *Engine) DenseBuild() (b DenseBuild, ok bool) {
-	if e.derive == nil {
+func (d *Dense) Build() (b DenseBuild, ok bool) {
+	if d.deriver == nil {
 		return DenseBuild{}, false
 	}
-	p := e.derive.progress.Load()
+	p := d.deriver.progress.Load()
 	if p == nil {
 		return DenseBuild{}, false
 	}

@@ -1,4 +1,4 @@
-package engine
+package derive
 
 import (
 	"bytes"
@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rcpgo/rcpgo/engine/graph"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/store"
@@ -342,30 +342,16 @@ func syncDenseLog(d denseTx, ids []string, units map[string]*search.Document) er
 			}
 		}
 	}
-	for _, u := range sortedKeys(units) {
+	for _, u := range slices.Sorted(maps.Keys(units)) {
 		doc, parent := units[u], ""
 		if doc.Chunk != nil {
 			parent = doc.Chunk.DocID
 		}
-		if err := d.put(u, parent, denseText(doc)); err != nil {
+		if err := d.put(u, parent, Text(doc)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// requeueGraph queues the top-level documents of ids for the knowledge
-// graph builder, when the graph is on and its queue exists (without it,
-// the graph's first start queues every document).
-func requeueGraph(tx *bolt.Tx, on bool, ids []string) error {
-	if !on || tx.Bucket([]byte(graphQueueBucket)) == nil {
-		return nil
-	}
-	top := map[string]bool{}
-	for _, id := range ids {
-		top[catalog.TopLevel(id)] = true
-	}
-	return graph.Enqueue(tx, graphQueueBucket, sortedKeys(top)...)
 }
 
 // unitsOf lists the units of the dense log (recs) that belong to the
@@ -386,4 +372,78 @@ func unitsOf(recs *bolt.Bucket, ids []string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Text is what the dense encoder sees of a unit: its title and text.
+func Text(d *search.Document) string {
+	if d.Title == "" {
+		return d.Text
+	}
+	return d.Title + "\n" + d.Text
+}
+
+// Buckets are the dense log's buckets of engine.db.
+var Buckets = [][]byte{bucketDense, bucketDenseIDs, bucketDenseKeys, bucketDenseOps, bucketDenseMeta}
+
+// Current reports whether tx's dense log has the current layout (nothing
+// for Migrate to do).
+func Current(tx *bolt.Tx) bool {
+	return string(tx.Bucket(bucketDenseMeta).Get(keyLayout)) == denseLayout
+}
+
+// Migrate brings an earlier layout of the dense log to the current one;
+// migrated reports that the dense index must be rebuilt.
+func Migrate(tx *bolt.Tx) (migrated bool, err error) { return migrateDenseLog(tx) }
+
+// Log is the dense log inside one engine.db write transaction, for a
+// write's commit: each change of a unit's dense text appends an op for the
+// deriver.
+type Log struct{ tx denseTx }
+
+// OpenLog opens the dense log in tx.
+func OpenLog(tx *bolt.Tx) Log { return Log{openDenseTx(tx)} }
+
+// Put records u's dense text; an unchanged text appends no op.
+func (l Log) Put(u Unit) error { return l.tx.putEncoded(denseUnit(u)) }
+
+// Delete removes id's record and its chunks' records; keepSelf keeps id's
+// own (it is being re-added whole).
+func (l Log) Delete(id string, keepSelf bool) error { return l.tx.deleteUnit(id, keepSelf) }
+
+// TrimChunks removes the records of chunks n, n+1, ... of parent.
+func (l Log) TrimChunks(parent string, n int) error { return l.tx.trimChunks(parent, n) }
+
+// Seq is the seq of the log's last op.
+func (l Log) Seq() uint64 { return l.tx.ops.Sequence() }
+
+// Unit is a unit's dense text with its record encoded: a write encodes it
+// before the write lock (compressing texts inside engine.db's transaction
+// lengthened every group commit).
+type Unit denseUnit
+
+// NewUnit encodes d's dense record.
+func NewUnit(d *search.Document) Unit {
+	u := denseUnit{id: d.ID, text: Text(d)}
+	if d.Chunk != nil {
+		u.parent = d.Chunk.DocID
+	}
+	u.rec = encodeDenseRecord(u.parent, u.text)
+	return Unit(u)
+}
+
+// MarkBehind records, in a write transaction of an engine with dense off,
+// that the dense log no longer matches the index (a later Open with dense
+// on backfills it).
+func MarkBehind(tx *bolt.Tx) error { return markDenseBehind(tx) }
+
+// Reconcile makes the dense log's units of the documents ids those the
+// index holds (units), in a transaction of the catalog's recovery.
+func Reconcile(tx *bolt.Tx, ids []string, units map[string]*search.Document) error {
+	return syncDenseLog(openDenseTx(tx), ids, units)
+}
+
+// Prune deletes the dense records of units not in live (a rebuild of the
+// catalog) and returns how many went.
+func Prune(tx *bolt.Tx, live map[string]bool) (int, error) {
+	return pruneDenseLog(openDenseTx(tx), live)
 }

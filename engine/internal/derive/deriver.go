@@ -1,4 +1,4 @@
-package engine
+package derive
 
 import (
 	"context"
@@ -21,7 +21,6 @@ import (
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
 	"github.com/rcpgo/rcpgo/engine/store"
-	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // Dense lifecycle (docs/architecture.md, "Dense generations").
@@ -47,8 +46,8 @@ import (
 //
 // index/add never waits for any of this.
 
-// generation is one published dense index.
-type generation struct {
+// Generation is one published dense index.
+type Generation struct {
 	n uint64
 	// info describes the encoder from the start; model is the encoder
 	// itself. A generation opened from disk loads its LSA model and its
@@ -65,7 +64,6 @@ type generation struct {
 	// deriver only); saved is the seq of the newest checkpoint file.
 	applied atomic.Uint64
 	saved   uint64
-	desc    rcp.Description
 	// fitUnits is the corpus size the LSA basis was fitted at (0 when it
 	// was published before it was recorded: then the model's own document
 	// count, which was the whole corpus).
@@ -77,7 +75,7 @@ type generation struct {
 
 // fittedAt is the corpus size g's LSA basis was fitted at; the basis is
 // refitted when the corpus doubles from it.
-func (g *generation) fittedAt() int {
+func (g *Generation) fittedAt() int {
 	if g.fitUnits > 0 {
 		return g.fitUnits
 	}
@@ -99,8 +97,8 @@ func infoOf(p embed.Provider) encoderInfo {
 }
 
 // newGeneration is a generation of model that needs no loading.
-func newGeneration(n uint64, model embed.Provider, dir string, ix *ann.Index) *generation {
-	g := &generation{n: n, info: infoOf(model), model: model, dir: dir, ann: ix, ready: make(chan struct{})}
+func newGeneration(n uint64, model embed.Provider, dir string, ix *ann.Index) *Generation {
+	g := &Generation{n: n, info: infoOf(model), model: model, dir: dir, ann: ix, ready: make(chan struct{})}
 	close(g.ready)
 	return g
 }
@@ -115,8 +113,8 @@ func checkpointName(seq uint64) string {
 	return fmt.Sprintf("%s%016x%s", checkpointPrefix, seq, checkpointExt)
 }
 
-// checkpoints lists the checkpoint files of dir, newest first.
-func checkpoints(dir string) []uint64 {
+// checkpointSeqs lists the checkpoint files of dir, newest first.
+func checkpointSeqs(dir string) []uint64 {
 	ents, _ := os.ReadDir(dir)
 	var out []uint64
 	for _, e := range ents {
@@ -135,19 +133,19 @@ func checkpoints(dir string) []uint64 {
 
 // openGeneration opens generation n; its model and checkpoint load in the
 // background (loadGeneration). identity is the one published with it.
-func (e *Engine) openGeneration(n uint64, identity string) (*generation, error) {
-	dir := genDir(e.cfg.Dir, n)
-	if len(checkpoints(dir)) == 0 {
+func (d *Dense) openGeneration(n uint64, identity string) (*Generation, error) {
+	dir := genDir(d.cfg.Dir, n)
+	if len(checkpointSeqs(dir)) == 0 {
 		return nil, fmt.Errorf("no checkpoint in %s", dir)
 	}
-	g := &generation{n: n, dir: dir, ready: make(chan struct{})}
+	g := &Generation{n: n, dir: dir, ready: make(chan struct{})}
 	switch {
-	case e.cfg.Dense != DenseLSA:
-		g.model, g.info = e.cfg.DenseProvider, infoOf(e.cfg.DenseProvider)
+	case d.cfg.Dense != lsaKind:
+		g.model, g.info = d.cfg.Provider, infoOf(d.cfg.Provider)
 	case identity == "":
 		// Published before identities were recorded: only the model
 		// itself knows it.
-		m, err := e.loadLSA(dir)
+		m, err := d.loadLSA(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -172,12 +170,12 @@ const lsaModelFile = "lsa.model"
 
 // loadLSA loads the LSA model in dir, which must have been fitted with the
 // engine's analyzer.
-func (e *Engine) loadLSA(dir string) (*lsa.Model, error) {
-	m, err := lsa.Load(filepath.Join(dir, lsaModelFile), e.an.Terms)
+func (d *Dense) loadLSA(dir string) (*lsa.Model, error) {
+	m, err := lsa.Load(filepath.Join(dir, lsaModelFile), d.an.Terms)
 	if err != nil {
 		return nil, err
 	}
-	if m.TokenizerID() != e.an.Fingerprint() {
+	if m.TokenizerID() != d.an.Fingerprint() {
 		return nil, errors.New("the LSA model was fitted with another analyzer")
 	}
 	return m, nil
@@ -186,8 +184,8 @@ func (e *Engine) loadLSA(dir string) (*lsa.Model, error) {
 // loadGeneration loads g's model and newest readable checkpoint (on the
 // deriver's goroutine, before anything else touches them). On failure the
 // generation is withdrawn and rebuilt.
-func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
-	if hold := dv.e.cfg.holdDenseLoad; hold != nil {
+func (dv *deriver) loadGeneration(ctx context.Context, g *Generation) {
+	if hold := dv.d.cfg.HoldLoad; hold != nil {
 		select {
 		case <-hold:
 		case <-ctx.Done():
@@ -202,23 +200,23 @@ func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
 	}
 	if err != nil {
 		g.loadErr = err
-		dv.e.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", g.n, "err", err)
-		dv.e.kept.Withdraw(g)
-		dv.e.gen.CompareAndSwap(g, nil)
+		dv.d.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", g.n, "err", err)
+		dv.d.kept.Withdraw(g)
+		dv.d.gen.CompareAndSwap(g, nil)
 		close(g.ready)
 		return
 	}
 	close(g.ready)
-	dv.e.log.Info("engine: dense checkpoint loaded", "generation", g.n, "units", g.ann.Len(),
+	dv.d.log.Info("engine: dense checkpoint loaded", "generation", g.n, "units", g.ann.Len(),
 		"took", time.Since(start).Round(time.Millisecond), "model", modelTook.Round(time.Millisecond))
 	start = time.Now()
 	if err := dv.verifyGeneration(g); err != nil {
-		dv.e.log.Warn("engine: dense generation damaged; rebuilding it in the background", "generation", g.n, "err", err)
-		dv.e.kept.Withdraw(g)
-		dv.e.gen.CompareAndSwap(g, nil)
+		dv.d.log.Warn("engine: dense generation damaged; rebuilding it in the background", "generation", g.n, "err", err)
+		dv.d.kept.Withdraw(g)
+		dv.d.gen.CompareAndSwap(g, nil)
 		return
 	}
-	dv.e.log.Info("engine: dense generation verified", "generation", g.n, "took", time.Since(start).Round(time.Millisecond))
+	dv.d.log.Info("engine: dense generation verified", "generation", g.n, "took", time.Since(start).Round(time.Millisecond))
 	dv.warmKeyNums(ctx)
 }
 
@@ -226,21 +224,21 @@ func (dv *deriver) loadGeneration(ctx context.Context, g *generation) {
 // keys (keyNums.warm). It is an optimisation: a failure is logged and
 // recall resolves keys as it meets them.
 func (dv *deriver) warmKeyNums(ctx context.Context) {
-	lk, ok := dv.e.ix.(numLookup)
+	lk, ok := dv.d.ix.(numLookup)
 	if !ok {
 		return
 	}
 	start := time.Now()
 	var n int
-	err := store.Protect(dv.e.cfg.Dir, func() (err error) {
-		n, err = dv.e.keyNums.warm(ctx, dv.e.db, lk)
+	err := store.Protect(dv.d.cfg.Dir, func() (err error) {
+		n, err = dv.d.keyNums.warm(ctx, dv.d.db, lk)
 		return err
 	})
 	if err != nil && ctx.Err() == nil {
-		dv.e.log.Warn("engine: resolving the dense keys' documents failed; recall resolves them as it meets them", "err", err)
+		dv.d.log.Warn("engine: resolving the dense keys' documents failed; recall resolves them as it meets them", "err", err)
 		return
 	}
-	dv.e.log.Info("engine: dense keys resolved", "units", n, "took", time.Since(start).Round(time.Millisecond))
+	dv.d.log.Info("engine: dense keys resolved", "units", n, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // verifyGeneration checks what the load left to the first reads: the
@@ -250,7 +248,7 @@ func (dv *deriver) warmKeyNums(ctx context.Context) {
 // int8 copy of its vectors that searches walk the graph with from then on
 // (ann.Index.Quantize). A model of an older format is rewritten in the
 // current one.
-func (dv *deriver) verifyGeneration(g *generation) error {
+func (dv *deriver) verifyGeneration(g *Generation) error {
 	if err := g.ann.Quantize(); err != nil {
 		return err
 	}
@@ -263,7 +261,7 @@ func (dv *deriver) verifyGeneration(g *generation) error {
 	}
 	if m.Outdated() {
 		if err := m.Save(filepath.Join(g.dir, lsaModelFile)); err != nil {
-			dv.e.log.Warn("engine: rewriting the LSA model in the current format failed; kept the old file", "err", err)
+			dv.d.log.Warn("engine: rewriting the LSA model in the current format failed; kept the old file", "err", err)
 		}
 	}
 	return nil
@@ -271,11 +269,11 @@ func (dv *deriver) verifyGeneration(g *generation) error {
 
 // loadModel loads g's LSA model unless Open already has; it must be the
 // one published.
-func (dv *deriver) loadModel(g *generation) error {
+func (dv *deriver) loadModel(g *Generation) error {
 	if g.model != nil {
 		return nil
 	}
-	m, err := dv.e.loadLSA(g.dir)
+	m, err := dv.d.loadLSA(g.dir)
 	if err != nil {
 		return err
 	}
@@ -287,9 +285,9 @@ func (dv *deriver) loadModel(g *generation) error {
 }
 
 // loadCheckpoint loads g's newest readable checkpoint.
-func (dv *deriver) loadCheckpoint(g *generation) error {
+func (dv *deriver) loadCheckpoint(g *Generation) error {
 	var errs []error
-	for _, seq := range checkpoints(g.dir) {
+	for _, seq := range checkpointSeqs(g.dir) {
 		ix, err := ann.Load(filepath.Join(g.dir, checkpointName(seq)))
 		if err == nil && ix.Config().Identity != g.info.identity {
 			err = fmt.Errorf("stored vectors are %q, the encoder is %q", ix.Config().Identity, g.info.identity)
@@ -307,7 +305,7 @@ func (dv *deriver) loadCheckpoint(g *generation) error {
 
 // deriver keeps the dense generations up to date (see above).
 type deriver struct {
-	e      *Engine
+	d      *Dense
 	wake   chan struct{} // a write committed dense ops
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -325,7 +323,7 @@ type deriver struct {
 	backfill *backfill
 
 	// progress describes the build in progress (nil: none), for
-	// Engine.DenseBuild and the build's progress log.
+	// Dense.Build and the build's progress log.
 	progress atomic.Pointer[buildProgress]
 	// state is what is due, for readiness (engine_readiness.go).
 	state deriveState
@@ -355,11 +353,11 @@ const (
 	refitMaxLag = 5 * time.Minute
 )
 
-func (e *Engine) startDeriver(next uint64, bf *backfill) {
+func (d *Dense) startDeriver(next uint64, bf *backfill) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e.derive = &deriver{e: e, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+	d.deriver = &deriver{d: d, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
 		next: next, idleCond: make(chan struct{}), lastSave: time.Now(), backfill: bf}
-	go e.derive.run(ctx)
+	go d.deriver.run(ctx)
 }
 
 // notify wakes the deriver after a write.
@@ -379,15 +377,15 @@ const drainFor = 3 * time.Second
 func (dv *deriver) stop() error {
 	dv.cancel()
 	<-dv.done
-	g := dv.e.gen.Load()
+	g := dv.d.gen.Load()
 	if g == nil || g.ann == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), drainFor)
 	defer cancel()
-	for g.applied.Load() < dv.e.opSeq.Load() && ctx.Err() == nil {
+	for g.applied.Load() < dv.d.opSeq.Load() && ctx.Err() == nil {
 		if err := dv.apply(ctx, g); err != nil {
-			dv.e.log.Warn("engine: pending dense writes left for the next start", "err", err)
+			dv.d.log.Warn("engine: pending dense writes left for the next start", "err", err)
 			break
 		}
 	}
@@ -412,7 +410,7 @@ func (dv *deriver) setIdle(idle bool, seq uint64, failed error) {
 // and no build is due; it returns the deriver's error if a step fails
 // meanwhile.
 func (dv *deriver) waitIdle(ctx context.Context) error {
-	want := dv.e.opSeq.Load()
+	want := dv.d.opSeq.Load()
 	dv.mu.Lock()
 	dv.failed = nil
 	dv.mu.Unlock()
@@ -437,16 +435,17 @@ func (dv *deriver) waitIdle(ctx context.Context) error {
 
 func (dv *deriver) run(ctx context.Context) {
 	defer close(dv.done)
-	if g := dv.e.gen.Load(); g != nil && g.ann == nil {
+	if g := dv.d.gen.Load(); g != nil && g.ann == nil {
 		dv.loadGeneration(ctx, g)
 	}
 	delay := time.Second
 	for {
 		// A step reads engine.db and the record store, possibly before the
 		// page walks after Open have reached a damaged page: that fails the
-		// step (Protect), not the process; e.verify reports the damage.
+		// step (Protect), not the process; the checks after Open report the
+		// damage.
 		var did bool
-		err := store.Protect(dv.e.cfg.Dir, func() (err error) {
+		err := store.Protect(dv.d.cfg.Dir, func() (err error) {
 			did, err = dv.step(ctx)
 			return err
 		})
@@ -454,7 +453,7 @@ func (dv *deriver) run(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			dv.e.log.Warn("engine: dense upkeep failed; retrying", "err", err, "in", delay)
+			dv.d.log.Warn("engine: dense upkeep failed; retrying", "err", err, "in", delay)
 			dv.setIdle(false, 0, err)
 			select {
 			case <-ctx.Done():
@@ -472,9 +471,9 @@ func (dv *deriver) run(ctx context.Context) {
 		if dv.refitIn > 0 {
 			wait = dv.refitIn // a refit waits for writes to pause: not idle
 		} else {
-			dv.setIdle(true, dv.e.opSeq.Load(), nil)
+			dv.setIdle(true, dv.d.opSeq.Load(), nil)
 		}
-		if g := dv.e.gen.Load(); g != nil && (g.applied.Load() > g.saved || g.outdated) {
+		if g := dv.d.gen.Load(); g != nil && (g.applied.Load() > g.saved || g.outdated) {
 			wait = min(wait, max(time.Until(dv.lastSave.Add(dv.saveSpacing())), time.Millisecond))
 		}
 		select {
@@ -490,15 +489,15 @@ func (dv *deriver) run(ctx context.Context) {
 // saveSpacing keeps checkpoints to a small share of the deriver's time.
 func (dv *deriver) saveSpacing() time.Duration {
 	every := checkpointEvery
-	if dv.e.cfg.checkpointEvery > 0 {
-		every = dv.e.cfg.checkpointEvery
+	if dv.d.cfg.CheckpointEvery > 0 {
+		every = dv.d.cfg.CheckpointEvery
 	}
 	return max(every, 20*dv.saveCost)
 }
 
 // step does the next piece of work; it reports whether there was any.
 func (dv *deriver) step(ctx context.Context) (bool, error) {
-	g := dv.e.gen.Load()
+	g := dv.d.gen.Load()
 	dv.refitIn = 0
 	dv.note(g)
 	if dv.backfill != nil {
@@ -514,10 +513,10 @@ func (dv *deriver) step(ctx context.Context) (bool, error) {
 			return true, dv.build(ctx, g)
 		}
 	}
-	if g != nil && g.applied.Load() < dv.e.opSeq.Load() {
+	if g != nil && g.applied.Load() < dv.d.opSeq.Load() {
 		return true, dv.apply(ctx, g)
 	}
-	dv.e.sweepKept()
+	dv.d.sweepKept()
 	if did, err := dv.applyKept(ctx); did || err != nil {
 		return true, err
 	}
@@ -528,12 +527,12 @@ func (dv *deriver) step(ctx context.Context) (bool, error) {
 }
 
 // buildDue says whether a new generation must be built.
-func (dv *deriver) buildDue(g *generation) bool {
-	if dv.e.cfg.Dense != DenseLSA {
+func (dv *deriver) buildDue(g *Generation) bool {
+	if dv.d.cfg.Dense != lsaKind {
 		return g == nil
 	}
-	units := dv.e.ix.Stats().Docs
-	if units < dv.e.cfg.MinFitDocs || (dv.failedAt > 0 && units < 2*dv.failedAt) {
+	units := dv.d.ix.Stats().Docs
+	if units < dv.d.cfg.MinFitDocs || (dv.failedAt > 0 && units < 2*dv.failedAt) {
 		return false
 	}
 	return g == nil || units >= 2*g.fittedAt()
@@ -546,29 +545,29 @@ func (dv *deriver) buildDue(g *generation) bool {
 // write still queued counts as a write now: commits that stall (behind a
 // slow disk or a starved CPU) are not a pause, and a refit started then
 // would take the CPU from them for seconds.
-func (dv *deriver) refitWait(g *generation, now time.Time) time.Duration {
-	if g == nil || dv.e.cfg.Dense != DenseLSA {
+func (dv *deriver) refitWait(g *Generation, now time.Time) time.Duration {
+	if g == nil || dv.d.cfg.Dense != lsaKind {
 		return 0
 	}
 	if dv.refitSince.IsZero() {
 		dv.refitSince = now
 	}
-	last := time.Unix(0, dv.e.lastWrite.Load())
-	if dv.e.gate.Queued() > 0 {
+	last := time.Unix(0, dv.d.lastWrite.Load())
+	if dv.d.gate.Queued() > 0 {
 		last = now
 	}
-	quiet := last.Add(dv.e.cfg.refitQuiet).Sub(now)
+	quiet := last.Add(dv.d.cfg.RefitQuiet).Sub(now)
 	lag := dv.refitSince.Add(refitMaxLag).Sub(now)
 	return max(min(quiet, lag), 0)
 }
 
 // apply embeds the units of the next batch of ops into g.
-func (dv *deriver) apply(ctx context.Context, g *generation) error {
+func (dv *deriver) apply(ctx context.Context, g *Generation) error {
 	var ops []denseOp
 	var adds []uint64
 	var texts []string
-	upTo := dv.e.opSeq.Load()
-	err := dv.e.db.View(func(tx *bolt.Tx) error {
+	upTo := dv.d.opSeq.Load()
+	err := dv.d.db.View(func(tx *bolt.Tx) error {
 		var err error
 		if ops, err = readOps(tx, g.applied.Load(), applyBatch); err != nil {
 			return err
@@ -626,7 +625,7 @@ func (dv *deriver) embed(ctx context.Context, model embed.Provider, texts []stri
 		limit = 64
 	}
 	workers := embedWorkers
-	if dv.e.cfg.Dense == DenseLSA {
+	if dv.d.cfg.Dense == lsaKind {
 		workers = 1
 	}
 	out := make([][]float32, len(texts))
@@ -712,7 +711,7 @@ func (dv *deriver) units(ctx context.Context, maxKey uint64, keep func(uint64) b
 				text string
 			}
 			var page []unit
-			err := dv.e.db.View(func(tx *bolt.Tx) error {
+			err := dv.d.db.View(func(tx *bolt.Tx) error {
 				ids := tx.Bucket(bucketDenseIDs)
 				c := tx.Bucket(bucketDense).Cursor()
 				k, v := c.First()
@@ -760,14 +759,14 @@ func (dv *deriver) units(ctx context.Context, maxKey uint64, keep func(uint64) b
 
 // build builds and publishes a new generation (see above). old is the
 // published one or nil.
-func (dv *deriver) build(ctx context.Context, old *generation) error {
-	e := dv.e
+func (dv *deriver) build(ctx context.Context, old *Generation) error {
+	d := dv.d
 	start := time.Now()
 	// The build covers the units that exist now (keys up to maxKey) and
 	// every op up to from; later ones are replayed like any new write, so
 	// a build under a steady ingest does not chase it.
 	var from, maxKey uint64
-	if err := e.db.View(func(tx *bolt.Tx) error {
+	if err := d.db.View(func(tx *bolt.Tx) error {
 		from, maxKey = tx.Bucket(bucketDenseOps).Sequence(), tx.Bucket(bucketDenseKeys).Sequence()
 		return nil
 	}); err != nil {
@@ -776,13 +775,13 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 	var fail error
 	var model embed.Provider
 	var fitUnits int
-	p := &buildProgress{generation: dv.next, started: start, total: e.ix.Stats().Docs}
+	p := &buildProgress{generation: dv.next, started: start, total: d.ix.Stats().Docs}
 	dv.progress.Store(p)
 	defer dv.progress.Store(nil)
-	if e.cfg.Dense == DenseLSA {
+	if d.cfg.Dense == lsaKind {
 		p.phase.Store(phaseFit)
-		fitUnits = e.ix.Stats().Docs
-		keep := fitSample(fitUnits, e.cfg.LSAFitSample)
+		fitUnits = d.ix.Stats().Docs
+		keep := fitSample(fitUnits, d.cfg.LSAFitSample)
 		texts := func(yield func(string) bool) {
 			for _, t := range dv.units(ctx, maxKey, keep, &fail) {
 				if !yield(t) {
@@ -790,25 +789,25 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 				}
 			}
 		}
-		m, err := lsa.Fit(ctx, texts, e.an.Terms, lsa.Options{Dimension: e.cfg.LSADimension,
-			TokenizerID: e.an.Fingerprint(), Snapshot: e.ix.Version(), Logger: e.log, Workers: 1})
+		m, err := lsa.Fit(ctx, texts, d.an.Terms, lsa.Options{Dimension: d.cfg.LSADimension,
+			TokenizerID: d.an.Fingerprint(), Snapshot: d.ix.Version(), Logger: d.log, Workers: 1})
 		if err = cmpErr(fail, err); err != nil {
 			if ctx.Err() == nil {
-				dv.failedAt = max(e.ix.Stats().Docs, 1)
-				e.log.Warn("engine: LSA fit failed; retrying when the corpus doubles", "err", err, "units", dv.failedAt)
+				dv.failedAt = max(d.ix.Stats().Docs, 1)
+				d.log.Warn("engine: LSA fit failed; retrying when the corpus doubles", "err", err, "units", dv.failedAt)
 				return nil
 			}
 			return err
 		}
 		model = m
 	} else {
-		model = e.cfg.DenseProvider
+		model = d.cfg.Provider
 	}
 	ix, err := ann.New(ann.Config{Dim: model.Dimension(), Metric: ann.Cosine, Workers: 1, Identity: model.Identity()})
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	g := newGeneration(dv.next, model, genDir(e.cfg.Dir, dv.next), ix)
+	g := newGeneration(dv.next, model, genDir(d.cfg.Dir, dv.next), ix)
 	g.fitUnits = fitUnits
 	p.embedding()
 	var keys []uint64
@@ -826,7 +825,7 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 		keys, texts = keys[:0], texts[:0]
 		if time.Since(lastLog) >= progressLogEvery {
 			lastLog = time.Now()
-			e.log.Info("engine: building dense generation", p.logAttrs()...)
+			d.log.Info("engine: building dense generation", p.logAttrs()...)
 		}
 		return err
 	}
@@ -846,7 +845,7 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 	// publish: the rest is applied like any new write (a long catch-up
 	// under a steady ingest would delay the switch indefinitely).
 	for range 4 {
-		if g.applied.Load() >= e.opSeq.Load() {
+		if g.applied.Load() >= d.opSeq.Load() {
 			break
 		}
 		if err := dv.apply(ctx, g); err != nil {
@@ -859,7 +858,7 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 	if err := dv.publish(g, old); err != nil {
 		return err
 	}
-	e.log.Info("engine: published dense generation", "generation", g.n, "identity", model.Identity(),
+	d.log.Info("engine: published dense generation", "generation", g.n, "identity", model.Identity(),
 		"units", ix.Len(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -867,8 +866,8 @@ func (dv *deriver) build(ctx context.Context, old *generation) error {
 // publish makes g durable and current, then removes every other
 // generation. Sessions that negotiated the previous identity get -32010 on
 // dense calls from now on (engine_dense.go).
-func (dv *deriver) publish(g, old *generation) error {
-	e := dv.e
+func (dv *deriver) publish(g, old *Generation) error {
+	d := dv.d
 	if err := os.MkdirAll(g.dir, 0o755); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -880,7 +879,7 @@ func (dv *deriver) publish(g, old *generation) error {
 	if err := dv.writeCheckpoint(g); err != nil {
 		return err
 	}
-	if err := e.db.Update(func(tx *bolt.Tx) error {
+	if err := d.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketDenseMeta)
 		if err := meta.Put(keyIdentity, []byte(g.info.identity)); err != nil {
 			return err
@@ -892,12 +891,11 @@ func (dv *deriver) publish(g, old *generation) error {
 	}); err != nil {
 		return fmt.Errorf("engine: publishing dense generation: %w", err)
 	}
-	g.desc = e.describe(g)
-	e.gen.Store(g)
-	e.keep(g)
+	d.gen.Store(g)
+	d.keep(g)
 	dv.next = g.n + 1
 	dv.failedAt = 0
-	removeOtherGenerations(e.cfg.Dir, g.n)
+	removeOtherGenerations(d.cfg.Dir, g.n)
 	return dv.trim(g)
 }
 
@@ -911,7 +909,7 @@ func removeOtherGenerations(root string, keep uint64) {
 }
 
 // checkpoint writes g's index and trims the ops it covers.
-func (dv *deriver) checkpoint(g *generation) error {
+func (dv *deriver) checkpoint(g *Generation) error {
 	if err := dv.writeCheckpoint(g); err != nil {
 		return err
 	}
@@ -920,7 +918,7 @@ func (dv *deriver) checkpoint(g *generation) error {
 
 // writeCheckpoint saves g's index as a new checkpoint file (temp, fsync,
 // rename, fsync dir) and removes the older ones.
-func (dv *deriver) writeCheckpoint(g *generation) error {
+func (dv *deriver) writeCheckpoint(g *Generation) error {
 	start := time.Now()
 	seq := g.applied.Load()
 	if err := os.MkdirAll(g.dir, 0o755); err != nil {
@@ -929,7 +927,7 @@ func (dv *deriver) writeCheckpoint(g *generation) error {
 	if err := g.ann.Save(filepath.Join(g.dir, checkpointName(seq))); err != nil {
 		return fmt.Errorf("engine: dense checkpoint: %w", err)
 	}
-	for _, old := range checkpoints(g.dir) {
+	for _, old := range checkpointSeqs(g.dir) {
 		if old != seq {
 			_ = os.Remove(filepath.Join(g.dir, checkpointName(old)))
 		}
@@ -940,8 +938,8 @@ func (dv *deriver) writeCheckpoint(g *generation) error {
 }
 
 // trim deletes the ops covered by g's newest checkpoint.
-func (dv *deriver) trim(g *generation) error {
-	if err := dv.e.db.Update(func(tx *bolt.Tx) error { return trimOps(tx, dv.e.trimBound(g)) }); err != nil {
+func (dv *deriver) trim(g *Generation) error {
+	if err := dv.d.db.Update(func(tx *bolt.Tx) error { return trimOps(tx, dv.d.trimBound(g)) }); err != nil {
 		return fmt.Errorf("engine: trimming dense ops: %w", err)
 	}
 	return nil
@@ -949,11 +947,11 @@ func (dv *deriver) trim(g *generation) error {
 
 // openDense loads the published generation and starts the deriver; with
 // waitPreload it waits until the preload is embedded.
-func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
+func (d *Dense) openDense(ctx context.Context, waitPreload bool) error {
 	var n, fitUnits uint64
 	var identity string
 	empty, behind := true, false
-	if err := e.db.View(func(tx *bolt.Tx) error {
+	if err := d.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketDenseMeta)
 		if v := meta.Get(keyGen); len(v) == 8 {
 			n = binary.BigEndian.Uint64(v)
@@ -964,36 +962,35 @@ func (e *Engine) openDense(ctx context.Context, waitPreload bool) error {
 		identity = string(meta.Get(keyIdentity))
 		k, _ := tx.Bucket(bucketDense).Cursor().First()
 		empty = k == nil
-		behind = denseBehind(tx, empty, e.ix.Stats().Docs)
+		behind = denseBehind(tx, empty, d.ix.Stats().Docs)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if n > 0 {
-		g, err := e.openGeneration(n, identity)
+		g, err := d.openGeneration(n, identity)
 		if err != nil {
-			e.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", n, "err", err)
+			d.log.Warn("engine: dense generation unusable; rebuilding it in the background", "generation", n, "err", err)
 		} else {
 			g.fitUnits = int(fitUnits)
-			g.desc = e.describe(g)
-			e.gen.Store(g)
-			e.keep(g)
+			d.gen.Store(g)
+			d.keep(g)
 		}
 	}
 	var bf *backfill
 	switch {
-	case behind && e.cfg.ReadOnly:
-		e.log.Warn("engine: the dense log lacks units of the index (written with dense off) and the directory is read-only: dense covers the logged units only")
+	case behind && d.cfg.ReadOnly:
+		d.log.Warn("engine: the dense log lacks units of the index (written with dense off) and the directory is read-only: dense covers the logged units only")
 	case behind:
 		bf = &backfill{started: time.Now(), logged: time.Now()}
-		e.log.Info("engine: the dense log lacks units of the index (written with dense off); backfilling it in the background",
-			"units", e.ix.Stats().Docs)
+		d.log.Info("engine: the dense log lacks units of the index (written with dense off); backfilling it in the background",
+			"units", d.ix.Stats().Docs)
 	}
-	e.startDeriver(n+1, bf)
+	d.startDeriver(n+1, bf)
 	// An external encoder over an empty corpus publishes an empty
 	// generation at once, so the first sessions are offered dense.
-	if waitPreload || (e.gen.Load() == nil && e.cfg.Dense != DenseLSA && empty && bf == nil) {
-		if err := e.derive.waitIdle(ctx); err != nil {
+	if waitPreload || (d.gen.Load() == nil && d.cfg.Dense != lsaKind && empty && bf == nil) {
+		if err := d.deriver.waitIdle(ctx); err != nil {
 			return fmt.Errorf("engine: dense: %w", err)
 		}
 	}

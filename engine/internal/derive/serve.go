@@ -1,4 +1,4 @@
-package engine
+package derive
 
 import (
 	"cmp"
@@ -34,37 +34,29 @@ import (
 // vector index: dense recall misses them (hybrid still finds them through
 // sparse), and retrieve says how many writes are pending in usage.notes.
 
-// sessionCaps returns the capabilities negotiated by the request's session,
-// or the current ones outside a session (in-process calls).
-func (e *Engine) sessionCaps(ctx context.Context) rcp.Capabilities {
-	if s, ok := rcp.SessionInfo(ctx); ok {
-		return s.Capabilities
-	}
-	return e.Describe(ctx).Capabilities
-}
-
-// denseFor returns the generation the request may use: the published one,
-// provided the session negotiated its identity.
-func (e *Engine) denseFor(ctx context.Context, caps rcp.Capabilities) (*generation, error) {
+// For returns the generation a request of a session with capabilities
+// caps may use: the published one or one kept for the session
+// (retain.go), once loaded.
+func (d *Dense) For(ctx context.Context, caps rcp.Capabilities) (*Generation, error) {
 	if caps.Embed == nil {
 		return nil, rcp.NewError(rcp.CodeCapabilityMissing, "dense retrieval is not advertised to this session")
 	}
-	g, ok := e.generationOf(caps.Embed.Identity)
+	g, ok := d.generationOf(caps.Embed.Identity)
 	if ok {
 		// Right after a start the model and checkpoint may still be loading.
-		if err := e.awaitLoaded(ctx, g); err != nil {
+		if err := d.awaitLoaded(ctx, g); err != nil {
 			return nil, err
 		}
 		if g.loadErr == nil {
 			return g, nil
 		}
 	}
-	return nil, e.notServed(caps.Embed.Identity)
+	return nil, d.notServed(caps.Embed.Identity)
 }
 
-// denseBacklog is the number of dense ops not yet applied to g.
-func (e *Engine) denseBacklog(g *generation) uint64 {
-	if last, done := e.opSeq.Load(), g.applied.Load(); last > done {
+// Backlog is the number of dense ops not yet applied to g.
+func (d *Dense) Backlog(g *Generation) uint64 {
+	if last, done := d.opSeq.Load(), g.applied.Load(); last > done {
 		return last - done
 	}
 	return 0
@@ -72,8 +64,8 @@ func (e *Engine) denseBacklog(g *generation) uint64 {
 
 // denseBackend adapts a generation to pipeline.Dense for one request.
 type denseBackend struct {
-	e *Engine
-	g *generation
+	d *Dense
+	g *Generation
 }
 
 // damaged answers a read that found the generation's mapped model or
@@ -84,10 +76,10 @@ func (b denseBackend) damaged(err error) error {
 	if !errors.Is(err, ann.ErrCorrupt) && !errors.Is(err, lsa.ErrCorrupt) {
 		return err
 	}
-	b.e.kept.Withdraw(b.g)
-	if b.e.gen.CompareAndSwap(b.g, nil) {
-		b.e.log.Warn("engine: dense generation damaged; rebuilding it in the background", "generation", b.g.n, "err", err)
-		b.e.derive.notify()
+	b.d.kept.Withdraw(b.g)
+	if b.d.gen.CompareAndSwap(b.g, nil) {
+		b.d.log.Warn("engine: dense generation damaged; rebuilding it in the background", "generation", b.g.n, "err", err)
+		b.d.deriver.notify()
 	}
 	no := false
 	return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "the dense index is damaged on disk and is being rebuilt",
@@ -102,11 +94,11 @@ func (b denseBackend) Recall(ctx context.Context, text string, k, ef int, keep f
 	if len(qv) != 1 || zero(qv[0]) {
 		return nil, nil
 	}
-	if lk, ok := b.e.ix.(numLookup); ok && keep == nil {
+	if lk, ok := b.d.ix.(numLookup); ok && keep == nil {
 		return b.recallStored(ctx, lk, qv[0], k, ef)
 	}
 	var out []*pipeline.Candidate
-	err = b.e.db.View(func(tx *bolt.Tx) error {
+	err = b.d.db.View(func(tx *bolt.Tx) error {
 		keys := tx.Bucket(bucketDenseKeys)
 		docs := map[uint64]*search.Document{}
 		// resolve maps an ann key to its live document; a unit the index
@@ -115,7 +107,7 @@ func (b denseBackend) Recall(ctx context.Context, text string, k, ef int, keep f
 			doc, ok := docs[key]
 			if !ok {
 				if id := keys.Get(be64(key)); id != nil {
-					doc, _ = b.e.ix.Get(ctx, string(id))
+					doc, _ = b.d.ix.Get(ctx, string(id))
 				}
 				docs[key] = doc
 			}
@@ -160,7 +152,7 @@ func (b denseBackend) recallStored(ctx context.Context, lk numLookup, qv []float
 		return nil, b.damaged(fmt.Errorf("engine: dense search: %w", err))
 	}
 	nums := make([]search.DocNum, len(res))
-	b.e.keyNums.load(res, nums)
+	b.d.keyNums.load(res, nums)
 	ids, err := lk.LiveIDs(nums)
 	if err != nil {
 		return nil, err
@@ -196,7 +188,7 @@ func (b denseBackend) resolveKeys(ctx context.Context, lk numLookup, res []ann.R
 	}
 	var missIDs []string
 	var maxKey uint64
-	err := b.e.db.View(func(tx *bolt.Tx) error {
+	err := b.d.db.View(func(tx *bolt.Tx) error {
 		keys := tx.Bucket(bucketDenseKeys)
 		found := miss[:0]
 		for _, i := range miss {
@@ -217,7 +209,7 @@ func (b denseBackend) resolveKeys(ctx context.Context, lk numLookup, res []ann.R
 	for j, i := range miss {
 		if found[j] != 0 {
 			nums[i], ids[i] = found[j], missIDs[j]
-			b.e.keyNums.store(res[i].ID, found[j], maxKey)
+			b.d.keyNums.store(res[i].ID, found[j], maxKey)
 		}
 	}
 	return nil
@@ -243,7 +235,7 @@ func sortDense(out []*pipeline.Candidate) {
 
 func (b denseBackend) Vectors(ctx context.Context, ids []string) ([][]float32, error) {
 	out := make([][]float32, len(ids))
-	err := b.e.db.View(func(tx *bolt.Tx) error {
+	err := b.d.db.View(func(tx *bolt.Tx) error {
 		keys := tx.Bucket(bucketDenseIDs)
 		for i, id := range ids {
 			if k := keys.Get([]byte(id)); len(k) == 8 {
