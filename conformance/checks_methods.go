@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // ---------------------------------------------------------------- §8 filters
@@ -233,7 +234,7 @@ func methodChecks() []Check {
 	return []Check{
 		{ID: "embed.basic", Name: "embed returns one vector of embed.dimension per input, in order", Level: L1, Section: "§7.3", Requirement: Must, Needs: embedNeed,
 			run: func(ctx context.Context, s *suite) outcome {
-				inputs := []string{"alpha retrieval", "beta passage", "gamma"}
+				inputs := s.embedTexts("alpha retrieval", "beta passage", "gamma")
 				r := s.call(ctx, "embed", map[string]any{"inputs": inputs})
 				if !r.ok() {
 					return fail("embed: %s", r)
@@ -271,7 +272,7 @@ func methodChecks() []Check {
 			}},
 		{ID: "embed.legacy-texts", Name: "embed accepts the legacy texts field", Level: L1, Section: "§7.3", Requirement: Must, Needs: embedNeed,
 			run: func(ctx context.Context, s *suite) outcome {
-				r := s.call(ctx, "embed", map[string]any{"texts": []string{"legacy one", "legacy two"}})
+				r := s.call(ctx, "embed", map[string]any{"texts": s.embedTexts("legacy one", "legacy two")})
 				if !r.ok() {
 					return fail("embed {texts}: %s", r)
 				}
@@ -280,7 +281,7 @@ func methodChecks() []Check {
 			}},
 		{ID: "embed.json-explicit", Name: `embed with encoding "json" is always supported`, Level: L1, Section: "§7.3.1", Requirement: Must, Needs: embedNeed,
 			run: func(ctx context.Context, s *suite) outcome {
-				r := s.call(ctx, "embed", map[string]any{"inputs": []string{"x"}, "encoding": "json"})
+				r := s.call(ctx, "embed", map[string]any{"inputs": s.embedTexts("x"), "encoding": "json"})
 				if !r.ok() {
 					return fail("%s", r)
 				}
@@ -302,7 +303,7 @@ func methodChecks() []Check {
 				if !slices.Contains(s.capStrings("embed.encodings"), "f32-base64") {
 					return skip("f32-base64 not advertised")
 				}
-				r := s.call(ctx, "embed", map[string]any{"inputs": []string{"one", "two"}, "encoding": "f32-base64"})
+				r := s.call(ctx, "embed", map[string]any{"inputs": s.embedTexts("one", "two"), "encoding": "f32-base64"})
 				if !r.ok() {
 					return fail("%s", r)
 				}
@@ -336,8 +337,9 @@ func methodChecks() []Check {
 				if !slices.Contains(s.capStrings("embed.encodings"), "f32-base64") {
 					return skip("f32-base64 not advertised")
 				}
-				rj := s.call(ctx, "embed", map[string]any{"inputs": []string{"same text"}})
-				rb := s.call(ctx, "embed", map[string]any{"inputs": []string{"same text"}, "encoding": "f32-base64"})
+				same := s.embedTexts("same text")
+				rj := s.call(ctx, "embed", map[string]any{"inputs": same})
+				rb := s.call(ctx, "embed", map[string]any{"inputs": same, "encoding": "f32-base64"})
 				if !rj.ok() || !rb.ok() {
 					return fail("json: %s; f32-base64: %s", rj, rb)
 				}
@@ -591,3 +593,20 @@ func closeVec(a, b []float64, tol float64) bool {
 }
 
 var _ = fmt.Sprintf
+
+// embedTexts returns as many probe texts as fallback has, made of the words
+// of the query that returned hits when the run found one: an engine whose
+// encoder learns its vocabulary from the corpus may refuse a text with no
+// word it knows (-32602), which says nothing about its embed method. Without
+// such a query the fallback texts are used.
+func (s *suite) embedTexts(fallback ...string) []string {
+	words := strings.Fields(s.query)
+	if len(words) == 0 {
+		return fallback
+	}
+	out := make([]string, len(fallback))
+	for i := range out {
+		out[i] = strings.Join(words[:1+i%len(words)], " ") // distinct while the query has the words
+	}
+	return out
+}

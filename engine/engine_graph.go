@@ -63,7 +63,7 @@ func (e *Engine) openGraph() error {
 	}
 	g := graph.New(e.an)
 	b, err := graph.OpenBuilder(graph.BuilderOptions{DB: e.db, Bucket: graphQueueBucket, Snapshot: snap,
-		Source: graphSource{e}, Graph: g, Logger: e.log})
+		Source: graphSource{e}, Graph: g, Logger: e.log, Chat: e.cfg.Chat})
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/bench/natq"
@@ -196,4 +197,44 @@ func TestGoDocsEntitySample(t *testing.T) {
 	r := rand.New(rand.NewPCG(32, 32))
 	r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	t.Logf("%d entities, %d nodes; sample: %q", len(names), len(e.kg.g.Names(0)), names[:min(50, len(names))])
+}
+
+// TestGraphLocalUnchunkedHTML: two large HTML files indexed whole (no
+// chunking: one unit each, hundreds of kilobytes) still answer graph
+// local, and the hits cite their files. (Before: no hit at all.)
+func TestGraphLocalUnchunkedHTML(t *testing.T) {
+	docs, err := natq.ReadGoDocs(context.Background())
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skipf("no Go documentation: %v", err)
+	}
+	e, err := Open(context.Background(), Config{Dir: t.TempDir(), Graph: true, Dense: DenseNone,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	mustCall(t, e, rcp.MethodIndexAdd, map[string]any{"documents": docs[:2]}) // go_mem.html, go_spec.html
+	if err := e.SyncGraph(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"what is a goroutine", "when is a channel send synchronized with the receive"} {
+		var r struct{ Hits []rcp.Hit }
+		if err := json.Unmarshal(mustCall(t, e, rcp.MethodGraph, map[string]any{"op": "local", "query": q}), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Hits) == 0 {
+			t.Fatalf("%q: no hit", q)
+		}
+		for _, h := range r.Hits {
+			if h.Citation == nil || !strings.HasPrefix(h.Citation.Source, "file://") || !strings.HasSuffix(h.Citation.Source, ".html") {
+				t.Errorf("%q: hit %s cites %+v", q, h.ID, h.Citation)
+			}
+		}
+	}
+	if st := e.GraphStats(); st.Nodes < 100 {
+		t.Errorf("two whole HTML files gave %d nodes", st.Nodes)
+	}
 }

@@ -40,6 +40,12 @@ type weaviateConfig struct {
 	WriteConsistency string `json:"writeConsistency"`
 	ReadConsistency  string `json:"readConsistency"`
 	LSAModel         string `json:"lsaModel"` // a fitted LSA model file (--dense lsa)
+	// RecentWindowSeconds and RecentMax: the documents written within the
+	// window (default 75 s; -1: off) are ranked exactly by BM25 while
+	// Weaviate may not have flushed them, up to RecentMax (default 5000)
+	// of them (engine/weaviate/recent.go).
+	RecentWindowSeconds int `json:"recentWindowSeconds"`
+	RecentMax           int `json:"recentMax"`
 }
 
 func (b *backendFlags) register(fs *flag.FlagSet) {
@@ -79,6 +85,8 @@ func configureBackend(ctx context.Context, f serveFlags, fc *fileConfig, cfg *en
 		Replicas:         wc.Replicas,
 		Fields:           cfg.Fields,
 		Logger:           log,
+		RecentWindow:     time.Duration(wc.RecentWindowSeconds) * time.Second,
+		RecentMax:        wc.RecentMax,
 	}
 	if s := pick(bf.replicas, os.Getenv("RCPD_WEAVIATE_REPLICAS")); s != "" {
 		n, err := strconv.Atoi(s)

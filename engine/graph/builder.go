@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/rcpgo/rcpgo/engine/llm"
 )
 
 // Builder tuning.
@@ -53,6 +56,8 @@ type Builder struct {
 	src    Source
 	path   string
 	log    *slog.Logger
+	chat   llm.Chat
+	calls  int // model calls this step
 
 	wake   chan struct{}
 	syncs  chan chan error
@@ -77,6 +82,9 @@ type BuilderOptions struct {
 	Source   Source
 	Graph    *Graph
 	Logger   *slog.Logger
+	// Chat, when set, adds each unit's model-extracted triples (AskTriples)
+	// to its offline ones, at most modelCallsPerRun calls per step.
+	Chat llm.Chat
 }
 
 // OpenBuilder loads the snapshot (an unusable one is logged and the graph
@@ -86,7 +94,7 @@ func OpenBuilder(o BuilderOptions) (*Builder, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	b := &Builder{g: o.Graph, db: o.DB, bucket: []byte(o.Bucket), src: o.Source, path: o.Snapshot, log: o.Logger,
+	b := &Builder{g: o.Graph, db: o.DB, bucket: []byte(o.Bucket), src: o.Source, path: o.Snapshot, log: o.Logger, chat: o.Chat,
 		wake: make(chan struct{}, 1), syncs: make(chan chan error), done: make(chan struct{}), saved: time.Now()}
 	if err := o.DB.Update(func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(b.bucket)
@@ -215,6 +223,7 @@ func (b *Builder) run(ctx context.Context) {
 // step drains the queue, saves when due (always when final), and rebuilds
 // the communities once the queue is empty and the graph changed.
 func (b *Builder) step(ctx context.Context, final bool) error {
+	b.calls = 0
 	for {
 		n, err := b.applyBatch(ctx)
 		if err != nil {
@@ -298,9 +307,29 @@ func (b *Builder) apply(ctx context.Context, doc string) error {
 		}
 	}
 	for i, ex := range ExtractDoc(units) {
+		b.modelTriples(ctx, &ex, units[i].Text)
 		b.g.Put(units[i].ID, doc, ex)
 	}
 	return nil
+}
+
+// modelTriples adds the model's evidence-backed triples of text to ex,
+// within the step's budget; a failed call spends the budget (the model is
+// down or refusing: the rest of the step keeps offline triples).
+func (b *Builder) modelTriples(ctx context.Context, ex *Extraction, text string) {
+	if b.chat == nil || b.calls >= modelCallsPerRun || strings.TrimSpace(text) == "" {
+		return
+	}
+	b.calls++
+	ts, err := AskTriples(ctx, b.chat, text)
+	if err != nil {
+		b.calls = modelCallsPerRun
+		if ctx.Err() == nil {
+			b.log.Warn("graph: model triples failed; offline triples only for the rest of this step", "err", err)
+		}
+		return
+	}
+	ex.AddModelTriples(text, ts)
 }
 
 // flush saves the snapshot and then removes the processed queue entries

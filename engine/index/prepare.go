@@ -95,6 +95,7 @@ func prepare(an *analysis.Analyzer, fields map[string]FieldType, d *search.Docum
 	// Metadata follows the rcp/filter evaluator's model: null is absent,
 	// arrays hold scalars (nested arrays and objects inside arrays are
 	// ignored), objects are reached by dotted paths.
+	//lint:ignore S1021 the closure calls itself, so it is declared before it is assigned
 	var scalar func(path string, v any, elem bool)
 	scalar = func(path string, v any, elem bool) {
 		switch x := v.(type) {

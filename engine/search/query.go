@@ -49,6 +49,9 @@ type Result struct {
 	Version string   // the snapshot served
 	Terms   []string // the analysed query terms
 	Scored  int      // documents fully scored (the rest were pruned)
+	// Notes say what the answer may lack, for usage.notes (a remote
+	// backend whose ranking of recent writes is approximate).
+	Notes []string
 }
 
 // Filter is a metadata filter a Backend compiled from a validated filter

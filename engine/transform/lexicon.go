@@ -284,3 +284,43 @@ func (l *Lexicon) Related(words []string, n int, skip func(string) bool) []strin
 	}
 	return out
 }
+
+// minAssociationSupport is how many documents must hold both words for
+// Association to be more than -1: rarer pairs are chance.
+const minAssociationSupport = 3
+
+// Association is the normalised pointwise mutual information of words a
+// and b over the sampled documents, in [-1, 1]: log(P(a,b)/(P(a)P(b))) /
+// −log P(a,b), 1 when they always occur together, 0 when independent;
+// -1 when either is unknown or they share fewer than
+// minAssociationSupport documents.
+func (l *Lexicon) Association(a, b string) float64 {
+	ia, okA := l.ids[a]
+	ib, okB := l.ids[b]
+	if !okA || !okB || len(l.docs) == 0 {
+		return -1
+	}
+	pa, pb := l.post[ia], l.post[ib]
+	both := 0
+	for i, j := 0, 0; i < len(pa) && j < len(pb); {
+		switch {
+		case pa[i] == pb[j]:
+			both++
+			i++
+			j++
+		case pa[i] < pb[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	if both < minAssociationSupport {
+		return -1
+	}
+	n := float64(len(l.docs))
+	pab := float64(both) / n
+	if pab >= 1 {
+		return 1
+	}
+	return math.Log(pab/(float64(len(pa))/n*float64(len(pb))/n)) / -math.Log(pab)
+}

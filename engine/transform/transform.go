@@ -40,9 +40,12 @@ var OfflineMethods = []string{Rewrite, MultiQuery, Decompose, StepBack}
 
 // Bounds of a request (§15.5: transform fan-out is bounded).
 const (
-	DefaultN      = 3
-	MaxN          = 10
-	MaxQueryBytes = 4096
+	DefaultN = 3
+	// DefaultMinAssociation is the NPMI an expansion word needs with a
+	// query word (measured: docs/rcpd.md, "rewrite").
+	DefaultMinAssociation = 0.7
+	MaxN                  = 10
+	MaxQueryBytes         = 4096
 )
 
 // ErrUnknownMethod is returned for a method the Transformer does not serve.
@@ -53,6 +56,11 @@ type Config struct {
 	// Lexicon is the corpus vocabulary (nil: no spelling correction and no
 	// co-occurrence expansion).
 	Lexicon *Lexicon
+	// MinAssociation is the normalised PMI over the corpus's documents
+	// (Lexicon.Association) an expansion word must reach with at least one
+	// query word; 0 means DefaultMinAssociation, a value above 1 disables
+	// expansion. Without a Lexicon there is no expansion.
+	MinAssociation float64
 	// WordNet adds synonyms (rewrite, multi-query) and hypernyms (step-back).
 	WordNet *WordNet
 	// Neighbours returns up to n words related to word (LSA neighbours).
@@ -213,17 +221,57 @@ func content(ws []string) []string {
 	return out
 }
 
-// rewriteQuery is the offline rewrite: the query normalised (lower case,
-// punctuation and extra space removed), spell-corrected against the corpus
-// vocabulary and expanded with related terms.
+// rewriteQueryWeight is how many times the rewrite repeats the query's
+// own words: the index ranks by query term frequency, so the words asked
+// weigh 3:1 against each correction or expansion (measured with
+// DefaultMinAssociation on Cranfield and SciFact, docs/rcpd.md).
+const rewriteQueryWeight = 3
+
+// rewriteQuery is the offline rewrite: the query as asked (its own
+// words are never taken away, so the rewrite cannot lose what the
+// question matched, and they are repeated to weigh rewriteQueryWeight),
+// followed by the spelling corrections of its words the corpus does not
+// know and by words associated with its content words above
+// MinAssociation.
 func (t *Transformer) rewriteQuery(ctx context.Context, q string) (string, error) {
 	ws, err := t.correctedContext(ctx, q)
 	if err != nil {
 		return "", err
 	}
+	asked := Words(q)
+	out := []string{strings.Join(strings.Fields(q), " ")}
+	for range rewriteQueryWeight - 1 {
+		out = append(out, strings.Join(asked, " "))
+	}
+	for i, w := range ws {
+		if i < len(asked) && w != asked[i] && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
 	c := content(ws)
-	exp := t.expand(c, min(5, max(2, len(c))))
-	return strings.Join(append(ws, exp...), " "), nil
+	out = append(out, t.expand(c, min(5, max(2, len(c))))...)
+	return strings.Join(out, " "), nil
+}
+
+// associated reports whether expansion word v is associated with one of
+// the query words c at least as strongly as MinAssociation (NPMI over
+// the corpus's documents): a word that merely co-occurs, or a synonym
+// the corpus does not use alongside the query's words, is not added.
+func (t *Transformer) associated(v string, c []string) bool {
+	l := t.cfg.Lexicon
+	if l == nil {
+		return false
+	}
+	min := t.cfg.MinAssociation
+	if min == 0 {
+		min = DefaultMinAssociation
+	}
+	for _, w := range c {
+		if l.Association(v, w) >= min {
+			return true
+		}
+	}
+	return false
 }
 
 // known reports whether w is in the corpus often enough to help a query.
@@ -243,7 +291,7 @@ func (t *Transformer) expand(c []string, n int) []string {
 	var out []string
 	add := func(w string) bool {
 		s := t.cfg.Stem(w)
-		if len(out) >= n || stems[s] || functionWords[w] || !t.known(w) {
+		if len(out) >= n || stems[s] || functionWords[w] || !t.known(w) || !t.associated(w, c) {
 			return false
 		}
 		stems[s] = true

@@ -132,15 +132,23 @@ func run(t *testing.T, tr *Transformer, method, q string, n int, seed uint64) []
 func TestRewrite(t *testing.T) {
 	tr := transformer(t)
 	got := run(t, tr, Rewrite, "  Supersnic  DRAG on the airfiol?", 0, 0)
-	if len(got) != 1 || !strings.HasPrefix(got[0], "supersonic drag on the airfoil") {
-		t.Fatalf("rewrite = %q, want the corrected query first", got)
+	// The query as asked, its words twice more (weight 3:1), then the
+	// corrections of the words the corpus lacks.
+	want := "Supersnic DRAG on the airfiol? supersnic drag on the airfiol supersnic drag on the airfiol supersonic airfoil"
+	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Fatalf("rewrite = %q, want %q first", got, want)
 	}
-	if len(strings.Fields(got[0])) <= 5 {
-		t.Fatalf("rewrite = %q: no expansion", got)
+	for _, w := range strings.Fields(strings.TrimPrefix(got[0], want)) {
+		if a := tr.cfg.Lexicon.Association(w, "supersonic"); a < DefaultMinAssociation && tr.cfg.Lexicon.Association(w, "drag") < DefaultMinAssociation &&
+			tr.cfg.Lexicon.Association(w, "airfoil") < DefaultMinAssociation {
+			t.Errorf("expansion %q is not associated with the query's words (NPMI %.2f < %.2f)", w, a, DefaultMinAssociation)
+		}
 	}
-	// WordNet synonyms attested in the corpus are added.
-	if got := run(t, tr, Rewrite, "car vibration", 0, 0)[0]; !strings.Contains(got, "automobile") {
-		t.Fatalf("rewrite(car vibration) = %q, want the synonym automobile", got)
+	// A WordNet synonym attested in the corpus is added only when the
+	// corpus associates it with the query's words, like any expansion.
+	assoc := max(tr.cfg.Lexicon.Association("automobile", "car"), tr.cfg.Lexicon.Association("automobile", "vibration")) >= DefaultMinAssociation
+	if got := run(t, tr, Rewrite, "car vibration", 0, 0)[0]; strings.Contains(got, "automobile") != assoc {
+		t.Fatalf("rewrite(car vibration) = %q; automobile associated: %v", got, assoc)
 	}
 }
 
@@ -242,7 +250,7 @@ func TestLLMMethods(t *testing.T) {
 	}
 	// A failing model falls back to the offline method, except for hyde.
 	chat.err = errors.New("down")
-	if got := run(t, tr, Rewrite, "Wing  Drag", 0, 0); got[0] != "wing drag" {
+	if got := run(t, tr, Rewrite, "Wing  Drag", 0, 0); got[0] != "Wing Drag wing drag wing drag" {
 		t.Fatalf("fallback rewrite = %q", got)
 	}
 	if _, err := tr.Transform(context.Background(), Request{Query: "q", Method: HyDE}); err == nil {
@@ -286,4 +294,28 @@ func FuzzWordNetData(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		_ = parseWordNetData(strings.NewReader(s), func(string, []string, []string) {})
 	})
+}
+
+// TestAssociationGatesExpansion: a word that always comes with a query
+// word is added, one that merely co-occurs now and then is not.
+func TestAssociationGatesExpansion(t *testing.T) {
+	var texts []string
+	for i := range 12 {
+		texts = append(texts, "wing lift airfoil report")
+		if i%4 == 0 {
+			texts = append(texts, "wing paint report")
+		}
+		texts = append(texts, "engine noise paint report")
+	}
+	l, err := BuildLexicon(context.Background(), slices.Values(texts), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := l.Association("lift", "wing"), l.Association("paint", "wing"); a < DefaultMinAssociation || b >= DefaultMinAssociation {
+		t.Fatalf("NPMI lift~wing %.2f, paint~wing %.2f", a, b)
+	}
+	got := run(t, New(Config{Lexicon: l}), Rewrite, "wing", 0, 0)
+	if !strings.Contains(got[0], "lift") || strings.Contains(got[0], "paint") || strings.Contains(got[0], "report") {
+		t.Fatalf("rewrite = %q: want lift added, not paint or report", got)
+	}
 }

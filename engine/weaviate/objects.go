@@ -97,6 +97,7 @@ func (b *Backend) Add(ctx context.Context, docs []search.Document) ([]string, er
 		}
 	}
 	b.stats.Store(nil)
+	b.recent.add(ids)
 	return ids, nil
 }
 

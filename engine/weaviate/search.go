@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	"github.com/weaviate/weaviate/entities/models"
 
@@ -68,21 +69,33 @@ func (b *Backend) Search(ctx context.Context, q search.Query) (*search.Result, e
 	if phrases != nil {
 		limit = min(max(phraseDepthPerK*q.K, phraseDepthMin), phraseDepthMax)
 	}
-	res, err := b.search(ctx, func(s *graphql.Search) {
-		s.WithLimit(limit).WithMetadata(&graphql.Metadata{Score: true})
-		if f != nil && f.Where != nil {
-			s.WithWhere(f.Where)
-		}
-		if strings.TrimSpace(q.Text) != "" {
-			s.WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(query.RankText(q.Text)).WithProperties(bm25Props...))
-		} else {
-			s.WithSort(graphql.Sort{Path: []string{propID}})
-		}
-	})
+	run := func(where *filters.WhereBuilder, limit int) ([]graphql.SearchResult, error) {
+		return b.search(ctx, func(s *graphql.Search) {
+			s.WithLimit(limit).WithMetadata(&graphql.Metadata{Score: true})
+			if where != nil {
+				s.WithWhere(where)
+			}
+			if strings.TrimSpace(q.Text) != "" {
+				s.WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(query.RankText(q.Text)).WithProperties(bm25Props...))
+			} else {
+				s.WithSort(graphql.Sort{Path: []string{propID}})
+			}
+		})
+	}
+	var where *filters.WhereBuilder
+	if f != nil {
+		where = f.Where
+	}
+	res, err := run(where, limit)
 	if err != nil {
 		return nil, err
 	}
 	out := &search.Result{Version: b.Version(), Scored: len(res)}
+	if strings.TrimSpace(q.Text) != "" {
+		if res, err = b.withRecent(res, where, run, out); err != nil {
+			return nil, err
+		}
+	}
 	for i := range res {
 		d, facts := document(&res[i])
 		if f != nil && !f.Exact && !f.Node.Match(d.Meta) {

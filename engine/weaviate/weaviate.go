@@ -79,7 +79,14 @@ type Config struct {
 	Dense embed.Provider
 	// Timeout bounds one Weaviate call (default 30 s).
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// RecentWindow is how long a written document counts as possibly not
+	// flushed by Weaviate, whose BM25 ranks such documents too low
+	// (recent.go; default DefaultRecentWindow, negative: off); RecentMax
+	// bounds the documents its searches rank exactly (default
+	// DefaultRecentMax).
+	RecentWindow time.Duration
+	RecentMax    int
+	Logger       *slog.Logger
 }
 
 // Backend is a Weaviate collection behind the engine. Safe for concurrent
@@ -96,9 +103,10 @@ type Backend struct {
 	stop      context.CancelFunc
 	done      chan struct{}
 
-	words *otter.Cache[string, float64] // WordMax answers (the confidence normaliser)
-	an    *analysis.Analyzer            // analyses quoted phrases and their candidates' texts
-	stats atomic.Pointer[cachedStats]
+	words  *otter.Cache[string, float64] // WordMax answers (the confidence normaliser)
+	recent *recentWrites                 // documents written within RecentWindow (recent.go)
+	an     *analysis.Analyzer            // analyses quoted phrases and their candidates' texts
+	stats  atomic.Pointer[cachedStats]
 }
 
 var classRE = regexp.MustCompile(`^[A-Z][_0-9A-Za-z]{0,230}$`)
@@ -128,6 +136,12 @@ func Open(cfg Config) (*Backend, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
+	if cfg.RecentWindow == 0 {
+		cfg.RecentWindow = DefaultRecentWindow
+	}
+	if cfg.RecentMax <= 0 {
+		cfg.RecentMax = DefaultRecentMax
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -138,6 +152,7 @@ func Open(cfg Config) (*Backend, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	b := &Backend{cfg: cfg, log: cfg.Logger, schema: sc, connected: make(chan struct{}), stop: stop, done: make(chan struct{}), an: analysis.Default()}
 	b.words = newWordCache()
+	b.recent = newRecentWrites(cfg.RecentWindow, cfg.RecentMax)
 	go b.connectLoop(ctx, u)
 	return b, nil
 }

@@ -98,6 +98,7 @@ func recallSparse(ctx context.Context, s *State) ([]*Candidate, error) {
 		return nil, err
 	}
 	s.Page.Version = res.Version
+	s.Page.Notes = append(s.Page.Notes, res.Notes...)
 	cands := make([]Candidate, len(res.Hits)) // one allocation for all
 	sparse := make([]*Candidate, len(res.Hits))
 	for i, h := range res.Hits {

