@@ -12,6 +12,9 @@ import (
 // sparse query on Cranfield and SciFact (nDCG@10, BEIR test qrels). It
 // needs the shared datasets.
 func TestRewriteDoesNoHarm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: ingests Cranfield and SciFact (about a minute)")
+	}
 	for _, name := range []string{"cranfield", "scifact"} {
 		ds := loadDataset(t, name)
 		e := qualityEngine(t, t.TempDir(), ds, Config{})
