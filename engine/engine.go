@@ -51,6 +51,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/engine/internal/models"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
+	"github.com/rcpgo/rcpgo/engine/internal/writer"
 	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/readiness"
@@ -101,7 +102,7 @@ const (
 )
 
 // WireSource is the Source.Name of documents written with index/add.
-const WireSource = "index/add"
+const WireSource = writer.WireSource
 
 // Config configures an Engine. The zero value (plus Dir) is usable.
 type Config struct {
@@ -292,14 +293,9 @@ func (f FusionDefaults) withDefaults() FusionDefaults {
 	return f
 }
 
-// Preload is an operator-ingested document.
-type Preload struct {
-	ID, Title, Text string
-	Meta            map[string]any
-	Source          string // Source.Name (see TrustedSources)
-	URI             string
-	Chunk           bool
-}
+// Preload is an operator-ingested document (Source names it for
+// TrustedSources).
+type Preload = writer.Doc
 
 // Engine is the RCP engine. It implements rcp.Handler. Safe for concurrent use.
 type Engine struct {
@@ -312,10 +308,10 @@ type Engine struct {
 	fields map[string]string
 	ops    []string
 
-	// writes is the group commit queue of adds (engine_commit.go); gate
-	// coordinates writes and reads (engine/internal/gate).
-	writes *writeQueue
+	// gate coordinates writes and reads (engine/internal/gate); writer is
+	// the write path (engine/internal/writer).
 	gate   *gate.Gate
+	writer *writer.Writer
 
 	// dense is the dense side (engine/internal/derive): nil with dense off
 	// and a backend that stores no vectors.
@@ -344,8 +340,6 @@ type Engine struct {
 	lists *pipeline.Lists
 }
 
-var bucketIdem = []byte("idempotency")
-
 // Open opens (creating when needed) the engine in cfg.Dir.
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	cfg, err := cfg.withDefaults()
@@ -368,7 +362,6 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		fetch: fetch.New(cfg.URIPolicy, log)}
 	e.ready = readiness.New()
 	e.lists = pipeline.NewLists(denseListBytes, denseListTTL)
-	e.writes = newWriteQueue()
 	e.gate = gate.New(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
 	dbPath := filepath.Join(cfg.Dir, "engine.db")
 	migrated, err := e.openStores(ctx, dbPath)
@@ -398,6 +391,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.writer = writer.New(writer.Options{DB: e.db, Index: e.ix, An: e.an, Catalog: e.catalog, Gate: e.gate, Dense: e.dense,
+		DenseLog: cfg.Dense != DenseNone, Graph: e.graphQueue(), Chunk: cfg.Chunk, MaxAddDocs: cfg.maxAddDocs,
+		ReadOnly: cfg.ReadOnly, ReadOnlyReason: cfg.readOnlyReason(), Remote: cfg.Backend != nil, Writable: e.writable})
 	var before uint64
 	if e.dense != nil {
 		before = e.dense.Seq()
@@ -574,14 +570,7 @@ func (e *Engine) handle() {
 		}
 		return e.retrieve(ctx, p)
 	})
-	if !cfg.ReadOnly {
-		rcp.Handle(e.router, rcp.MethodIndexAdd, e.indexAdd)
-	} else {
-		e.router.HandleFunc(rcp.MethodIndexAdd, func(context.Context, json.RawMessage) (any, error) {
-			return nil, e.readOnlyError()
-		})
-	}
-	rcp.Handle(e.router, rcp.MethodIndexDelete, e.indexDelete)
+	e.writer.Handle(e.router)
 	m := &models.Models{Multi: cfg.MultiEncoder, Sparse: cfg.SparseEncoder, Reranker: cfg.Reranker,
 		RerankMethod: cfg.RerankMethod, RerankMax: cfg.RerankMaxCandidates, Fetch: e.fetch}
 	if e.dense != nil {
@@ -600,7 +589,7 @@ func (e *Engine) handle() {
 }
 
 // engineBuckets are the top-level buckets of engine.db.
-var engineBuckets = slices.Concat([][]byte{bucketIdem}, derive.Buckets, catalog.Buckets)
+var engineBuckets = slices.Concat(writer.Buckets, derive.Buckets, catalog.Buckets)
 
 // initEngineDB creates engine.db's buckets and upgrades its dense log when
 // needed, and reads the last dense op's seq. A current file is only read:
@@ -865,11 +854,7 @@ func (e *Engine) preload(ctx context.Context) error {
 	if len(e.cfg.Preload) == 0 {
 		return nil
 	}
-	docs := make([]addDoc, len(e.cfg.Preload))
-	for i, p := range e.cfg.Preload {
-		docs[i] = addDoc{id: p.ID, title: p.Title, text: p.Text, meta: p.Meta, source: p.Source, uri: p.URI, chunk: p.Chunk}
-	}
-	if _, _, err := e.write(ctx, docs, false); err != nil {
+	if _, _, err := e.writer.Write(ctx, e.cfg.Preload); err != nil {
 		return fmt.Errorf("engine: preload: %w", err)
 	}
 	return nil
@@ -920,14 +905,6 @@ func (c *Config) readOnlyReason() string {
 		return c.ReadOnlyReason
 	}
 	return "the server was started read-only"
-}
-
-// errReadOnly refuses a write to a read-only index.
-var errReadOnly = errors.New("the index is read-only")
-
-// readOnlyError refuses a write to a read-only index, saying why.
-func (e *Engine) readOnlyError() error {
-	return &fault.Error{Err: errReadOnly, Message: "the index is read-only: " + e.cfg.readOnlyReason(), Detail: e.cfg.readOnlyReason()}
 }
 
 // describeLimits adds to the x-rcpgo capability why the index is

@@ -98,9 +98,9 @@ func TestCatalogRecoversTheLastWriteOnly(t *testing.T) {
 	copyFile(t, filepath.Join(before, "engine.db"), filepath.Join(indexCrash, "engine.db"))
 	// A delete commits the index first: crash before the catalog's commit.
 	var deleteCrash string
-	testHookDeleteCommitted = func() { deleteCrash = copyFiles(t, dir) }
+	e.writer.Hooks.DeleteCommitted = func() { deleteCrash = copyFiles(t, dir) }
 	deleted(t, e, "b", "manual")
-	testHookDeleteCommitted = nil
+	e.writer.Hooks.DeleteCommitted = nil
 	if deleteCrash == "" {
 		t.Fatal("the delete did not reach its catalog commit")
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/derive"
+	"github.com/rcpgo/rcpgo/engine/internal/writer"
 	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -41,9 +42,7 @@ func enqueueAdd(t *testing.T, e *Engine, ctx context.Context, params string, wan
 	}()
 	deadline := time.Now().Add(time.Minute) // a hang guard, not a timing bound
 	for {
-		e.writes.mu.Lock()
-		n := len(e.writes.pending)
-		e.writes.mu.Unlock()
+		n := e.writer.Pending()
 		if n >= want {
 			return q
 		}
@@ -149,7 +148,7 @@ func TestGroupCommitKeepsOrderPerID(t *testing.T) {
 // idempotency key replays the first result, and the rest commit.
 func TestGroupCommitSettlesEachWrite(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Preload = nil })
-	if _, _, err := e.write(context.Background(), []addDoc{{id: "Q#c1", text: "a user document", source: WireSource}}, false); err != nil {
+	if _, _, err := e.writer.Write(context.Background(), []writer.Doc{{ID: "Q#c1", Text: "a user document", Source: WireSource}}); err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("Some words to split into several chunks here. ", 200)
@@ -349,7 +348,7 @@ func TestAddCommitsOverlap(t *testing.T) {
 	e := newEngine(t, nil)
 	v0 := e.ix.Version()
 	overlapped := make(chan bool, 1)
-	testHookCatalogCommit = func() error {
+	e.writer.Hooks.CatalogCommit = func() error {
 		deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing bound
 		for e.ix.Version() == v0 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
@@ -360,7 +359,7 @@ func TestAddCommitsOverlap(t *testing.T) {
 		}
 		return nil
 	}
-	t.Cleanup(func() { testHookCatalogCommit = nil })
+	t.Cleanup(func() { e.writer.Hooks.CatalogCommit = nil })
 	addDocs(t, e, map[string]any{"documents": []any{map[string]any{"id": "o1", "text": "overlapping commits"}}})
 	if !<-overlapped {
 		t.Fatal("the index did not commit while engine.db's transaction was open")
@@ -380,9 +379,9 @@ func TestCatalogBehindAfterAFailedCatalogCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	addDocs(t, e, map[string]any{"documents": []any{map[string]any{"id": "a", "text": "alpha"}}})
-	testHookCatalogCommit = func() error { return errors.New("injected engine.db failure") }
+	e.writer.Hooks.CatalogCommit = func() error { return errors.New("injected engine.db failure") }
 	_, err = e.Call(ctx, rcp.MethodIndexAdd, []byte(doc("x", "xylophone")))
-	testHookCatalogCommit = nil
+	e.writer.Hooks.CatalogCommit = nil
 	if err == nil || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("index/add with a failing engine.db commit: %v, want the injected error", err)
 	}

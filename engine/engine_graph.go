@@ -21,6 +21,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/graph"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
+	"github.com/rcpgo/rcpgo/engine/internal/writer"
 	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -505,16 +506,15 @@ func (e *Engine) memoryBuild(ctx context.Context, p *memoryBuildParams) (*rcp.Me
 		return nil, rcp.InvalidParams("memoryId", "the global memory follows the index: add documents with index/add")
 	}
 	if len(*p.Documents) > e.cfg.maxAddDocs {
-		return nil, &rcp.Error{Code: rcp.CodePayloadTooLarge, Message: fmt.Sprintf("at most %d documents per memory/build", e.cfg.maxAddDocs),
-			Data: &rcp.ErrorData{Field: "documents", Detail: fmt.Sprintf("%d documents > limit %d", len(*p.Documents), e.cfg.maxAddDocs)}}
+		return nil, writer.TooMany("documents", rcp.MethodMemoryBuild, len(*p.Documents), e.cfg.maxAddDocs)
 	}
 	docs := make([]memory.Doc, len(*p.Documents))
 	for i, raw := range *p.Documents {
-		d, err := decodeWireDoc(raw, i)
+		id, text, err := writer.DecodeDocument(raw, i)
 		if err != nil {
 			return nil, err
 		}
-		docs[i] = memory.Doc{ID: d.id, Text: d.text}
+		docs[i] = memory.Doc{ID: id, Text: text}
 	}
 	newID, tokens, err := e.kg.mem.Build(ctx, id, scope, docs)
 	switch {
@@ -617,3 +617,17 @@ func requeueGraph(tx *bolt.Tx, on bool, ids []string) error {
 	}
 	return graph.Enqueue(tx, graphQueueBucket, sortedKeys(top)...)
 }
+
+// graphQueue is the graph's queue for the write path (nil without the
+// graph).
+func (e *Engine) graphQueue() writer.Graph {
+	if e.kg == nil {
+		return nil
+	}
+	return graphQueue{e}
+}
+
+type graphQueue struct{ e *Engine }
+
+func (q graphQueue) Enqueue(tx *bolt.Tx, docs ...string) error { return q.e.graphEnqueue(tx, docs...) }
+func (q graphQueue) Notify()                                   { q.e.graphNotify() }

@@ -9,6 +9,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/engine/internal/models"
+	"github.com/rcpgo/rcpgo/engine/internal/writer"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -29,7 +30,9 @@ var errorTable = []struct {
 }{
 	{err: integrity.ErrDamaged, code: rcp.CodeBackendUnavailable, message: "storage damaged", retryable: &no},
 	{err: integrity.ErrUnavailable, code: rcp.CodeBackendUnavailable, message: "storage unavailable", retryable: &no},
-	{err: errReadOnly, code: rcp.CodeCapabilityMissing, message: "the index is read-only"},
+	{err: writer.ErrReadOnly, code: rcp.CodeCapabilityMissing, message: "the index is read-only"},
+	{err: writer.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "too many documents"},
+	{err: writer.ErrConflict, code: rcp.CodeConflict, message: "chunk id taken"},
 	{err: catalog.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "too many ids"},
 	{err: models.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "too many inputs"},
 	{err: syscall.ENOSPC, code: rcp.CodeBackendUnavailable, message: "no space left on device", retryable: &yes,

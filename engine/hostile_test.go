@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/internal/writer"
 	"github.com/rcpgo/rcpgo/internal/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -156,7 +157,7 @@ func TestReservedAndInvalidIDs(t *testing.T) {
 func TestChunkIDCollisionWithLegacyDocument(t *testing.T) {
 	e := newEngine(t, func(c *Config) { c.Dense = DenseNone; c.Preload = nil })
 	// what an older rcpd accepted
-	if _, _, err := e.write(context.Background(), []addDoc{{id: "Q#c1", text: "a user document", source: WireSource}}, false); err != nil {
+	if _, _, err := e.writer.Write(context.Background(), []writer.Doc{{ID: "Q#c1", Text: "a user document", Source: WireSource}}); err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Repeat("Some words to split into several chunks here. ", 200)

@@ -1,4 +1,4 @@
-package engine
+package writer
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/derive"
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -52,15 +55,14 @@ type indexAddParams struct {
 	Meta       rcp.Meta           `json:"_meta"`
 }
 
-func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAddResult, error) {
-	e.gate.BeginWrite()
-	defer e.gate.EndWrite()
+func (wr *Writer) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAddResult, error) {
+	wr.gate.BeginWrite()
+	defer wr.gate.EndWrite()
 	if p.Documents == nil {
 		return nil, rcp.InvalidParams("documents", "documents is required")
 	}
-	if len(*p.Documents) > e.cfg.maxAddDocs {
-		return nil, &rcp.Error{Code: rcp.CodePayloadTooLarge, Message: fmt.Sprintf("at most %d documents per index/add", e.cfg.maxAddDocs),
-			Data: &rcp.ErrorData{Field: "documents", Detail: fmt.Sprintf("%d documents > limit %d", len(*p.Documents), e.cfg.maxAddDocs)}}
+	if len(*p.Documents) > wr.opts.MaxAddDocs {
+		return nil, TooMany("documents", rcp.MethodIndexAdd, len(*p.Documents), wr.opts.MaxAddDocs)
 	}
 	chunked := p.Chunk != nil && *p.Chunk
 	contextual := p.Contextual != nil && *p.Contextual
@@ -80,12 +82,12 @@ func (e *Engine) indexAdd(ctx context.Context, p *indexAddParams) (*rcp.IndexAdd
 	p.Meta.Get(rcp.MetaIdempotencyKey, &key)
 	// Chunking and analysis are CPU work on the request's own data: done
 	// before the write queue so that they never delay other writers.
-	plan, err := e.planWrite(ctx, docs)
+	plan, err := wr.planWrite(ctx, docs)
 	if err != nil {
 		return nil, err
 	}
 	w := &writeReq{ctx: ctx, plan: plan, key: key, chunked: chunked}
-	if err := e.commitWrite(w); err != nil {
+	if err := wr.commitWrite(w); err != nil {
 		return nil, err
 	}
 	if w.replay != nil {
@@ -174,12 +176,12 @@ func mintID() string {
 }
 
 // write writes docs: planned outside the write queue, committed in it.
-func (e *Engine) write(ctx context.Context, docs []addDoc, _ bool) ([]string, int, error) {
-	plan, err := e.planWrite(ctx, docs)
+func (wr *Writer) write(ctx context.Context, docs []addDoc) ([]string, int, error) {
+	plan, err := wr.planWrite(ctx, docs)
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := e.commitWrite(&writeReq{ctx: ctx, plan: plan}); err != nil {
+	if err := wr.commitWrite(&writeReq{ctx: ctx, plan: plan}); err != nil {
 		return nil, 0, err
 	}
 	return plan.ids, plan.nchunks, nil
@@ -196,11 +198,11 @@ type writePlan struct {
 	idocs   []search.Document
 	batch   search.Batch               // idocs prepared, when the backend is a search.Preparer
 	catalog map[string]*catalog.Record // top-level id → its new catalog record
-	dense   []derive.Unit                // the dense log's records of idocs (dense on)
+	dense   []derive.Unit              // the dense log's records of idocs (dense on)
 	nchunks int
 }
 
-func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, error) {
+func (wr *Writer) planWrite(ctx context.Context, docs []addDoc) (*writePlan, error) {
 	p := &writePlan{ids: make([]string, len(docs)), catalog: map[string]*catalog.Record{}}
 	last := map[string]int{}
 	for i := range docs {
@@ -220,11 +222,11 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 		}
 		if !d.chunk {
 			p.idocs = append(p.idocs, search.Document{ID: d.id, Title: d.title, Text: d.text, Meta: d.meta, Source: src})
-			p.catalog[d.id] = &catalog.Record{Title: d.title, Size: int64(len(d.text)), Values: e.catalog.Values(d.meta), Kinds: catalog.Kinds(d.meta)}
+			p.catalog[d.id] = &catalog.Record{Title: d.title, Size: int64(len(d.text)), Values: wr.catalog.Values(d.meta), Kinds: catalog.Kinds(d.meta)}
 			p.docs = append(p.docs, d)
 			continue
 		}
-		units, err := e.chunkUnits(ctx, d)
+		units, err := wr.chunkUnits(ctx, d)
 		if err != nil {
 			return nil, err
 		}
@@ -240,16 +242,16 @@ func (e *Engine) planWrite(ctx context.Context, docs []addDoc) (*writePlan, erro
 		p.idocs = append(p.idocs, units...)
 		p.nchunks += len(units)
 		p.catalog[d.id] = &catalog.Record{Title: d.title, Size: int64(len(d.text)), Chunks: len(units), Text: d.text,
-			Context: d.contextual, Values: e.catalog.Values(d.meta), Kinds: catalog.Kinds(d.meta)}
+			Context: d.contextual, Values: wr.catalog.Values(d.meta), Kinds: catalog.Kinds(d.meta)}
 		p.docs = append(p.docs, d)
 	}
-	if e.cfg.Dense != DenseNone {
+	if wr.opts.DenseLog {
 		p.dense = make([]derive.Unit, len(p.idocs))
 		for i := range p.idocs {
 			p.dense[i] = derive.NewUnit(&p.idocs[i])
 		}
 	}
-	if pr, ok := e.ix.(search.Preparer); ok {
+	if pr, ok := wr.ix.(search.Preparer); ok {
 		var err error
 		if p.batch, err = pr.Prepare(ctx, p.idocs); err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
@@ -267,25 +269,25 @@ type writeShape struct {
 
 // shapeOf reads what p changes in the shape of the stored documents, and
 // refuses chunk ids taken by other documents (caller holds wmu).
-func (e *Engine) shapeOf(ctx context.Context, p *writePlan) (writeShape, error) {
+func (wr *Writer) shapeOf(ctx context.Context, p *writePlan) (writeShape, error) {
 	sh := writeShape{chunkSets: map[string]int{}, plain: map[string]bool{}}
 	for _, d := range p.docs {
 		if !d.chunk {
 			sh.plain[d.id] = true
-			if c0, err := e.shapeGet(ctx, catalog.ChunkID(d.id, 0)); err != nil {
+			if c0, err := wr.shapeGet(ctx, catalog.ChunkID(d.id, 0)); err != nil {
 				return sh, fmt.Errorf("engine: %w", err)
 			} else if c0 != nil && c0.Chunk != nil && c0.Chunk.DocID == d.id {
 				sh.transitions = append(sh.transitions, d.id) // was chunked: drop its chunks
 			}
 			continue
 		}
-		if old, err := e.shapeGet(ctx, d.id); err != nil {
+		if old, err := wr.shapeGet(ctx, d.id); err != nil {
 			return sh, fmt.Errorf("engine: %w", err)
 		} else if old != nil && old.Chunk == nil {
 			sh.transitions = append(sh.transitions, d.id) // was a whole document
 		}
 		for j := range d.units {
-			if err := e.chunkIDFree(ctx, d.units[j].ID, d.id); err != nil {
+			if err := wr.chunkIDFree(ctx, d.units[j].ID, d.id); err != nil {
 				return sh, err
 			}
 		}
@@ -312,16 +314,16 @@ func (e *Engine) shapeOf(ctx context.Context, p *writePlan) (writeShape, error) 
 // so that a crash after that delete finds the names in engine.db. Both
 // are written under rmu, so x-rcpgo/get sees the catalog and the index at
 // one version.
-func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) error {
+func (wr *Writer) commitLocked(ctx context.Context, p *writePlan, sh writeShape) error {
 	held := false
-	e.gate.BeginCommit()
-	defer func() { e.gate.EndCommit(held) }()
-	names := e.catalog.Names(sortedKeys(p.catalog))
+	wr.gate.BeginCommit()
+	defer func() { wr.gate.EndCommit(held) }()
+	names := wr.catalog.Names(slices.Sorted(maps.Keys(p.catalog)))
 	overlap := p.batch != nil && len(sh.transitions) == 0
 	if overlap {
 		p.batch.SetNames(names)
 	}
-	cw := &catalogWrite{e: e, p: p, sh: sh, names: names}
+	cw := &catalogWrite{wr: wr, p: p, sh: sh, names: names}
 	var catalogDone chan error
 	if overlap {
 		catalogDone = make(chan error, 1)
@@ -331,19 +333,19 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 	}
 	// The retrieves that were running when the commit began finish before
 	// the index changes (their wait overlaps engine.db's commit).
-	e.gate.HoldQueries()
+	wr.gate.HoldQueries()
 	held = true
 	if len(sh.transitions) > 0 {
-		if _, err := e.ix.Delete(ctx, sh.transitions); err != nil {
-			e.catalog.Behind(names) // the catalog is ahead of the index
+		if _, err := wr.ix.Delete(ctx, sh.transitions); err != nil {
+			wr.catalog.Behind(names) // the catalog is ahead of the index
 			return fmt.Errorf("engine: %w", err)
 		}
 	}
-	err := e.addToBackend(ctx, p)
+	err := wr.addToBackend(ctx, p)
 	if overlap {
 		if cerr := <-catalogDone; cerr != nil {
 			if err == nil {
-				e.catalog.Behind(names) // the index holds the write, the catalog does not
+				wr.catalog.Behind(names) // the index holds the write, the catalog does not
 			}
 			return fmt.Errorf("engine: dense log and catalog: %w", cerr)
 		}
@@ -353,12 +355,12 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 		// the catalog back, or leave it to the next Open (the write's
 		// documents stay named until a clean Close).
 		if len(sh.transitions) > 0 || cw.restore() != nil {
-			e.catalog.Behind(names)
+			wr.catalog.Behind(names)
 		}
 		return fmt.Errorf("engine: %w", err)
 	}
-	e.denseCommitted(cw.opSeq)
-	e.graphNotify()
+	wr.denseCommitted(cw.opSeq)
+	wr.graphNotify()
 	return nil
 }
 
@@ -366,7 +368,7 @@ func (e *Engine) commitLocked(ctx context.Context, p *writePlan, sh writeShape) 
 // documents, their dense log entries, the graph queue and the write's
 // names.
 type catalogWrite struct {
-	e     *Engine
+	wr    *Writer
 	p     *writePlan
 	sh    writeShape
 	names []string
@@ -376,27 +378,27 @@ type catalogWrite struct {
 }
 
 func (w *catalogWrite) commit() error {
-	e, recs := w.e, w.p.catalog
+	wr, recs := w.wr, w.p.catalog
 	w.prev = make(map[string]*catalog.Record, len(recs))
-	return e.db.Update(func(tx *bolt.Tx) error {
-		for _, id := range sortedKeys(recs) {
+	return wr.db.Update(func(tx *bolt.Tx) error {
+		for _, id := range slices.Sorted(maps.Keys(recs)) {
 			w.prev[id] = catalog.Get(tx, id)
 			if err := catalog.Put(tx, id, recs[id]); err != nil {
 				return err
 			}
-			if err := e.graphEnqueue(tx, id); err != nil {
+			if err := wr.graphEnqueue(tx, id); err != nil {
 				return err
 			}
 		}
 		if err := catalog.PutPending(tx, w.names); err != nil {
 			return err
 		}
-		if testHookCatalogCommit != nil {
-			if err := testHookCatalogCommit(); err != nil {
+		if hook := wr.Hooks.CatalogCommit; hook != nil {
+			if err := hook(); err != nil {
 				return err
 			}
 		}
-		if e.cfg.Dense == DenseNone {
+		if !wr.opts.DenseLog {
 			return derive.MarkBehind(tx) // a later Open with dense on backfills the log
 		}
 		dl := derive.OpenLog(tx)
@@ -420,14 +422,10 @@ func (w *catalogWrite) commit() error {
 	})
 }
 
-// testHookCatalogCommit, when set (tests only), runs at the end of an
-// add's engine.db transaction, before it commits; an error aborts it.
-var testHookCatalogCommit func() error
-
 // restore puts back the catalog records the commit replaced (the index
 // refused the write).
 func (w *catalogWrite) restore() error {
-	return w.e.db.Update(func(tx *bolt.Tx) error {
+	return w.wr.db.Update(func(tx *bolt.Tx) error {
 		for id, rec := range w.prev {
 			if err := catalog.Put(tx, id, rec); err != nil {
 				return err
@@ -439,12 +437,12 @@ func (w *catalogWrite) restore() error {
 
 // addToBackend writes the plan's documents: its prepared batch, else
 // through Add.
-func (e *Engine) addToBackend(ctx context.Context, p *writePlan) error {
+func (wr *Writer) addToBackend(ctx context.Context, p *writePlan) error {
 	var err error
 	if p.batch != nil {
-		_, err = e.ix.(search.Preparer).Commit(ctx, p.batch)
+		_, err = wr.ix.(search.Preparer).Commit(ctx, p.batch)
 	} else {
-		_, err = e.ix.Add(ctx, p.idocs)
+		_, err = wr.ix.Add(ctx, p.idocs)
 	}
 	return err
 }
@@ -452,8 +450,8 @@ func (e *Engine) addToBackend(ctx context.Context, p *writePlan) error {
 // chunkUnits splits d into its chunk documents (Source left to the
 // writer). Character offsets are counted incrementally: the chunks' starts
 // and ends only move forward, so the whole is linear in the text.
-func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]search.Document, error) {
-	pieces, pages, err := splitPages(ctx, d.text, e.cfg.Chunk, d.wholePages)
+func (wr *Writer) chunkUnits(ctx context.Context, d addDoc) ([]search.Document, error) {
+	pieces, pages, err := splitPages(ctx, d.text, wr.opts.Chunk, d.wholePages)
 	if err != nil {
 		return nil, err
 	}
@@ -462,7 +460,7 @@ func (e *Engine) chunkUnits(ctx context.Context, d addDoc) ([]search.Document, e
 	}
 	var kp []string
 	if d.contextual {
-		kp = keyphrases(e, d.text, 5)
+		kp = keyphrases(wr, d.text, 5)
 	}
 	starts, ends := runeOffsets{text: d.text}, runeOffsets{text: d.text}
 	units := make([]search.Document, 0, len(pieces))
@@ -559,14 +557,14 @@ func (r *runeOffsets) at(b int) int {
 // chunkIDFree refuses to write chunk id over a document that is not one of
 // parent's chunks: an index written before chunk-form ids were refused may
 // hold a user document under that id, and replacing it would lose it.
-func (e *Engine) chunkIDFree(ctx context.Context, id, parent string) error {
-	old, err := e.shapeGet(ctx, id)
+func (wr *Writer) chunkIDFree(ctx context.Context, id, parent string) error {
+	old, err := wr.shapeGet(ctx, id)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if old != nil && (old.Chunk == nil || old.Chunk.DocID != parent) {
-		return &rcp.Error{Code: rcp.CodeConflict, Message: fmt.Sprintf("chunk id %q is taken by another document", id),
-			Data: &rcp.ErrorData{Field: "documents", Detail: fmt.Sprintf("delete %q or add %q without chunking", id, parent)}}
+		return &fault.Error{Err: ErrConflict, Message: fmt.Sprintf("chunk id %q is taken by another document", id),
+			Field: "documents", Detail: fmt.Sprintf("delete %q or add %q without chunking", id, parent)}
 	}
 	return nil
 }
@@ -575,11 +573,11 @@ func (e *Engine) chunkIDFree(ctx context.Context, id, parent string) error {
 // (chunked ↔ whole transitions, chunk ids taken by other documents). A
 // Config.Backend applies shape changes itself in Add, and wire ids cannot
 // take the chunk form: nothing is read there (a round trip per document).
-func (e *Engine) shapeGet(ctx context.Context, id string) (*search.Document, error) {
-	if e.cfg.Backend != nil {
+func (wr *Writer) shapeGet(ctx context.Context, id string) (*search.Document, error) {
+	if wr.opts.Remote {
 		return nil, nil
 	}
-	return e.ix.Get(ctx, id)
+	return wr.ix.Get(ctx, id)
 }
 
 // hasLoneSurrogate reports a JSON string literal with a \uD800–\uDFFF
@@ -619,53 +617,44 @@ func hasLoneSurrogate(lit []byte) bool {
 	return false
 }
 
-// denseCommitted records the seq of the last committed dense op and wakes
-// the deriver.
-func (e *Engine) denseCommitted(seq uint64) {
-	if e.cfg.Dense == DenseNone {
-		return
-	}
-	e.dense.Committed(seq)
-}
-
 type indexDeleteParams struct {
 	IDs  *[]string `json:"ids"`
 	Meta rcp.Meta  `json:"_meta"`
 }
 
-func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.IndexDeleteResult, error) {
-	e.gate.BeginWrite()
-	defer e.gate.EndWrite()
-	if e.cfg.ReadOnly {
-		return nil, e.readOnlyError()
+func (wr *Writer) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.IndexDeleteResult, error) {
+	wr.gate.BeginWrite()
+	defer wr.gate.EndWrite()
+	if wr.opts.ReadOnly {
+		return nil, wr.readOnlyError()
 	}
 	if p.IDs == nil {
 		return nil, rcp.InvalidParams("ids", "ids is required")
 	}
-	e.gate.LockWrites()
-	defer e.gate.UnlockWrites()
-	if err := e.writable(); err != nil {
+	wr.gate.LockWrites()
+	defer wr.gate.UnlockWrites()
+	if err := wr.writable(); err != nil {
 		return nil, err
 	}
-	e.gate.BeginCommit()
-	e.gate.HoldQueries()
-	defer e.gate.EndCommit(true)
+	wr.gate.BeginCommit()
+	wr.gate.HoldQueries()
+	defer wr.gate.EndCommit(true)
 	var opSeq uint64
 	// The index deletes first: the catalog names the documents it is
 	// about to lose before (engine_catalog_recover.go), so that a crash
 	// in between is repaired at Open without a rebuild.
-	names := e.catalog.Names(*p.IDs)
-	if err := e.db.Update(func(tx *bolt.Tx) error { return catalog.PutPending(tx, names) }); err != nil {
+	names := wr.catalog.Names(*p.IDs)
+	if err := wr.db.Update(func(tx *bolt.Tx) error { return catalog.PutPending(tx, names) }); err != nil {
 		return nil, fmt.Errorf("engine: catalog: %w", err)
 	}
-	n, err := e.ix.Delete(ctx, *p.IDs)
+	n, err := wr.ix.Delete(ctx, *p.IDs)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	if testHookDeleteCommitted != nil {
-		testHookDeleteCommitted()
+	if hook := wr.Hooks.DeleteCommitted; hook != nil {
+		hook()
 	}
-	if err := e.writable(); err != nil {
+	if err := wr.writable(); err != nil {
 		return nil, err
 	}
 	if n > 0 {
@@ -676,10 +665,10 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 			gone = append(gone, id)
 			if parent, _, ok := catalog.ParseChunkID(id); ok {
 				var rec *catalog.Record
-				_ = e.db.View(func(tx *bolt.Tx) error { rec = catalog.Get(tx, parent); return nil })
+				_ = wr.db.View(func(tx *bolt.Tx) error { rec = catalog.Get(tx, parent); return nil })
 				if rec != nil && rec.Chunks > 0 {
-					if c, err := e.catalog.LiveChunk(ctx, parent, rec.Chunks); err != nil {
-						e.catalog.Behind(names)
+					if c, err := wr.catalog.LiveChunk(ctx, parent, rec.Chunks); err != nil {
+						wr.catalog.Behind(names)
 						return nil, fmt.Errorf("engine: %w", err)
 					} else if c == nil {
 						gone = append(gone, parent)
@@ -687,16 +676,16 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 				}
 			}
 		}
-		if err := e.db.Update(func(tx *bolt.Tx) error {
+		if err := wr.db.Update(func(tx *bolt.Tx) error {
 			for _, id := range gone {
 				if err := catalog.Put(tx, id, nil); err != nil {
 					return err
 				}
-				if err := e.graphEnqueue(tx, catalog.TopLevel(id)); err != nil {
+				if err := wr.graphEnqueue(tx, catalog.TopLevel(id)); err != nil {
 					return err
 				}
 			}
-			if e.cfg.Dense == DenseNone {
+			if !wr.opts.DenseLog {
 				return derive.MarkBehind(tx)
 			}
 			dl := derive.OpenLog(tx)
@@ -708,26 +697,26 @@ func (e *Engine) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.In
 			opSeq = dl.Seq()
 			return nil
 		}); err != nil {
-			e.catalog.Behind(names) // the index is ahead of the catalog
+			wr.catalog.Behind(names) // the index is ahead of the catalog
 			return nil, fmt.Errorf("engine: dense log and catalog: %w", err)
 		}
 	}
-	e.denseCommitted(opSeq)
-	e.graphNotify()
-	return &rcp.IndexDeleteResult{Deleted: n, IndexVersion: e.ix.Version()}, nil
+	wr.denseCommitted(opSeq)
+	wr.graphNotify()
+	return &rcp.IndexDeleteResult{Deleted: n, IndexVersion: wr.ix.Version()}, nil
 }
 
 // keyphrases returns the n most frequent content words of text (stop words
 // removed; counted by analysed term, shown in their first surface form;
 // ties by first occurrence).
-func keyphrases(e *Engine, text string, n int) []string {
+func keyphrases(wr *Writer, text string, n int) []string {
 	type kp struct {
 		surface string
 		count   int
 		first   int
 	}
 	byTerm := map[string]*kp{}
-	for i, t := range e.an.Analyze(text) {
+	for i, t := range wr.an.Analyze(text) {
 		if utf8.RuneCountInString(t.Term) < 3 {
 			continue
 		}
@@ -774,7 +763,3 @@ func situating(title string, section, kp []string) string {
 	}
 	return s
 }
-
-// testHookDeleteCommitted, when set (tests only), runs between a delete's
-// index commit and its catalog commit: where a crash leaves them apart.
-var testHookDeleteCommitted func()

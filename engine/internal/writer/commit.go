@@ -1,4 +1,4 @@
-package engine
+package writer
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ import (
 
 // maxGroupDocs bounds the documents a leader takes into one group (the
 // head write always goes, whatever its size), so a commit stays short.
-const maxGroupDocs = DefaultMaxAddDocs
+const maxGroupDocs = 10000 // engine.DefaultMaxAddDocs
 
 // writeReq is one queued write and, once done, its outcome.
 type writeReq struct {
@@ -67,13 +67,13 @@ func newWriteQueue() *writeQueue { return &writeQueue{wake: make(chan struct{})}
 
 // commitWrite queues w and returns once it is committed (or failed). The
 // caller reads w.err, w.replay and w.version.
-func (e *Engine) commitWrite(w *writeReq) error {
-	if e.unchangedWrite(w) {
+func (wr *Writer) commitWrite(w *writeReq) error {
+	if wr.unchangedWrite(w) {
 		return nil
 	}
-	e.gate.Queue(1)
-	defer e.gate.Queue(-1)
-	q := e.writes
+	wr.gate.Queue(1)
+	defer wr.gate.Queue(-1)
+	q := wr.writes
 	q.mu.Lock()
 	q.pending = append(q.pending, w)
 	for !w.done && q.pending[0] != w {
@@ -90,12 +90,12 @@ func (e *Engine) commitWrite(w *writeReq) error {
 
 	// w leads: the group is taken once the write lock is ours, so that
 	// writes arriving meanwhile join it.
-	e.gate.LockWrites()
+	wr.gate.LockWrites()
 	q.mu.Lock()
 	group := takeGroup(q.pending)
 	q.mu.Unlock()
-	e.commitGroup(group)
-	e.gate.UnlockWrites()
+	wr.commitGroup(group)
+	wr.gate.UnlockWrites()
 
 	q.mu.Lock()
 	for _, g := range group {
@@ -117,12 +117,12 @@ func (e *Engine) commitWrite(w *writeReq) error {
 // where no write to w's ids is queued or committing and the index has not
 // published a version since the documents were compared, so it is the one
 // a commit in arrival order would give (w.version is set).
-func (e *Engine) unchangedWrite(w *writeReq) bool {
-	un, ok := e.ix.(search.Preparer)
-	if !ok || w.plan.batch == nil || w.key != "" || w.plan.nchunks > 0 || len(w.plan.idocs) == 0 || e.writable() != nil {
+func (wr *Writer) unchangedWrite(w *writeReq) bool {
+	un, ok := wr.ix.(search.Preparer)
+	if !ok || w.plan.batch == nil || w.key != "" || w.plan.nchunks > 0 || len(w.plan.idocs) == 0 || wr.writable() != nil {
 		return false
 	}
-	v := e.ix.Version()
+	v := wr.ix.Version()
 	if same, err := un.Unchanged(w.plan.batch); err != nil || !same {
 		return false
 	}
@@ -130,10 +130,10 @@ func (e *Engine) unchangedWrite(w *writeReq) bool {
 	for _, d := range w.plan.docs {
 		ids[d.id] = true
 	}
-	q := e.writes
+	q := wr.writes
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if e.ix.Version() != v {
+	if wr.ix.Version() != v {
 		return false // something was committed meanwhile: take the queue
 	}
 	for _, p := range q.pending {
@@ -182,8 +182,8 @@ func sharesID(p *writePlan, ids map[string]bool) bool {
 // each one's outcome. A write whose request has ended, whose idempotency
 // key is already stored or whose shape check fails is settled alone; the
 // others are committed at once, and fail together if the commit fails.
-func (e *Engine) commitGroup(group []*writeReq) {
-	if err := e.writable(); err != nil {
+func (wr *Writer) commitGroup(group []*writeReq) {
+	if err := wr.writable(); err != nil {
 		for _, w := range group {
 			w.err = err
 		}
@@ -197,12 +197,12 @@ func (e *Engine) commitGroup(group []*writeReq) {
 			continue
 		}
 		if w.key != "" {
-			if res := e.storedResult(w.key); res != nil {
+			if res := wr.storedResult(w.key); res != nil {
 				w.replay = res
 				continue
 			}
 		}
-		sh, err := e.shapeOf(w.ctx, w.plan)
+		sh, err := wr.shapeOf(w.ctx, w.plan)
 		if err != nil {
 			w.err = err
 			continue
@@ -215,24 +215,24 @@ func (e *Engine) commitGroup(group []*writeReq) {
 	// The group commits with no deadline of its own: a write that has begun
 	// is finished for every member, whichever request leads it.
 	ctx := context.WithoutCancel(live[0].ctx)
-	pr, _ := e.ix.(search.Preparer)
-	err := e.commitLocked(ctx, mergePlans(pr, live), mergeShapes(shapes))
+	pr, _ := wr.ix.(search.Preparer)
+	err := wr.commitLocked(ctx, mergePlans(pr, live), mergeShapes(shapes))
 	if err == nil {
-		err = e.writable() // written into a deleted directory: not durable
+		err = wr.writable() // written into a deleted directory: not durable
 	}
-	version := e.ix.Version()
+	version := wr.ix.Version()
 	for _, w := range live {
 		w.err, w.version = err, version
 	}
 	if err == nil {
-		e.storeResults(live)
+		wr.storeResults(live)
 	}
 }
 
 // storedResult is the result stored under an idempotency key, or nil.
-func (e *Engine) storedResult(key string) *rcp.IndexAddResult {
+func (wr *Writer) storedResult(key string) *rcp.IndexAddResult {
 	var stored []byte
-	_ = e.db.View(func(tx *bolt.Tx) error {
+	_ = wr.db.View(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketIdem).Get([]byte(key)); v != nil {
 			stored = bytes.Clone(v)
 		}
@@ -251,7 +251,7 @@ func (e *Engine) storedResult(key string) *rcp.IndexAddResult {
 // storeResults stores the results of the committed writes that carry an
 // idempotency key, in one transaction; if it fails, those writes report
 // the error (their documents are stored: a retry finds them unchanged).
-func (e *Engine) storeResults(ws []*writeReq) {
+func (wr *Writer) storeResults(ws []*writeReq) {
 	var keyed []*writeReq
 	for _, w := range ws {
 		if w.key != "" {
@@ -261,7 +261,7 @@ func (e *Engine) storeResults(ws []*writeReq) {
 	if len(keyed) == 0 {
 		return
 	}
-	err := e.db.Update(func(tx *bolt.Tx) error {
+	err := wr.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketIdem)
 		for _, w := range keyed {
 			enc, _ := json.Marshal(w.result())
