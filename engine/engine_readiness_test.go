@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -154,5 +155,38 @@ func TestEmbedOutOfVocabulary(t *testing.T) {
 	var re *rcp.Error
 	if !asRCP(err, &re) || re.Code != rcp.CodeInvalidParams || re.Data.Field != "inputs[1]" || !strings.Contains(re.Data.Detail, "vocabulary") {
 		t.Fatalf("out-of-vocabulary input: %v", err)
+	}
+}
+
+// Read-your-writes in dense mode: a dense retrieve right after an
+// acknowledged add finds the new unit (it waits for the deriver to embed
+// the writes made before it, briefly), in the same session and a new one.
+func TestDenseReadYourWrites(t *testing.T) {
+	ctx := context.Background()
+	e := quietEngine(t, Config{MinFitDocs: 20, refitQuiet: time.Hour})
+	c := connect(t, e)
+	if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: topicDocs("a", 40, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e)
+	c = connect(t, e)
+	for i := range 5 {
+		id := fmt.Sprintf("fresh%d", i)
+		if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: []rcp.Document{{ID: id, Text: "piston torque gear crank valve exhaust fuel engine"}}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, cl := range []*rcp.Client{c, connect(t, e)} {
+			res, err := cl.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("piston torque gear crank valve"), K: 10, Mode: rcp.ModeDense})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, h := range res.Hits {
+				found = found || h.ID.String() == id
+			}
+			if !found {
+				t.Fatalf("write %d: dense retrieve right after the add misses %s (notes %v)", i, id, res.Usage.Notes)
+			}
+		}
 	}
 }

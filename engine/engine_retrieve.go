@@ -152,6 +152,7 @@ func (e *Engine) runRetrieve(ctx context.Context, pl *retrievePlan) (*pipeline.P
 			return nil, "", err
 		}
 		deps.Dense = e.dense.Recall(g, req.Filter)
+		e.dense.AwaitEmbedded(ctx, g)
 		if n := e.dense.Backlog(g); n > 0 {
 			pl.notes = append(pl.notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
 		}

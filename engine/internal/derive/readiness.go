@@ -118,3 +118,33 @@ func (d *Dense) awaitLoaded(ctx context.Context, g *Generation) error {
 		return readiness.NotReady(Label, s)
 	}
 }
+
+// Read-your-writes in dense recall: a dense retrieve waits until the writes
+// acknowledged before it are embedded into its generation — the deriver
+// applies them within milliseconds unless it is busy building a generation
+// — for at most embedWait (and within the call's deadline); past it the
+// request is served, its usage.notes counting the writes not embedded yet.
+const embedWait = 2 * time.Second
+
+// AwaitEmbedded waits for generation g to apply the dense ops committed so
+// far (see embedWait).
+func (d *Dense) AwaitEmbedded(ctx context.Context, g *Generation) {
+	if d.remote != nil || g.ann == nil {
+		return
+	}
+	want := d.opSeq.Load()
+	if g.applied.Load() >= want {
+		return
+	}
+	deadline := time.Now().Add(min(embedWait, readiness.Budget(ctx, time.Now())))
+	d.deriver.notify()
+	for poll := time.Millisecond; g.applied.Load() < want && time.Now().Before(deadline); poll = min(2*poll, 50*time.Millisecond) {
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
