@@ -86,7 +86,7 @@ func TestDiskFullDurability(t *testing.T) {
 		}
 	}
 	for id, n := range fbAcked {
-		if st, _ := e.ag.fb.Stats(id); st.Helpful < n {
+		if st, _ := e.agentic.Feedback().Stats(id); st.Helpful < n {
 			t.Fatalf("acknowledged feedback on %s lost: %d of %d", id, st.Helpful, n)
 		}
 	}

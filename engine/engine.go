@@ -43,6 +43,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/feedback"
 	"github.com/rcpgo/rcpgo/engine/index"
+	"github.com/rcpgo/rcpgo/engine/internal/agentic"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/derive"
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
@@ -100,6 +101,17 @@ const (
 	// DenseONNX is a local ONNX bi-encoder (Config.DenseProvider).
 	DenseONNX = "onnx"
 )
+
+// MetaPRF is the retrieve _meta key that asks rcpd for RM3-style
+// pseudo-relevance feedback ({"x-rcpgo/prf": true}); advertised as option
+// OptionPRF of the x-rcpgo capability.
+const (
+	MetaPRF   = agentic.MetaPRF
+	OptionPRF = agentic.OptionPRF
+)
+
+// WordNetNone disables WordNet (Config.WordNetDir).
+const WordNetNone = agentic.WordNetNone
 
 // WireSource is the Source.Name of documents written with index/add.
 const WireSource = writer.WireSource
@@ -327,9 +339,9 @@ type Engine struct {
 	// checks after Open (engine/internal/integrity).
 	data *integrity.Dir
 
-	ag *agentic   // transform, session and feedback (engine_agentic.go)
-	kg *knowledge // graph and memory (engine_graph.go); nil when disabled
-	rt *raptor    // the summary tree (engine_tree.go); nil when disabled
+	agentic *agentic.Agentic // transform, sessions and feedback (engine/internal/agentic)
+	kg      *knowledge       // graph and memory (engine_graph.go); nil when disabled
+	rt      *raptor          // the summary tree (engine_tree.go); nil when disabled
 
 	// catalog is the document catalog (engine/internal/catalog).
 	catalog *catalog.Catalog
@@ -386,6 +398,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	for i, op := range filter.AllOperators {
 		e.ops[i] = string(op)
 	}
+	if err := protect(func() (err error) {
+		e.agentic, err = agentic.Open(agentic.Options{DB: e.db, Index: e.ix, An: e.an, Catalog: e.catalog, Log: e.log,
+			Chat: cfg.Chat, WordNetDir: cfg.WordNetDir, Session: cfg.Session, Feedback: cfg.Feedback})
+		return err
+	}); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	e.descSparse = e.describe(nil)
 	if err := e.newDense(); err != nil {
 		e.Close()
@@ -415,10 +435,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 	}
 	e.router = rcp.NewRouter(e.Describe)
-	if err := protect(e.openAgentic); err != nil {
-		e.Close()
-		return nil, fmt.Errorf("engine: %w", err)
-	}
+	e.agentic.Handle(e.router)
 	e.handle()
 	if err := e.startGraph(); err != nil {
 		e.Close()
@@ -804,7 +821,7 @@ func (e *Engine) describeWith(g *derive.Generation, fields map[string]string) rc
 			vendor.Methods = append(vendor.Methods, rcp.MethodRCPGoValues)
 		}
 	}
-	e.describeAgentic(&caps, &vendor)
+	e.agentic.Describe(&caps, &vendor)
 	e.describeGraph(&caps)
 	e.describeLimits(&vendor)
 	rcp.SetRCPGoCap(&caps, vendor)

@@ -287,7 +287,7 @@ func TestFeedbackNeverAltersRetrieveInFlight(t *testing.T) {
 	}()
 	within.Recv(t, sc.reached, "the retrieve to reach its rerank stage")
 	reportAs(t, callers(t, e, 3), map[string]any{"signals": []map[string]any{{"hitId": top, "poisonSuspected": true}}})
-	if v, ok := e.ag.fb.Snapshot().Verdict(top, ""); !ok || !v.Quarantined {
+	if v, ok := e.agentic.Feedback().Snapshot().Verdict(top, ""); !ok || !v.Quarantined {
 		t.Fatal("feedback did not quarantine")
 	}
 	close(sc.release)

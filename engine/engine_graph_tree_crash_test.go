@@ -195,7 +195,7 @@ func checkTreeAndMemory(t *testing.T, round int, dir string, live map[string]str
 		}
 	}
 	for id, n := range fbAcked { // every acknowledged feedback signal survived the kill
-		if st, _ := e.ag.fb.Stats(id); st.Helpful < n {
+		if st, _ := e.agentic.Feedback().Stats(id); st.Helpful < n {
 			t.Fatalf("round %d: unit %s holds %d helpful signals, %d were acknowledged", round, id, st.Helpful, n)
 		}
 	}

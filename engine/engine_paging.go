@@ -46,7 +46,7 @@ func (e *Engine) runPaged(ctx context.Context, deps *pipeline.Deps, pl *retrieve
 	if !usesDense || pl.agentic != nil {
 		return e.runPlanned(ctx, deps, req, pl.agentic)
 	}
-	if snap := e.ag.fb.Snapshot(); snap.Len() > 0 {
+	if snap := e.agentic.Feedback().Snapshot(); snap.Len() > 0 {
 		deps.Feedback = snap.Verdict
 	}
 	page, r, err := pipeline.RunKeeping(ctx, deps, req)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"syscall"
 
+	"github.com/rcpgo/rcpgo/engine/internal/agentic"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
@@ -35,6 +36,7 @@ var errorTable = []struct {
 	{err: writer.ErrConflict, code: rcp.CodeConflict, message: "chunk id taken"},
 	{err: catalog.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "too many ids"},
 	{err: models.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "too many inputs"},
+	{err: agentic.ErrModelFailed, code: rcp.CodeBackendUnavailable, message: "the chat model failed", retryable: &yes},
 	{err: syscall.ENOSPC, code: rcp.CodeBackendUnavailable, message: "no space left on device", retryable: &yes,
 		detail: "the file system of the data directory is full: nothing was stored; free space and retry"},
 }

@@ -1,4 +1,4 @@
-package engine
+package agentic
 
 // Feedback and sessions are bound to callers (issue 33 items 5 and 9;
 // §15.3): a sessionId names a trajectory within its caller's scope, and
@@ -13,11 +13,11 @@ import (
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-// sessionKey is the session store's key of the client's sessionId id: the
+// SessionKey is the session store's key of the client's sessionId id: the
 // id within its caller's scope (rcp.Caller.Scope: the token, else the
 // client address, narrowed to the RCP session), so two callers using the
 // same id never see or affect each other's trajectory.
-func sessionKey(ctx context.Context, id string) string {
+func SessionKey(ctx context.Context, id string) string {
 	return rcp.CallerOf(ctx).Scope() + "\x00" + id
 }
 
@@ -26,14 +26,14 @@ func sessionKey(ctx context.Context, id string) string {
 // that names the caller it relays in _meta (rcp.MetaRCPGoCaller), that
 // caller behind the relay ("token:gateway > addr:10.0.0.7"), so reports
 // through a gateway still count per client.
-func (e *Engine) feedbackCaller(ctx context.Context, meta rcp.Meta) string {
+func (a *Agentic) feedbackCaller(ctx context.Context, meta rcp.Meta) string {
 	c := rcp.CallerOf(ctx)
 	id := c.ID()
 	var relayed string
 	if !meta.Get(rcp.MetaRCPGoCaller, &relayed) || relayed == "" || len(relayed) > maxRelayedCaller {
 		return id
 	}
-	if c.Transport == rcp.TransportStream || slices.Contains(e.cfg.Feedback.TrustedRelays, id) {
+	if c.Transport == rcp.TransportStream || slices.Contains(a.opts.Feedback.TrustedRelays, id) {
 		return id + " > " + relayed
 	}
 	return id
@@ -45,16 +45,16 @@ const maxRelayedCaller = 256
 // handleQuarantine serves the operator's view of feedback quarantines:
 // x-rcpgo/quarantine/list and x-rcpgo/quarantine/lift (rcpd gives them to
 // tokens with the admin scope only; lifts are logged with the caller).
-func (e *Engine) handleQuarantine() {
-	rcp.Handle(e.router, rcp.MethodRCPGoQuarantineList, func(context.Context, *rcp.QuarantineListParams) (*rcp.QuarantineListResult, error) {
+func (a *Agentic) handleQuarantine(r *rcp.Router) {
+	rcp.Handle(r, rcp.MethodRCPGoQuarantineList, func(context.Context, *rcp.QuarantineListParams) (*rcp.QuarantineListResult, error) {
 		res := &rcp.QuarantineListResult{Units: []rcp.Quarantine{}}
-		for _, q := range e.ag.fb.List() {
+		for _, q := range a.fb.List() {
 			res.Units = append(res.Units, rcp.Quarantine{ID: q.ID, Injection: q.Injection, Reporters: q.Reporters,
 				Since: q.Since.Format(time.RFC3339), Until: q.Until.Format(time.RFC3339)})
 		}
 		return res, nil
 	})
-	rcp.Handle(e.router, rcp.MethodRCPGoQuarantineLift, func(ctx context.Context, p *rcp.QuarantineLiftParams) (*rcp.QuarantineLiftResult, error) {
+	rcp.Handle(r, rcp.MethodRCPGoQuarantineLift, func(ctx context.Context, p *rcp.QuarantineLiftParams) (*rcp.QuarantineLiftResult, error) {
 		if len(p.IDs) == 0 {
 			return nil, rcp.InvalidParams("ids", "ids is required: the units whose quarantine to lift")
 		}
@@ -65,7 +65,7 @@ func (e *Engine) handleQuarantine() {
 		if by == "" {
 			by = "local"
 		}
-		lifted, err := e.ag.fb.Lift(p.IDs, by)
+		lifted, err := a.fb.Lift(p.IDs, by)
 		if err != nil {
 			return nil, err
 		}

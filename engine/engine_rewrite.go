@@ -1,233 +1,19 @@
 package engine
 
-// The agentic loop of RCP §7.7.3: query/transform (§7.8), retrieve.rewrite
-// and pseudo-relevance feedback, sessionId dedup (session) and feedback
-// (§7.16). The retrieve path calls in at two points: planAgentic while
-// validating (nil when the request uses none of it) and runPlanned in
-// place of pipeline.Run, which for a nil plan only adds the feedback
-// verdicts when any exist.
-
 import (
 	"context"
-	"errors"
 	"fmt"
-	"iter"
-	"math"
-	"os"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/rcpgo/rcpgo/engine/chunk"
-	"github.com/rcpgo/rcpgo/engine/feedback"
-	"github.com/rcpgo/rcpgo/engine/internal/catalog"
+	"github.com/rcpgo/rcpgo/engine/internal/agentic"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/session"
 	"github.com/rcpgo/rcpgo/engine/transform"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/fusion"
 )
-
-// MetaPRF is the retrieve _meta key that asks rcpd for RM3-style
-// pseudo-relevance feedback ({"x-rcpgo/prf": true}); advertised as
-// option "prf" of the x-rcpgo capability.
-const MetaPRF = "x-rcpgo/prf"
-
-// OptionPRF names PRF in the x-rcpgo capability's options.
-const OptionPRF = "prf"
-
-// WordNetNone disables WordNet (Config.WordNetDir).
-const WordNetNone = "none"
-
-// lexiconRefresh is how long a corpus vocabulary serves a changed index
-// before it is rebuilt.
-const lexiconRefresh = time.Minute
-
-// agentic is the engine's transform, session and feedback state.
-type agentic struct {
-	build    sync.Mutex // one vocabulary build at a time
-	tr       atomic.Pointer[builtTransformer]
-	sessions *session.Store
-	fb       *feedback.Store
-}
-
-type builtTransformer struct {
-	version string
-	built   time.Time
-	t       *transform.Transformer
-}
-
-func (e *Engine) openAgentic() error {
-	fb, err := feedback.Open(e.db, "feedback", e.withLogger(e.cfg.Feedback))
-	if err != nil {
-		return err
-	}
-	e.ag = &agentic{sessions: session.New(e.cfg.Session), fb: fb}
-	rcp.Handle(e.router, rcp.MethodTransform, e.transform)
-	rcp.Handle(e.router, rcp.MethodFeedback, e.feedback)
-	e.handleQuarantine()
-	return nil
-}
-
-func (e *Engine) withLogger(o feedback.Options) feedback.Options {
-	if o.Logger == nil {
-		o.Logger = e.log
-	}
-	return o
-}
-
-// describeAgentic adds transform, session and feedback to caps.
-func (e *Engine) describeAgentic(caps *rcp.Capabilities, vendor *rcp.RCPGoCap) {
-	methods := slices.Clone(transform.OfflineMethods)
-	if e.cfg.Chat != nil {
-		methods = []string{transform.Rewrite, transform.HyDE, transform.MultiQuery, transform.Decompose, transform.StepBack}
-	}
-	caps.Transform = &rcp.TransformCap{Methods: methods}
-	ttl := e.cfg.Session.TTL
-	if ttl <= 0 {
-		ttl = session.DefaultTTL
-	}
-	caps.Session = &rcp.SessionCap{Dedup: true, TTLSeconds: int(ttl / time.Second)}
-	caps.Feedback = &rcp.EmptyCap{}
-	vendor.Options = append(vendor.Options, OptionPRF)
-	vendor.Methods = append(vendor.Methods, rcp.MethodRCPGoQuarantineList, rcp.MethodRCPGoQuarantineLift)
-}
-
-// transformer returns the transformer for the current corpus, building the
-// vocabulary on first use and rebuilding it when the index changed and
-// the last build is older than lexiconRefresh (other requests keep the
-// previous one meanwhile).
-func (e *Engine) transformer(ctx context.Context) (*transform.Transformer, error) {
-	cur := e.ag.tr.Load()
-	version := e.ix.Version()
-	if cur != nil && (cur.version == version || time.Since(cur.built) < lexiconRefresh) {
-		return cur.t, nil
-	}
-	if cur != nil {
-		if !e.ag.build.TryLock() {
-			return cur.t, nil
-		}
-	} else {
-		e.ag.build.Lock()
-	}
-	defer e.ag.build.Unlock()
-	if again := e.ag.tr.Load(); again != cur {
-		return again.t, nil
-	}
-	started := time.Now()
-	stem := func(w string) string {
-		if ts := e.an.Terms(w); len(ts) > 0 {
-			return ts[0]
-		}
-		return w
-	}
-	lex, err := transform.BuildLexicon(ctx, e.corpusTexts(ctx), stem)
-	if err != nil {
-		if cur != nil {
-			return cur.t, nil
-		}
-		return nil, fmt.Errorf("engine: transform vocabulary: %w", err)
-	}
-	wn := e.loadWordNet(lex)
-	t := transform.New(transform.Config{Lexicon: lex, WordNet: wn, Stem: stem, Chat: e.cfg.Chat, Logger: e.log})
-	e.ag.tr.Store(&builtTransformer{version: version, built: time.Now(), t: t})
-	e.log.Info("engine: transform vocabulary built", "docs", lex.Docs(), "words", lex.Size(),
-		"wordnet", wn != nil, "ms", time.Since(started).Milliseconds())
-	return t, nil
-}
-
-func (e *Engine) loadWordNet(lex *transform.Lexicon) *transform.WordNet {
-	dir := e.cfg.WordNetDir
-	if dir == WordNetNone {
-		return nil
-	}
-	explicit := dir != ""
-	if !explicit {
-		dir = transform.DefaultWordNetDir
-	}
-	wn, err := transform.LoadWordNet(dir, func(w string) bool { return lex.DF(w) > 0 })
-	if err != nil {
-		if explicit || !errors.Is(err, os.ErrNotExist) {
-			e.log.Warn("engine: WordNet not loaded; expansion uses the corpus only", "err", err)
-		}
-		return nil
-	}
-	return wn
-}
-
-// corpusTexts yields the title and text of catalogued documents in id
-// order (a chunked document's original text).
-func (e *Engine) corpusTexts(ctx context.Context) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		type item struct{ id, text, title string }
-		var items []item
-		_ = e.catalog.Scan("", false, func(id string, rec *catalog.Record) bool {
-			items = append(items, item{id, rec.Text, rec.Title})
-			return len(items) < transform.MaxLexiconDocs
-		})
-		for _, it := range items {
-			text := it.text
-			if text == "" {
-				d, err := e.ix.Get(ctx, it.id)
-				if err != nil {
-					return
-				}
-				if d == nil {
-					continue
-				}
-				text = d.Text
-			}
-			if !yield(it.title + "\n" + text) {
-				return
-			}
-		}
-	}
-}
-
-// ---- query/transform ----
-
-func (e *Engine) transform(ctx context.Context, p *rcp.TransformParams) (*rcp.TransformResult, error) {
-	if strings.TrimSpace(p.Query) == "" {
-		return nil, rcp.InvalidParams("query", "query is required")
-	}
-	if len(p.Query) > transform.MaxQueryBytes {
-		return nil, rcp.InvalidParams("query", "query is %d bytes; at most %d", len(p.Query), transform.MaxQueryBytes)
-	}
-	if p.Method == "" {
-		return nil, rcp.InvalidParams("method", "method is required")
-	}
-	if !slices.Contains(e.descSparse.Capabilities.Transform.Methods, p.Method) {
-		return nil, rcp.OptionUnsupported(p.Method, "transform method %q is not advertised (transform.methods: %s)",
-			p.Method, strings.Join(e.descSparse.Capabilities.Transform.Methods, ", "))
-	}
-	n := 0
-	if p.N != nil {
-		if *p.N < 1 || *p.N > transform.MaxN {
-			return nil, rcp.InvalidParams("n", "n must be an integer in [1, %d], got %d", transform.MaxN, *p.N)
-		}
-		n = *p.N
-	}
-	var seed uint64
-	if p.Seed != nil {
-		seed = uint64(*p.Seed)
-	}
-	t, err := e.transformer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := t.Transform(ctx, transform.Request{Query: p.Query, Method: p.Method, N: n, Seed: seed})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		yes := true
-		return nil, &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "the chat model behind " + p.Method + " failed",
-			Data: &rcp.ErrorData{Field: "method", Retryable: &yes, Detail: err.Error()}}
-	}
-	return &rcp.TransformResult{Queries: res.Queries, Hypothetical: res.Hypothetical}, nil
-}
 
 // ---- retrieve: rewrite, PRF, session ----
 
@@ -296,7 +82,7 @@ func rewriteKey(p *retrieveParams) string {
 // runPlanned runs the pipeline for req under plan and returns the page and
 // the rewritten query ("" when not rewritten).
 func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipeline.Request, plan *agenticPlan) (*pipeline.Page, string, error) {
-	if snap := e.ag.fb.Snapshot(); snap.Len() > 0 {
+	if snap := e.agentic.Feedback().Snapshot(); snap.Len() > 0 {
 		deps.Feedback = snap.Verdict
 	}
 	if plan == nil {
@@ -304,7 +90,7 @@ func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipel
 		return page, "", err
 	}
 	if plan.session != "" {
-		plan.session = sessionKey(ctx, plan.session)
+		plan.session = agentic.SessionKey(ctx, plan.session)
 	}
 	queries := []string{req.Query}
 	if plan.method != "" {
@@ -334,7 +120,7 @@ func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipel
 	k := req.K
 	var remembered int
 	if plan.session != "" {
-		remembered = e.ag.sessions.Remembered(plan.session)
+		remembered = e.agentic.Sessions().Remembered(plan.session)
 		req.K = min(req.K+remembered, e.cfg.MaxCandidates)
 		req.IncludeText = true // content hashes
 	}
@@ -371,11 +157,11 @@ func (e *Engine) planQueries(ctx context.Context, plan *agenticPlan, query strin
 	}
 	key := fmt.Sprintf("%s\x00%d\x00%s", plan.method, plan.seed, query)
 	if plan.session != "" {
-		if qs, ok := e.ag.sessions.Plan(plan.session, key); ok {
+		if qs, ok := e.agentic.Sessions().Plan(plan.session, key); ok {
 			return qs, nil
 		}
 	}
-	t, err := e.transformer(ctx)
+	t, err := e.agentic.Transformer(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +173,7 @@ func (e *Engine) planQueries(ctx context.Context, plan *agenticPlan, query strin
 		return []string{query}, nil // the offline fallback already ran; keep the query
 	}
 	if plan.session != "" {
-		e.ag.sessions.SetPlan(plan.session, key, res.Queries)
+		e.agentic.Sessions().SetPlan(plan.session, key, res.Queries)
 	}
 	return res.Queries, nil
 }
@@ -411,7 +197,7 @@ func (e *Engine) prfQuery(ctx context.Context, deps *pipeline.Deps, req *pipelin
 	for i, h := range page.Hits {
 		texts[i], scores[i] = h.TextOf(), h.Score
 	}
-	t, err := e.transformer(ctx)
+	t, err := e.agentic.Transformer(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -475,7 +261,7 @@ func (e *Engine) runFused(ctx context.Context, deps *pipeline.Deps, req *pipelin
 // dedup drops hits session sid returned before (by id or by content hash),
 // keeps the best k of the rest and remembers them.
 func (e *Engine) dedup(page *pipeline.Page, sid string, k, remembered int) {
-	s := e.ag.sessions
+	s := e.agentic.Sessions()
 	ids := make([]uint64, len(page.Hits))
 	hashes := make([]uint64, len(page.Hits))
 	for i, h := range page.Hits {
@@ -510,48 +296,3 @@ func (e *Engine) dedup(page *pipeline.Page, sid string, k, remembered int) {
 		page.Notes = append(page.Notes, fmt.Sprintf("session: %d hits already returned in this session skipped", dropped))
 	}
 }
-
-// ---- feedback ----
-
-func (e *Engine) feedback(ctx context.Context, p *rcp.FeedbackParams) (*rcp.FeedbackResult, error) {
-	if p.Signals == nil {
-		return nil, rcp.InvalidParams("signals", "signals is required")
-	}
-	if len(p.Signals) > feedback.MaxSignals {
-		return nil, rcp.InvalidParams("signals", "%d signals; at most %d per call", len(p.Signals), feedback.MaxSignals)
-	}
-	if len(p.SessionID) > session.MaxIDBytes {
-		return nil, rcp.InvalidParams("sessionId", "sessionId is %d bytes; at most %d", len(p.SessionID), session.MaxIDBytes)
-	}
-	signals := make([]feedback.Signal, 0, len(p.Signals))
-	for i, s := range p.Signals {
-		field := fmt.Sprintf("signals[%d]", i)
-		if s.HitID.IsZero() {
-			return nil, rcp.InvalidParams(field+".hitId", "hitId is required")
-		}
-		if r := s.Reward; r != nil && (math.IsNaN(*r) || *r < -1 || *r > 1) {
-			return nil, rcp.InvalidParams(field+".reward", "reward must be in [-1, 1], got %v", *r)
-		}
-		signals = append(signals, feedback.Signal{HitID: s.HitID.String(), Used: isTrue(s.Used), Cited: isTrue(s.Cited),
-			Helpful: s.Helpful, Reward: s.Reward, Poison: isTrue(s.PoisonSuspected), Injection: isTrue(s.InjectionSuspected)})
-	}
-	// Signals about units the index does not hold are not recorded: the
-	// store grows with the corpus, never with client-chosen ids.
-	known := signals[:0]
-	for _, s := range signals {
-		d, err := e.ix.Get(ctx, s.HitID)
-		if err != nil {
-			return nil, err
-		}
-		if d != nil {
-			known = append(known, s)
-		}
-	}
-	n, err := e.ag.fb.Record(e.feedbackCaller(ctx, p.Meta), known)
-	if err != nil {
-		return nil, err
-	}
-	return &rcp.FeedbackResult{Accepted: n}, nil
-}
-
-func isTrue(b *bool) bool { return b != nil && *b }
