@@ -42,6 +42,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/feedback"
+	"github.com/rcpgo/rcpgo/engine/graph"
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/internal/agentic"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
@@ -50,6 +51,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/internal/fetch"
 	"github.com/rcpgo/rcpgo/engine/internal/gate"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
+	"github.com/rcpgo/rcpgo/engine/internal/knowledge"
 	"github.com/rcpgo/rcpgo/engine/internal/models"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/internal/writer"
@@ -112,6 +114,14 @@ const (
 
 // WordNetNone disables WordNet (Config.WordNetDir).
 const WordNetNone = agentic.WordNetNone
+
+// GlobalMemoryID names the memory over the live index (memory/build
+// without documents; memory/recall without memoryId).
+const GlobalMemoryID = knowledge.GlobalMemoryID
+
+// MetaCitations is the hit _meta key listing every unit a graph or tree
+// hit rests on, with its citation.
+const MetaCitations = knowledge.MetaCitations
 
 // WireSource is the Source.Name of documents written with index/add.
 const WireSource = writer.WireSource
@@ -340,8 +350,9 @@ type Engine struct {
 	data *integrity.Dir
 
 	agentic *agentic.Agentic // transform, sessions and feedback (engine/internal/agentic)
-	kg      *knowledge       // graph and memory (engine_graph.go); nil when disabled
-	rt      *raptor          // the summary tree (engine_tree.go); nil when disabled
+	// know is the knowledge graph, the memories and the summary tree
+	// (engine/internal/knowledge); nil when the graph is off.
+	know *knowledge.Knowledge
 
 	// catalog is the document catalog (engine/internal/catalog).
 	catalog *catalog.Catalog
@@ -390,7 +401,17 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		return nil
 	}
-	if err := protect(e.openGraph); err != nil {
+	if err := e.newDense(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if err := protect(func() (err error) {
+		e.know, err = knowledge.Open(knowledge.Options{Dir: cfg.Dir, ReadOnly: cfg.ReadOnly, Graph: cfg.Graph, DB: e.db, Index: e.ix,
+			An: e.an, Log: e.log, Catalog: e.catalog, Gate: e.gate, Dense: e.dense, DenseLog: cfg.Dense != DenseNone, Board: e.ready,
+			Chat: cfg.Chat, Memory: cfg.Memory, MaxK: cfg.MaxK, MaxAddDocs: cfg.maxAddDocs, TrustedSources: cfg.TrustedSources,
+			Screen: !cfg.NoScreen, WireSource: WireSource, Preloaded: len(cfg.Preload) > 0, Call: e.Call})
+		return err
+	}); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -407,13 +428,13 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.descSparse = e.describe(nil)
-	if err := e.newDense(); err != nil {
-		e.Close()
-		return nil, err
+	wo := writer.Options{DB: e.db, Index: e.ix, An: e.an, Catalog: e.catalog, Gate: e.gate, Dense: e.dense,
+		DenseLog: cfg.Dense != DenseNone, Chunk: cfg.Chunk, MaxAddDocs: cfg.maxAddDocs,
+		ReadOnly: cfg.ReadOnly, ReadOnlyReason: cfg.readOnlyReason(), Remote: cfg.Backend != nil, Writable: e.writable}
+	if e.know != nil {
+		wo.Graph = e.know
 	}
-	e.writer = writer.New(writer.Options{DB: e.db, Index: e.ix, An: e.an, Catalog: e.catalog, Gate: e.gate, Dense: e.dense,
-		DenseLog: cfg.Dense != DenseNone, Graph: e.graphQueue(), Chunk: cfg.Chunk, MaxAddDocs: cfg.maxAddDocs,
-		ReadOnly: cfg.ReadOnly, ReadOnlyReason: cfg.readOnlyReason(), Remote: cfg.Backend != nil, Writable: e.writable})
+	e.writer = writer.New(wo)
 	var before uint64
 	if e.dense != nil {
 		before = e.dense.Seq()
@@ -437,12 +458,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e.router = rcp.NewRouter(e.Describe)
 	e.agentic.Handle(e.router)
 	e.handle()
-	if err := e.startGraph(); err != nil {
-		e.Close()
-		return nil, err
+	if e.know != nil {
+		if err := e.know.Start(e.router); err != nil {
+			e.Close()
+			return nil, err
+		}
 	}
-	e.openTree()
-	e.openReadiness()
 	e.data.StartChecks(log, func(ctx context.Context) error { return store.VerifyPages(ctx, e.db) },
 		func(ctx context.Context) error {
 			if ix, ok := e.ix.(*index.Index); ok {
@@ -658,14 +679,11 @@ func (e *Engine) Close() error {
 	if e.data != nil {
 		e.data.StopChecks()
 	}
-	if e.rt != nil {
-		e.rt.close()
+	if e.know != nil {
+		errs = append(errs, e.know.Close())
 	}
 	if e.dense != nil {
 		errs = append(errs, e.dense.Close())
-	}
-	if e.kg != nil {
-		errs = append(errs, e.closeGraph())
 	}
 	if e.ix != nil {
 		errs = append(errs, e.ix.Close())
@@ -822,7 +840,9 @@ func (e *Engine) describeWith(g *derive.Generation, fields map[string]string) rc
 		}
 	}
 	e.agentic.Describe(&caps, &vendor)
-	e.describeGraph(&caps)
+	if e.know != nil {
+		e.know.Describe(&caps)
+	}
 	e.describeLimits(&vendor)
 	rcp.SetRCPGoCap(&caps, vendor)
 	level := rcp.LevelL0
@@ -975,8 +995,10 @@ func (e *Engine) Documents() (int, error) {
 // reconciled keeps the dense log and the graph queue in step with the
 // catalog's records re-derived after a crash (catalog.Hooks).
 func (e *Engine) reconciled(tx *bolt.Tx, ids []string, units map[string]*search.Document) error {
-	if err := requeueGraph(tx, e.cfg.Graph, ids); err != nil {
-		return err
+	if e.cfg.Graph {
+		if err := knowledge.Requeue(tx, ids); err != nil {
+			return err
+		}
 	}
 	if e.cfg.Dense == DenseNone {
 		return nil
@@ -1004,4 +1026,39 @@ func (e *Engine) sessionCaps(ctx context.Context) rcp.Capabilities {
 		return s.Capabilities
 	}
 	return e.Describe(ctx).Capabilities
+}
+
+// withTree adds unit tree-node and the levels built so far to a
+// description.
+func (e *Engine) withTree(d rcp.Description) rcp.Description {
+	if e.know == nil {
+		return d
+	}
+	return e.know.WithTree(d)
+}
+
+// SyncGraph waits until the graph reflects every acknowledged write and
+// its communities are current (tests, benchmarks).
+func (e *Engine) SyncGraph(ctx context.Context) error {
+	if e.know == nil {
+		return errors.New("engine: the graph is disabled")
+	}
+	return e.know.SyncGraph(ctx)
+}
+
+// SyncTree waits until every write is embedded and rebuilds the summary
+// tree now (tests, benchmarks).
+func (e *Engine) SyncTree(ctx context.Context) error {
+	if e.know == nil {
+		return errors.New("engine: the tree is off (it needs the graph and a dense encoder)")
+	}
+	return e.know.SyncTree(ctx)
+}
+
+// GraphStats reports the graph's size (zero without the graph).
+func (e *Engine) GraphStats() graph.Stats {
+	if e.know == nil {
+		return graph.Stats{}
+	}
+	return e.know.GraphStats()
 }

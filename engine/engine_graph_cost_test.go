@@ -158,7 +158,7 @@ func dirBytes(t *testing.T, dir string) (total, snap int64) {
 			return err
 		}
 		total += info.Size()
-		if d.Name() == graphSnapshot {
+		if d.Name() == "graph.snap" {
 			snap = info.Size()
 		}
 		return nil

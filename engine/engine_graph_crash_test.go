@@ -109,18 +109,18 @@ func checkGraphMatchesIndex(t *testing.T, dir string) {
 	}
 	var docs []string
 	docs, _ = e.catalog.IDs()
-	parents := e.kg.g.Parents()
+	parents := e.know.Graph().Parents()
 	slices.Sort(docs)
 	slices.Sort(parents)
 	if !slices.Equal(docs, parents) {
 		t.Fatalf("graph documents %v, index documents %v", parents, docs)
 	}
 	for _, d := range docs {
-		units, err := graphSource{e}.Units(ctx, d)
+		units, err := e.know.Units(ctx, d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := e.kg.g.UnitsOf(d)
+		got := e.know.Graph().UnitsOf(d)
 		if len(got) != len(units) {
 			t.Fatalf("%s: graph units %v, index units %d", d, got, len(units))
 		}
@@ -132,7 +132,7 @@ func checkGraphMatchesIndex(t *testing.T, dir string) {
 					names = append(names, k)
 				}
 			}
-			have := e.kg.g.UnitNodes(u.ID)
+			have := e.know.Graph().UnitNodes(u.ID)
 			for i, n := range have {
 				have[i] = graph.Key(n)
 			}
@@ -141,7 +141,7 @@ func checkGraphMatchesIndex(t *testing.T, dir string) {
 			}
 		}
 	}
-	if n := e.kg.b.Pending(); n != 0 {
+	if n := e.know.Pending(); n != 0 {
 		t.Fatalf("%d queue entries left after sync", n)
 	}
 }

@@ -93,7 +93,7 @@ func TestTreeCrashChild(t *testing.T) {
 			if err := e.SyncTree(ctx); err != nil {
 				fail(err)
 			}
-			if e.currentTree().Depth() >= 2 { // saved in tree.snap
+			if e.know.Tree().Depth() >= 2 { // saved in tree.snap
 				fmt.Fprintln(out, "TREE")
 				out.Flush()
 			}
@@ -200,11 +200,11 @@ func checkTreeAndMemory(t *testing.T, round int, dir string, live map[string]str
 		}
 	}
 	// The saved tree, before any rebuild: its lineages name live units only.
-	if e.currentTree() == nil {
+	if e.know.Tree() == nil {
 		t.Fatalf("round %d: the saved tree was not loaded", round)
 	}
 	checkTreeLeaves := func(stage string) {
-		for level := 0; level < e.currentTree().Depth(); level++ {
+		for level := 0; level < e.know.Tree().Depth(); level++ {
 			hits, _ := retrieveTree(t, e, map[string]any{"query": "Kelm Voss alpha delta kilo", "k": 50, "unit": "tree-node", "level": level})
 			if len(hits) == 0 {
 				t.Fatalf("round %d %s: no tree-node hits at level %d", round, stage, level)
@@ -219,14 +219,14 @@ func checkTreeAndMemory(t *testing.T, round int, dir string, live map[string]str
 			}
 		}
 	}
-	behind := e.currentTree().Version != e.ix.Version()
+	behind := e.know.Tree().Version != e.ix.Version()
 	checkTreeLeaves("saved tree")
 	// Caught up, the tree holds exactly the index's units.
 	settle(t, e)
 	if err := e.SyncTree(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tr := e.currentTree()
+	tr := e.know.Tree()
 	var units []string
 	units, _ = e.catalog.IDs()
 	if tr.Version != e.ix.Version() || tr.Leaves() != len(units) {

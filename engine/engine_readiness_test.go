@@ -61,7 +61,7 @@ func TestLevelsAreWhatExists(t *testing.T) {
 	if err := e.SyncGraph(ctx); err != nil {
 		t.Fatal(err)
 	}
-	treeDepth, commDepth := e.currentTree().Depth(), e.kg.g.Communities().Depth()
+	treeDepth, commDepth := e.know.Tree().Depth(), e.know.Graph().Communities().Depth()
 	want := max(treeDepth, commDepth)
 	if got := e.Describe(ctx).Capabilities.Retrieve.Levels; got != want {
 		t.Fatalf("levels %d, want %d (tree depth %d, community levels %d)", got, want, treeDepth, commDepth)

@@ -327,24 +327,30 @@ func (e *Engine) planUnit(ctx context.Context, pl *retrievePlan, k int) (_ *rcp.
 	case rcp.UnitDocument, rcp.UnitPage:
 		req.Unit = p.Unit
 	case rcp.UnitCommunity, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitPath, rcp.UnitSubgraph:
-		if e.kg != nil {
-			if err := e.awaitUnit(ctx, pl, p.Unit); err != nil {
+		if e.know != nil {
+			notes, err := e.know.AwaitUnit(ctx, p.Unit)
+			pl.notes = append(pl.notes, notes...)
+			if err != nil {
 				return nil, false, err
 			}
 			res, err := e.pagedStructured(pl, k, func(n int) (*rcp.RetrieveResult, error) {
-				return e.retrieveGraphUnit(ctx, p, n, pl.unsupported, &pl.notes, pl.started)
+				level, err := graphUnitLevel(p, pl.unsupported)
+				if err != nil {
+					return nil, err
+				}
+				return e.know.GraphUnits(ctx, p.Unit, p.Query.String(), level, n, &pl.notes, pl.started)
 			})
 			return res, true, err
 		}
 		fallthrough
 	case rcp.UnitTreeNode:
-		if t := e.currentTree(); t != nil && p.Unit == rcp.UnitTreeNode {
+		if t := e.know.Tree(); t != nil && p.Unit == rcp.UnitTreeNode {
 			if p.Level != nil && *p.Level > 0 {
 				if err := structuredOptions(p, pl.unsupported); err != nil {
 					return nil, false, err
 				}
 				res, err := e.pagedStructured(pl, k, func(n int) (*rcp.RetrieveResult, error) {
-					return e.treeNodes(ctx, t, p.Query.String(), *p.Level, n, &pl.notes, pl.started)
+					return e.know.TreeNodes(ctx, t, p.Query.String(), *p.Level, n, &pl.notes, pl.started)
 				})
 				return res, true, err
 			}
@@ -441,4 +447,43 @@ func planCursor(pl *retrievePlan) error {
 	}
 	req.Version, req.Offset, pl.fromCursor, pl.list = c.Version, c.Offset, true, c.List
 	return nil
+}
+
+// structuredOptions applies strict to the options that only make sense
+// for text units, on a request for a graph or tree unit.
+func structuredOptions(p *retrieveParams, unsupported func(option, format string, args ...any) error) error {
+	for _, o := range []struct {
+		set  bool
+		name string
+	}{
+		{p.HasFilter(), "filter"}, {p.Rerank != nil && !p.Rerank.Disabled, "rerank"},
+		{p.MMR != nil, "mmr"}, {p.IncludeVectors != nil && *p.IncludeVectors, "includeVectors"},
+	} {
+		if o.set {
+			if err := unsupported(o.name, "%s does not apply to unit %q", o.name, p.Unit); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// graphUnitLevel checks the options of a graph unit request (structured
+// units take no text options) and returns its level: a community level,
+// 0 for the others.
+func graphUnitLevel(p *retrieveParams, unsupported func(option, format string, args ...any) error) (int, error) {
+	if err := structuredOptions(p, unsupported); err != nil {
+		return 0, err
+	}
+	level := 0
+	if p.Level != nil {
+		level = *p.Level
+	}
+	if level > 0 && p.Unit != rcp.UnitCommunity {
+		if err := unsupported("level", "unit %q has only level 0", p.Unit); err != nil {
+			return 0, err
+		}
+		level = 0
+	}
+	return level, nil
 }

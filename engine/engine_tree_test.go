@@ -98,7 +98,7 @@ func TestTreeNodeUnit(t *testing.T) {
 		t.Fatalf("level-0 hits %+v", hits)
 	}
 	hits, notes := retrieveTree(t, e, map[string]any{"query": "coral reef", "k": 2, "unit": "tree-node", "level": 40})
-	if len(hits) == 0 || *hits[0].Level != e.currentTree().Depth()-1 || len(notes) == 0 {
+	if len(hits) == 0 || *hits[0].Level != e.know.Tree().Depth()-1 || len(notes) == 0 {
 		t.Fatalf("clamped hits %+v notes %v", hits, notes)
 	}
 	// tree-node pages (issue 31; TestStructuredUnitsPage): a foreign cursor is malformed.
@@ -135,7 +135,7 @@ func TestTreeNodeUnit(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	snap := filepath.Join(dir, treeSnapshot)
+	snap := filepath.Join(dir, "tree.snap")
 	data, err := os.ReadFile(snap)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestTreeNodeUnit(t *testing.T) {
 	if err := e.SyncTree(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if t2 := e.currentTree(); t2 == nil || t2.Leaves() != 68 {
+	if t2 := e.know.Tree(); t2 == nil || t2.Leaves() != 68 {
 		t.Fatalf("rebuilt tree %v, want the 68 live units", t2)
 	}
 }

@@ -193,10 +193,10 @@ func TestGoDocsEntitySample(t *testing.T) {
 	if err := e.SyncGraph(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	names := e.kg.g.Names(graph.KindEntity)
+	names := e.know.Graph().Names(graph.KindEntity)
 	r := rand.New(rand.NewPCG(32, 32))
 	r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
-	t.Logf("%d entities, %d nodes; sample: %q", len(names), len(e.kg.g.Names(0)), names[:min(50, len(names))])
+	t.Logf("%d entities, %d nodes; sample: %q", len(names), len(e.know.Graph().Names(0)), names[:min(50, len(names))])
 }
 
 // TestGraphLocalUnchunkedHTML: two large HTML files indexed whole (no

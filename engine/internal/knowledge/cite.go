@@ -1,4 +1,4 @@
-package engine
+package knowledge
 
 // Citations of the structured hits (graph, memory, tree): every hit that
 // stands for units of the index cites them exactly as a retrieve hit cites
@@ -27,10 +27,10 @@ const maxHitCitations = 10
 // unitCitation is d's citation and trust as a retrieve hit carries them.
 // span, when not nil, narrows the citation to byte offsets [span[0],
 // span[1]) of d.Text (the evidence sentence of a triple).
-func (e *Engine) unitCitation(d *search.Document, span *[2]int) (*rcp.Citation, *rcp.Trust) {
+func (kn *Knowledge) unitCitation(d *search.Document, span *[2]int) (*rcp.Citation, *rcp.Trust) {
 	cit := &rcp.Citation{}
 	var page int
-	wire := pipeline.CiteSource(d, WireSource, cit, &page)
+	wire := pipeline.CiteSource(d, kn.opts.WireSource, cit, &page)
 	start, end := pipeline.UnitSpan(d)
 	if span != nil && span[0] >= 0 && span[0] <= span[1] && span[1] <= len(d.Text) {
 		end = min(end, start+utf8.RuneCountInString(d.Text[:span[1]]))
@@ -41,8 +41,8 @@ func (e *Engine) unitCitation(d *search.Document, span *[2]int) (*rcp.Citation, 
 	if d.Source != nil {
 		src = d.Source.Name
 	}
-	tr := &rcp.Trust{Level: trust.Policy{Sources: e.cfg.TrustedSources}.Level(src, wire)}
-	if !e.cfg.NoScreen {
+	tr := &rcp.Trust{Level: trust.Policy{Sources: kn.opts.TrustedSources}.Level(src, wire)}
+	if kn.opts.Screen {
 		sc := trust.Screen(d.Title + "\n" + d.Text)
 		score, susp := 1-sc.Score, sc.Suspected
 		tr.Score, tr.InjectionSuspected = &score, &susp
@@ -53,11 +53,11 @@ func (e *Engine) unitCitation(d *search.Document, span *[2]int) (*rcp.Citation, 
 // citeUnits sets h.citation (and trust) to the first live unit of ids and
 // meta.citations to the citations of up to maxHitCitations of them; units
 // the index no longer holds are skipped. It returns the live ids.
-func (e *Engine) citeUnits(ctx context.Context, h *rcp.Hit, ids []string) ([]string, error) {
+func (kn *Knowledge) citeUnits(ctx context.Context, h *rcp.Hit, ids []string) ([]string, error) {
 	var live []string
 	var cits []any
 	for _, id := range ids {
-		d, err := e.ix.Get(ctx, id)
+		d, err := kn.ix.Get(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
@@ -68,7 +68,7 @@ func (e *Engine) citeUnits(ctx context.Context, h *rcp.Hit, ids []string) ([]str
 		if len(cits) >= maxHitCitations {
 			continue
 		}
-		cit, tr := e.unitCitation(d, nil)
+		cit, tr := kn.unitCitation(d, nil)
 		if h.Citation == nil {
 			h.Citation, h.Trust = cit, tr
 		}

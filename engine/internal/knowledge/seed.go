@@ -1,4 +1,4 @@
-package engine
+package knowledge
 
 // Seed linking for the graph (HippoRAG / LightRAG style): besides the
 // query's own mentions of nodes, the passages retrieve ranks for the
@@ -24,7 +24,7 @@ const graphSeedPassages = 10
 // engine's default mode), weighted 1/(rank+1). A retrieve that fails for
 // another reason than the request's own end leaves the graph to the
 // query's mentions (logged).
-func (e *Engine) retrievedUnits(ctx context.Context, query string) ([]graph.UnitSeed, error) {
+func (kn *Knowledge) retrievedUnits(ctx context.Context, query string) ([]graph.UnitSeed, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, nil
 	}
@@ -32,12 +32,12 @@ func (e *Engine) retrievedUnits(ctx context.Context, query string) ([]graph.Unit
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	res, err := e.Call(ctx, rcp.MethodRetrieve, raw)
+	res, err := kn.opts.Call(ctx, rcp.MethodRetrieve, raw)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		e.log.Warn("graph: retrieve for seed passages failed; seeding from the query alone", "err", err)
+		kn.log.Warn("graph: retrieve for seed passages failed; seeding from the query alone", "err", err)
 		return nil, nil
 	}
 	b, err := json.Marshal(res)
@@ -57,8 +57,8 @@ func (e *Engine) retrievedUnits(ctx context.Context, query string) ([]graph.Unit
 
 // graphSeeds are the seeds of a graph search for plan pl: its query, its
 // seed ids and the passages retrieve ranks for the query.
-func (e *Engine) graphSeeds(ctx context.Context, query string, ids []string) (graph.Seeds, error) {
-	units, err := e.retrievedUnits(ctx, query)
+func (kn *Knowledge) graphSeeds(ctx context.Context, query string, ids []string) (graph.Seeds, error) {
+	units, err := kn.retrievedUnits(ctx, query)
 	return graph.Seeds{Query: query, IDs: ids, Units: units}, err
 }
 

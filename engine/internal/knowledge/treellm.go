@@ -1,4 +1,4 @@
-package engine
+package knowledge
 
 // Model-written tree summaries. With a chat model configured (Config.Chat,
 // rcpd --chat-*), each rebuild replaces the extractive summaries of the
@@ -42,8 +42,8 @@ type treeSummaries struct {
 
 // summarize rewrites t's summaries with the model (see the file comment);
 // text returns a leaf's text. It reports how many calls it made.
-func (e *Engine) summarizeTree(ctx context.Context, ts *treeSummaries, t *tree.Tree, text func(id string) string) int {
-	chat := e.cfg.Chat
+func (kn *Knowledge) summarizeTree(ctx context.Context, ts *treeSummaries, t *tree.Tree, text func(id string) string) int {
+	chat := kn.opts.Chat
 	if chat == nil {
 		return 0
 	}
@@ -70,7 +70,7 @@ func (e *Engine) summarizeTree(ctx context.Context, ts *treeSummaries, t *tree.T
 			calls++
 			s, err := clusterSummary(ctx, chat, n, text)
 			if err != nil {
-				e.log.Warn("tree: model summary failed; keeping the extractive ones for this rebuild", "err", err)
+				kn.log.Warn("tree: model summary failed; keeping the extractive ones for this rebuild", "err", err)
 				calls = treeLLMBudget
 				continue
 			}

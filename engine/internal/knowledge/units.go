@@ -1,4 +1,4 @@
-package engine
+package knowledge
 
 // Graph units of retrieve (§7.7.2): unit "community" returns community
 // summaries of one level (level 0 the finest; provenance.leaves the units
@@ -22,49 +22,18 @@ import (
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-// structuredOptions applies strict to the options that only make sense
-// for text units, on a request for a graph or tree unit.
-func structuredOptions(p *retrieveParams, unsupported func(option, format string, args ...any) error) error {
-	for _, o := range []struct {
-		set  bool
-		name string
-	}{
-		{p.HasFilter(), "filter"}, {p.Rerank != nil && !p.Rerank.Disabled, "rerank"},
-		{p.MMR != nil, "mmr"}, {p.IncludeVectors != nil && *p.IncludeVectors, "includeVectors"},
-	} {
-		if o.set {
-			if err := unsupported(o.name, "%s does not apply to unit %q", o.name, p.Unit); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int,
-	unsupported func(option, format string, args ...any) error, notes *[]string, started time.Time) (*rcp.RetrieveResult, error) {
-	if err := structuredOptions(p, unsupported); err != nil {
-		return nil, err
-	}
-	level := 0
-	if p.Level != nil {
-		level = *p.Level
-	}
-	if level > 0 && p.Unit != rcp.UnitCommunity {
-		if err := unsupported("level", "unit %q has only level 0", p.Unit); err != nil {
-			return nil, err
-		}
-		level = 0
-	}
-	query := p.Query.String()
-	g := e.kg.g
-	seeds, err := e.graphSeeds(ctx, query, nil)
+// GraphUnits answers retrieve for a graph unit (community, node, triplet,
+// path, subgraph) at level (communities only: the others have level 0):
+// the best k, noting what it changed in notes.
+func (kn *Knowledge) GraphUnits(ctx context.Context, unit, query string, level, k int, notes *[]string, started time.Time) (*rcp.RetrieveResult, error) {
+	g := kn.g
+	seeds, err := kn.graphSeeds(ctx, query, nil)
 	if err != nil {
 		return nil, err
 	}
 	var hits []rcp.Hit
 	var cite [][]string // the units behind each hit, in hits order
-	switch p.Unit {
+	switch unit {
 	case rcp.UnitCommunity:
 		h := g.Communities()
 		if d := h.Depth(); level >= d && d > 0 {
@@ -128,7 +97,7 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 			return nil, err
 		}
 		for _, t := range triples {
-			h, err := e.tripleHit(ctx, t, level)
+			h, err := kn.tripleHit(ctx, t, level)
 			if err != nil {
 				return nil, err
 			}
@@ -139,7 +108,7 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 		}
 	}
 	for i := range hits {
-		if _, err := e.citeUnits(ctx, &hits[i], cite[i]); err != nil {
+		if _, err := kn.citeUnits(ctx, &hits[i], cite[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -156,7 +125,7 @@ func (e *Engine) retrieveGraphUnit(ctx context.Context, p *retrieveParams, k int
 	})
 	lat := float64(time.Since(started).Microseconds()) / 1000
 	n := len(hits)
-	return &rcp.RetrieveResult{Hits: hits, IndexVersion: e.ix.Version(),
+	return &rcp.RetrieveResult{Hits: hits, IndexVersion: kn.ix.Version(),
 		Usage: &rcp.Usage{Candidates: &n, LatencyMs: &lat, Notes: *notes}}, nil
 }
 
@@ -172,8 +141,8 @@ func wireEdges(es []graph.EdgeInfo) []rcp.Edge {
 // tripleHit is a triple as a wire hit: text "subject predicate object."
 // and the evidence sentence, meta subject/predicate/object/evidence, the
 // citation narrowed to the sentence's offsets. nil when the unit is gone.
-func (e *Engine) tripleHit(ctx context.Context, t graph.TripleHit, level int) (*rcp.Hit, error) {
-	d, err := e.ix.Get(ctx, t.Unit)
+func (kn *Knowledge) tripleHit(ctx context.Context, t graph.TripleHit, level int) (*rcp.Hit, error) {
+	d, err := kn.ix.Get(ctx, t.Unit)
 	if err != nil || d == nil {
 		return nil, err
 	}
@@ -187,6 +156,6 @@ func (e *Engine) tripleHit(ctx context.Context, t graph.TripleHit, level int) (*
 		Unit: rcp.UnitTriplet, Level: &level, Modality: rcp.ModalityText,
 		Meta:       map[string]any{"subject": t.S, "predicate": t.Pred, "object": t.O, "evidence": evidence},
 		Provenance: &rcp.Provenance{Nodes: []string{t.S, t.O}, Edges: []rcp.Edge{{Src: t.S, Dst: t.O}}, Leaves: []string{t.Unit}}}
-	h.Citation, h.Trust = e.unitCitation(d, span)
+	h.Citation, h.Trust = kn.unitCitation(d, span)
 	return h, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package knowledge
 
 // The RAPTOR tree behind retrieve unit "tree-node" (§7.7.2), kept with the
 // knowledge graph (Config.Graph) when a dense encoder exists: package tree
@@ -44,7 +44,7 @@ const (
 
 // raptor keeps the summary tree current in the background.
 type raptor struct {
-	e      *Engine
+	kn     *Knowledge
 	path   string
 	llm    treeSummaries // model summaries by cluster (Config.Chat)
 	cur    atomic.Pointer[tree.Tree]
@@ -55,29 +55,29 @@ type raptor struct {
 
 // openTree loads the saved tree (when the graph and a dense encoder are
 // on) or drops a stale snapshot (when not: the next enable rebuilds).
-func (e *Engine) openTree() {
-	path := filepath.Join(e.cfg.Dir, treeSnapshot)
-	if e.kg == nil || e.dense == nil || e.cfg.Dense == DenseNone {
-		if !e.cfg.ReadOnly {
+func (kn *Knowledge) openTree() {
+	path := filepath.Join(kn.opts.Dir, treeSnapshot)
+	if kn.dense == nil || !kn.opts.DenseLog {
+		if !kn.opts.ReadOnly {
 			_ = os.Remove(path)
 		}
 		return
 	}
-	rt := &raptor{e: e, path: path, syncs: make(chan chan error), done: make(chan struct{})}
+	rt := &raptor{kn: kn, path: path, syncs: make(chan chan error), done: make(chan struct{})}
 	t, err := tree.Load(path)
 	switch {
 	case err == nil:
 		rt.cur.Store(t)
 	case !errors.Is(err, fs.ErrNotExist):
-		e.log.Warn("tree: snapshot unusable; rebuilding", "err", err)
+		kn.log.Warn("tree: snapshot unusable; rebuilding", "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rt.cancel = cancel
-	e.rt = rt
-	if rt.cur.Load() == nil && len(e.cfg.Preload) > 0 && rt.embedded() {
+	kn.rt = rt
+	if rt.cur.Load() == nil && kn.opts.Preloaded && rt.embedded() {
 		// Like its embedding, the preload's tree is ready when Open returns.
 		if err := rt.rebuild(ctx); err != nil {
-			e.log.Error("tree: first build failed", "err", err)
+			kn.log.Error("tree: first build failed", "err", err)
 		}
 	}
 	go rt.run(ctx)
@@ -90,16 +90,16 @@ func (rt *raptor) close() {
 
 // SyncTree waits until every write is embedded and rebuilds the tree now
 // (tests, benchmarks).
-func (e *Engine) SyncTree(ctx context.Context) error {
-	if e.rt == nil {
+func (kn *Knowledge) SyncTree(ctx context.Context) error {
+	if kn.rt == nil {
 		return errors.New("engine: the tree is off (it needs the graph and a dense encoder)")
 	}
 	ch := make(chan error, 1)
 	select {
-	case e.rt.syncs <- ch:
+	case kn.rt.syncs <- ch:
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-e.rt.done:
+	case <-kn.rt.done:
 		return errors.New("engine: tree keeper stopped")
 	}
 	select {
@@ -110,12 +110,12 @@ func (e *Engine) SyncTree(ctx context.Context) error {
 	}
 }
 
-// currentTree is the tree queries use (nil: none built yet, or off).
-func (e *Engine) currentTree() *tree.Tree {
-	if e.rt == nil {
+// Tree is the tree queries use (nil: none built yet, or off).
+func (kn *Knowledge) Tree() *tree.Tree {
+	if kn == nil || kn.rt == nil {
 		return nil
 	}
-	return e.rt.cur.Load()
+	return kn.rt.cur.Load()
 }
 
 func (rt *raptor) run(ctx context.Context) {
@@ -132,12 +132,12 @@ func (rt *raptor) run(ctx context.Context) {
 		case waiter = <-rt.syncs:
 		}
 		now := time.Now()
-		if v := rt.e.ix.Version(); v != seen {
+		if v := rt.kn.ix.Version(); v != seen {
 			seen, changed = v, now
 		}
 		if waiter != nil {
-			err := rt.e.dense.WaitIdle(ctx)
-			if t := rt.cur.Load(); err == nil && (t == nil || t.Version != rt.e.ix.Version()) {
+			err := rt.kn.dense.WaitIdle(ctx)
+			if t := rt.cur.Load(); err == nil && (t == nil || t.Version != rt.kn.ix.Version()) {
 				err = rt.rebuild(ctx) // (requests that queued behind a rebuild find the tree current)
 			}
 			waiter <- err
@@ -158,26 +158,26 @@ func (rt *raptor) run(ctx context.Context) {
 			continue
 		}
 		if err := rt.rebuild(ctx); err != nil && ctx.Err() == nil {
-			rt.e.log.Error("tree: rebuild failed", "err", err)
+			rt.kn.log.Error("tree: rebuild failed", "err", err)
 		}
 	}
 }
 
 // embedded reports whether the published generation has every write.
 func (rt *raptor) embedded() bool {
-	return rt.e.dense.Embedded()
+	return rt.kn.dense.Embedded()
 }
 
 // rebuild clusters the current units and publishes and saves the tree.
 func (rt *raptor) rebuild(ctx context.Context) error {
 	start := time.Now()
-	version := rt.e.ix.Version() // read first: later writes make the tree stale
-	leaves, err := rt.e.dense.Leaves(ctx)
+	version := rt.kn.ix.Version() // read first: later writes make the tree stale
+	leaves, err := rt.kn.dense.Leaves(ctx)
 	if err != nil || leaves == nil {
 		return err
 	}
 	texts := map[string]string{}
-	if rt.e.cfg.Chat != nil {
+	if rt.kn.opts.Chat != nil {
 		for _, l := range leaves {
 			texts[l.ID] = l.Text
 		}
@@ -187,20 +187,20 @@ func (rt *raptor) rebuild(ctx context.Context) error {
 		return err
 	}
 	leaves = nil
-	calls := rt.e.summarizeTree(ctx, &rt.llm, t, func(id string) string { return texts[id] })
+	calls := rt.kn.summarizeTree(ctx, &rt.llm, t, func(id string) string { return texts[id] })
 	rt.cur.Store(t)
 	if err := t.Save(rt.path); err != nil {
 		return err
 	}
-	rt.e.log.Info("tree: rebuilt", "leaves", t.Leaves(), "depth", t.Depth(), "modelCalls", calls, "took", time.Since(start).Round(time.Millisecond))
+	rt.kn.log.Info("tree: rebuilt", "leaves", t.Leaves(), "depth", t.Depth(), "modelCalls", calls, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-// withTree adds unit tree-node to a description once a tree exists, and
+// WithTree adds unit tree-node to a description once a tree exists, and
 // retrieve.levels as they exist now (withLevels).
-func (e *Engine) withTree(d rcp.Description) rcp.Description {
-	t := e.currentTree()
-	levels := e.levels(t)
+func (kn *Knowledge) WithTree(d rcp.Description) rcp.Description {
+	t := kn.Tree()
+	levels := kn.levels(t)
 	tree := t != nil && t.Depth() >= 2
 	if d.Capabilities.Retrieve == nil || !tree && levels == d.Capabilities.Retrieve.Levels {
 		return d
@@ -216,12 +216,12 @@ func (e *Engine) withTree(d rcp.Description) rcp.Description {
 
 // retrieveTreeNode answers unit "tree-node" at level ≥ 1: the level's
 // clusters ranked from the sparse scores of the query's top units.
-func (e *Engine) retrieveTreeNode(ctx context.Context, t *tree.Tree, query string, level, k int, notes *[]string, started time.Time) (*rcp.RetrieveResult, error) {
+func (kn *Knowledge) retrieveTreeNode(ctx context.Context, t *tree.Tree, query string, level, k int, notes *[]string, started time.Time) (*rcp.RetrieveResult, error) {
 	if level >= t.Depth() {
 		*notes = append(*notes, fmt.Sprintf("level %d clamped to the tree's top level %d", level, t.Depth()-1))
 		level = t.Depth() - 1
 	}
-	res, err := e.ix.Search(ctx, search.Query{Text: query, K: treeCandidates, SkipDocs: true})
+	res, err := kn.ix.Search(ctx, search.Query{Text: query, K: treeCandidates, SkipDocs: true})
 	if err != nil {
 		return nil, fmt.Errorf("engine: tree-node: %w", err)
 	}
@@ -238,18 +238,18 @@ func (e *Engine) retrieveTreeNode(ctx context.Context, t *tree.Tree, query strin
 		h := rcp.Hit{ID: rcp.StringID(n.ID), Score: n.Score, Text: &text, Unit: rcp.UnitTreeNode, Level: &lv,
 			Modality: rcp.ModalityText, Meta: map[string]any{"summary": by}}
 		// Lineage never names a deleted unit: the tree lags deletes.
-		leaves, err := e.citeUnits(ctx, &h, n.Central)
+		leaves, err := kn.citeUnits(ctx, &h, n.Central)
 		if err != nil {
 			return nil, err
 		}
 		h.Provenance = &rcp.Provenance{Leaves: leaves}
 		hits = append(hits, h)
 	}
-	if t.Version != e.ix.Version() {
+	if t.Version != kn.ix.Version() {
 		*notes = append(*notes, "the tree is being rebuilt for recent writes; clusters reflect the index as of the last rebuild")
 	}
 	lat := float64(time.Since(started).Microseconds()) / 1000
 	n := len(res.Hits)
-	return &rcp.RetrieveResult{Hits: hits, IndexVersion: e.ix.Version(),
+	return &rcp.RetrieveResult{Hits: hits, IndexVersion: kn.ix.Version(),
 		Usage: &rcp.Usage{Candidates: &n, LatencyMs: &lat, Notes: *notes}}, nil
 }

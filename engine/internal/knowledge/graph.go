@@ -1,17 +1,21 @@
-package engine
-
-// The knowledge graph behind graph (§7.9) and memory/build + memory/recall
-// (§7.17), enabled by Config.Graph. Package graph builds it offline in the
-// background: writes record the documents they touch in a durable queue
-// (graphEnqueue, inside the catalog transaction), the builder re-reads
-// them and publishes; queries read whatever the graph holds and never
-// wait for it. Plain retrieve does not touch it.
+// Package knowledge keeps what the engine derives from its documents
+// beyond the dense index, and serves it: the knowledge graph behind graph
+// (§7.9) and memory/build + memory/recall (§7.17), with the graph units of
+// retrieve (community, node, triplet, path, subgraph), and the summary
+// tree behind unit tree-node (tree.go). Package graph builds the graph
+// offline in the background: writes record the documents they touch in a
+// durable queue (Enqueue, inside the catalog transaction), the builder
+// re-reads them and publishes; queries read whatever the graph holds and
+// never wait for it. Plain retrieve does not touch it.
+package knowledge
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,10 +23,15 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/graph"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
+	"github.com/rcpgo/rcpgo/engine/internal/derive"
+	"github.com/rcpgo/rcpgo/engine/internal/gate"
 	"github.com/rcpgo/rcpgo/engine/internal/writer"
+	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/memory"
+	"github.com/rcpgo/rcpgo/engine/readiness"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/fusion"
@@ -43,51 +52,99 @@ const (
 // graphOps are the graph ops rcpd serves (all of §7.9).
 var graphOps = []string{"local", "global", "drift", "communities", "neighbors"}
 
-// knowledge is the engine's graph state (nil when Config.Graph is off).
-type knowledge struct {
+// Knowledge is the engine's knowledge state: the graph, the memories and
+// the summary tree. Safe for concurrent use.
+type Knowledge struct {
+	opts    Options
+	db      *bolt.DB
+	ix      search.Backend
+	an      *analysis.Analyzer
+	log     *slog.Logger
+	catalog *catalog.Catalog
+	gate    *gate.Gate
+	dense   *derive.Dense
+	board   *readiness.Board
+
 	g   *graph.Graph
 	b   *graph.Builder
 	mem *memory.Store
+	rt  *raptor // the summary tree; nil without a dense encoder
 }
 
-// openGraph loads the graph snapshot and creates the queue before any
-// write (preload included) can enqueue. With the graph disabled it drops
-// a stale snapshot: writes made meanwhile are not queued, so a later
-// enable must rebuild from the index.
-func (e *Engine) openGraph() error {
-	snap := filepath.Join(e.cfg.Dir, graphSnapshot)
-	if !e.cfg.Graph {
-		if err := os.Remove(snap); err != nil && !errors.Is(err, os.ErrNotExist) && !e.cfg.ReadOnly {
-			return fmt.Errorf("engine: %w", err)
+// Options configure the knowledge state.
+type Options struct {
+	Dir      string // the data directory (graph.snap, tree.snap, memory/)
+	ReadOnly bool
+	// Graph builds the knowledge graph (and the tree, with Dense): without
+	// it Open drops stale snapshots and returns nil.
+	Graph   bool
+	DB      *bolt.DB
+	Index   search.Backend
+	An      *analysis.Analyzer
+	Log     *slog.Logger
+	Catalog *catalog.Catalog
+	Gate    *gate.Gate
+	// Dense, with a deriver of its own (DenseLog), is what the tree
+	// clusters.
+	Dense    *derive.Dense
+	DenseLog bool
+	Board    *readiness.Board
+	// Chat, when set, extracts triples and writes tree summaries.
+	Chat   llm.Chat
+	Memory memory.Options
+	// MaxK bounds k and seedIds; MaxAddDocs the documents of memory/build.
+	MaxK, MaxAddDocs int
+	// TrustedSources, Screen and WireSource rate the units hits cite.
+	TrustedSources map[string]string
+	Screen         bool
+	WireSource     string
+	// Preloaded: the engine opened with a preload, whose tree is built
+	// before Start returns.
+	Preloaded bool
+	// Call serves a retrieve for the passages that seed a graph query (the
+	// engine's own Call).
+	Call func(ctx context.Context, method string, params json.RawMessage) (any, error)
+}
+
+// Open loads the graph snapshot and creates the queue before any write
+// (preload included) can enqueue. With the graph disabled it drops stale
+// snapshots (writes made meanwhile are not queued, so a later enable must
+// rebuild from the index) and returns nil.
+func Open(opts Options) (*Knowledge, error) {
+	snap := filepath.Join(opts.Dir, graphSnapshot)
+	if !opts.Graph {
+		if !opts.ReadOnly {
+			_ = os.Remove(filepath.Join(opts.Dir, treeSnapshot))
 		}
-		return nil
+		if err := os.Remove(snap); err != nil && !errors.Is(err, os.ErrNotExist) && !opts.ReadOnly {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		return nil, nil
 	}
-	g := graph.New(e.an)
-	b, err := graph.OpenBuilder(graph.BuilderOptions{DB: e.db, Bucket: graphQueueBucket, Snapshot: snap,
-		Source: graphSource{e}, Graph: g, Logger: e.log, Chat: e.cfg.Chat})
-	if err != nil {
-		return fmt.Errorf("engine: %w", err)
+	kn := &Knowledge{opts: opts, db: opts.DB, ix: opts.Index, an: opts.An, log: opts.Log, catalog: opts.Catalog,
+		gate: opts.Gate, dense: opts.Dense, board: opts.Board}
+	kn.g = graph.New(kn.an)
+	var err error
+	if kn.b, err = graph.OpenBuilder(graph.BuilderOptions{DB: kn.db, Bucket: graphQueueBucket, Snapshot: snap,
+		Source: graphSource{kn}, Graph: kn.g, Logger: kn.log, Chat: opts.Chat}); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
-	mem, err := memory.Open(filepath.Join(e.cfg.Dir, memoryDir), e.an, e.cfg.Memory)
-	if err != nil {
-		return fmt.Errorf("engine: %w", err)
+	if kn.mem, err = memory.Open(filepath.Join(opts.Dir, memoryDir), kn.an, opts.Memory); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e.kg = &knowledge{g: g, b: b, mem: mem}
-	return nil
+	return kn, nil
 }
 
-// startGraph queues what the graph and the catalog disagree on (a first
-// build, a crash between an index write and its queue entry) and starts
-// the builder; it also serves graph and memory.
-func (e *Engine) startGraph() error {
-	if e.kg == nil {
-		return nil
-	}
-	ids, err := e.catalog.IDs()
+// Start queues what the graph and the catalog disagree on (a first build,
+// a crash between an index write and its queue entry), starts the
+// builder and the tree's keeper, registers the structures' readiness and
+// serves graph and memory on r.
+func (kn *Knowledge) Start(r *rcp.Router) error {
+	ids, err := kn.catalog.IDs()
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	if err := e.kg.b.Reconcile(func(yield func(string) bool) {
+	if err := kn.b.Reconcile(func(yield func(string) bool) {
 		for _, id := range ids {
 			if !yield(id) {
 				return
@@ -96,79 +153,81 @@ func (e *Engine) startGraph() error {
 	}); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	e.kg.b.Start()
-	e.kg.b.Notify()
-	rcp.Handle(e.router, rcp.MethodGraph, e.graphOp)
-	rcp.Handle(e.router, rcp.MethodMemoryBuild, e.memoryBuild)
-	rcp.Handle(e.router, rcp.MethodMemoryRecall, e.memoryRecall)
+	kn.b.Start()
+	kn.b.Notify()
+	rcp.Handle(r, rcp.MethodGraph, kn.graphOp)
+	rcp.Handle(r, rcp.MethodMemoryBuild, kn.memoryBuild)
+	rcp.Handle(r, rcp.MethodMemoryRecall, kn.memoryRecall)
+	kn.openTree()
+	kn.openReadiness()
 	return nil
 }
 
-func (e *Engine) closeGraph() error {
-	if e.kg == nil {
-		return nil
+// Close stops the tree's keeper and the graph builder.
+func (kn *Knowledge) Close() error {
+	if kn.rt != nil {
+		kn.rt.close()
 	}
-	return e.kg.b.Close()
+	return kn.b.Close()
 }
 
-// graphEnqueue records top-level documents as changed, in the caller's
-// catalog transaction (a no-op without the graph).
-func (e *Engine) graphEnqueue(tx *bolt.Tx, docs ...string) error {
-	if e.kg == nil || len(docs) == 0 {
+// Enqueue records top-level documents as changed, in the caller's catalog
+// transaction (writer.Graph).
+func (kn *Knowledge) Enqueue(tx *bolt.Tx, docs ...string) error {
+	if len(docs) == 0 {
 		return nil
 	}
 	return graph.Enqueue(tx, graphQueueBucket, docs...)
 }
 
-func (e *Engine) graphNotify() {
-	if e.kg != nil {
-		e.kg.b.Notify()
-	}
-}
+// Notify wakes the builder after a write (writer.Graph).
+func (kn *Knowledge) Notify() { kn.b.Notify() }
 
 // SyncGraph waits until the graph reflects every acknowledged write and
 // its communities are current (tests, benchmarks, memory/build).
-func (e *Engine) SyncGraph(ctx context.Context) error {
-	if e.kg == nil {
-		return errors.New("engine: the graph is disabled")
-	}
-	return e.kg.b.Sync(ctx)
-}
+func (kn *Knowledge) SyncGraph(ctx context.Context) error { return kn.b.Sync(ctx) }
 
-// GraphStats reports the graph's size (zero without the graph).
-func (e *Engine) GraphStats() graph.Stats {
-	if e.kg == nil {
-		return graph.Stats{}
-	}
-	return e.kg.g.Stats()
-}
+// GraphStats reports the graph's size.
+func (kn *Knowledge) GraphStats() graph.Stats { return kn.g.Stats() }
 
-func (e *Engine) describeGraph(caps *rcp.Capabilities) {
-	if e.kg == nil {
-		return
-	}
+// Describe adds graph, memory and the graph units of retrieve to caps.
+func (kn *Knowledge) Describe(caps *rcp.Capabilities) {
 	caps.Graph = &rcp.GraphCap{Ops: graphOps}
 	caps.Retrieve.Units = append(caps.Retrieve.Units, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitPath, rcp.UnitSubgraph, rcp.UnitCommunity)
-	// (retrieve.levels is what exists when a session starts: withLevels.)
+	// (retrieve.levels is what exists when a session starts: WithTree.)
 	caps.Memory = &rcp.MemoryCap{Scopes: []string{memory.ScopeGlobal, memory.ScopeSession}, Clues: true}
 }
 
+// Requeue queues the top-level documents of ids for the graph builder, in
+// a transaction of the catalog's recovery, when the queue exists (without
+// it, the graph's first start queues every document).
+func Requeue(tx *bolt.Tx, ids []string) error {
+	if tx.Bucket([]byte(graphQueueBucket)) == nil {
+		return nil
+	}
+	top := map[string]bool{}
+	for _, id := range ids {
+		top[catalog.TopLevel(id)] = true
+	}
+	return graph.Enqueue(tx, graphQueueBucket, slices.Sorted(maps.Keys(top))...)
+}
+
 // graphSource reads a document's live units for the builder, under the
-// read lock so it never sees half of a write.
-type graphSource struct{ e *Engine }
+// catalog lock so it never sees half of a write.
+type graphSource struct{ kn *Knowledge }
 
 func (s graphSource) Units(ctx context.Context, doc string) ([]graph.SourceUnit, error) {
-	e := s.e
-	e.gate.RLockCatalog()
-	defer e.gate.RUnlockCatalog()
-	d, err := e.ix.Get(ctx, doc)
+	kn := s.kn
+	kn.gate.RLockCatalog()
+	defer kn.gate.RUnlockCatalog()
+	d, err := kn.ix.Get(ctx, doc)
 	if err != nil {
 		return nil, err
 	}
 	if d != nil && d.Chunk == nil {
 		return []graph.SourceUnit{{ID: d.ID, Title: d.Title, Text: d.Text}}, nil
 	}
-	rec, err := e.catalog.Record(doc)
+	rec, err := kn.catalog.Record(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +236,7 @@ func (s graphSource) Units(ctx context.Context, doc string) ([]graph.SourceUnit,
 	}
 	var out []graph.SourceUnit
 	for i := 0; i < rec.Chunks; i++ {
-		c, err := e.ix.Get(ctx, catalog.ChunkID(doc, i))
+		c, err := kn.ix.Get(ctx, catalog.ChunkID(doc, i))
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +272,7 @@ type graphPlan struct {
 	level     int
 }
 
-func (e *Engine) planGraph(p *graphParams) (*graphPlan, error) {
+func (kn *Knowledge) planGraph(p *graphParams) (*graphPlan, error) {
 	if p.Op == nil {
 		return nil, rcp.InvalidParams("op", "op is required")
 	}
@@ -225,8 +284,8 @@ func (e *Engine) planGraph(p *graphParams) (*graphPlan, error) {
 		pl.query = *p.Query
 	}
 	if p.K != nil {
-		if *p.K < 1 || *p.K > e.cfg.MaxK {
-			return nil, rcp.InvalidParams("k", "k must be in [1, %d], got %d", e.cfg.MaxK, *p.K)
+		if *p.K < 1 || *p.K > kn.opts.MaxK {
+			return nil, rcp.InvalidParams("k", "k must be in [1, %d], got %d", kn.opts.MaxK, *p.K)
 		}
 		pl.k = *p.K
 	}
@@ -240,13 +299,13 @@ func (e *Engine) planGraph(p *graphParams) (*graphPlan, error) {
 		if *p.Level < 0 {
 			return nil, rcp.InvalidParams("level", "level must be ≥ 0, got %d", *p.Level)
 		}
-		if n := e.kg.g.Communities().Depth(); *p.Level >= max(n, 1) {
+		if n := kn.g.Communities().Depth(); *p.Level >= max(n, 1) {
 			return nil, rcp.InvalidParams("level", "level %d is beyond the deepest community level %d", *p.Level, max(n, 1)-1)
 		}
 		pl.level = *p.Level
 	}
-	if len(pl.seeds) > e.cfg.MaxK {
-		return nil, rcp.InvalidParams("seedIds", "at most %d seedIds, got %d", e.cfg.MaxK, len(pl.seeds))
+	if len(pl.seeds) > kn.opts.MaxK {
+		return nil, rcp.InvalidParams("seedIds", "at most %d seedIds, got %d", kn.opts.MaxK, len(pl.seeds))
 	}
 	if p.Cursor != nil && *p.Cursor != "" {
 		return nil, rcp.InvalidParams("cursor", "unknown cursor (graph results are not paginated)")
@@ -269,16 +328,16 @@ type graphResult struct {
 	Usage       *rcp.Usage       `json:"usage,omitempty"`
 }
 
-func (e *Engine) graphOp(ctx context.Context, p *graphParams) (*graphResult, error) {
-	pl, err := e.planGraph(p)
+func (kn *Knowledge) graphOp(ctx context.Context, p *graphParams) (*graphResult, error) {
+	pl, err := kn.planGraph(p)
 	if err != nil {
 		return nil, err
 	}
-	notes, err := e.awaitDerived(ctx, graphNeeds(pl.op)...)
+	notes, err := kn.awaitDerived(ctx, graphNeeds(pl.op)...)
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.runGraphOp(ctx, pl)
+	res, err := kn.runGraphOp(ctx, pl)
 	if res != nil && len(notes) > 0 {
 		if res.Usage == nil {
 			res.Usage = &rcp.Usage{}
@@ -289,12 +348,12 @@ func (e *Engine) graphOp(ctx context.Context, p *graphParams) (*graphResult, err
 }
 
 // runGraphOp answers a planned graph request.
-func (e *Engine) runGraphOp(ctx context.Context, pl *graphPlan) (*graphResult, error) {
-	g := e.kg.g
+func (kn *Knowledge) runGraphOp(ctx context.Context, pl *graphPlan) (*graphResult, error) {
+	g := kn.g
 	seeds := graph.Seeds{Query: pl.query, IDs: pl.seeds}
 	switch pl.op {
 	case "local":
-		seeds, err := e.graphSeeds(ctx, pl.query, pl.seeds)
+		seeds, err := kn.graphSeeds(ctx, pl.query, pl.seeds)
 		if err != nil {
 			return nil, err
 		}
@@ -303,10 +362,10 @@ func (e *Engine) runGraphOp(ctx context.Context, pl *graphPlan) (*graphResult, e
 			return nil, err
 		}
 		hits = orRetrieved(hits, seeds, pl.k)
-		out, err := e.graphHits(ctx, hits)
+		out, err := kn.graphHits(ctx, hits)
 		return &graphResult{Hits: &out, Usage: notesUsage(fallbackNote(hits))}, err
 	case "drift":
-		return e.graphDrift(ctx, pl)
+		return kn.graphDrift(ctx, pl)
 	case "global":
 		ranked, err := g.Communities().Rank(ctx, g, pl.query, pl.level, pl.k)
 		if err != nil {
@@ -374,9 +433,9 @@ func wireCommunity(c *graph.Community, score *float64) rcp.Community {
 // question's own words), and a sparse search for each follow-up, fused
 // with the local hits by weighted RRF (a follow-up weighs its share of the
 // rank).
-func (e *Engine) graphDrift(ctx context.Context, pl *graphPlan) (*graphResult, error) {
-	g := e.kg.g
-	seeds, err := e.graphSeeds(ctx, pl.query, pl.seeds)
+func (kn *Knowledge) graphDrift(ctx context.Context, pl *graphPlan) (*graphResult, error) {
+	g := kn.g
+	seeds, err := kn.graphSeeds(ctx, pl.query, pl.seeds)
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +452,7 @@ func (e *Engine) graphDrift(ctx context.Context, pl *graphPlan) (*graphResult, e
 	followups := make([]string, 0, len(clues))
 	for _, c := range clues {
 		followups = append(followups, c.Query)
-		res, err := e.ix.Search(ctx, search.Query{Text: c.Query, K: pl.k, SkipDocs: true})
+		res, err := kn.ix.Search(ctx, search.Query{Text: c.Query, K: pl.k, SkipDocs: true})
 		if err != nil {
 			return nil, err
 		}
@@ -422,7 +481,7 @@ func (e *Engine) graphDrift(ctx context.Context, pl *graphPlan) (*graphResult, e
 		u.Score = f.Score
 		units[i] = u
 	}
-	hits, err := e.graphHits(ctx, units)
+	hits, err := kn.graphHits(ctx, units)
 	return &graphResult{Hits: &hits, Followups: followups, Usage: notesUsage(fallbackNote(local))}, err
 }
 
@@ -437,10 +496,10 @@ func idHits(us []graph.UnitHit) []rcp.Hit {
 // graphHits turns ranked units into wire hits (text, citation, trust and
 // provenance, as retrieve gives them); units the index no longer holds
 // are skipped.
-func (e *Engine) graphHits(ctx context.Context, units []graph.UnitHit) ([]rcp.Hit, error) {
+func (kn *Knowledge) graphHits(ctx context.Context, units []graph.UnitHit) ([]rcp.Hit, error) {
 	out := make([]rcp.Hit, 0, len(units))
 	for _, u := range units {
-		d, err := e.ix.Get(ctx, u.ID)
+		d, err := kn.ix.Get(ctx, u.ID)
 		if err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
@@ -455,7 +514,7 @@ func (e *Engine) graphHits(ctx context.Context, units []graph.UnitHit) ([]rcp.Hi
 			h.Unit = rcp.UnitChunk
 			h.Chunk = &rcp.ChunkRef{DocID: d.Chunk.DocID, Index: d.Chunk.Index}
 		}
-		h.Citation, h.Trust = e.unitCitation(d, nil)
+		h.Citation, h.Trust = kn.unitCitation(d, nil)
 		if len(u.Nodes) > 0 || len(u.Path) > 0 {
 			pv := &rcp.Provenance{Nodes: u.Nodes, Path: u.Path}
 			for _, ed := range u.Edges {
@@ -477,7 +536,7 @@ type memoryBuildParams struct {
 	Meta      rcp.Meta           `json:"_meta"`
 }
 
-func (e *Engine) memoryBuild(ctx context.Context, p *memoryBuildParams) (*rcp.MemoryBuildResult, error) {
+func (kn *Knowledge) memoryBuild(ctx context.Context, p *memoryBuildParams) (*rcp.MemoryBuildResult, error) {
 	scope, id := "", ""
 	if p.Scope != nil {
 		scope = *p.Scope
@@ -496,17 +555,17 @@ func (e *Engine) memoryBuild(ctx context.Context, p *memoryBuildParams) (*rcp.Me
 		if scope == memory.ScopeSession {
 			return nil, rcp.InvalidParams("documents", "a session memory is built from inline documents")
 		}
-		if err := e.kg.b.Sync(ctx); err != nil {
+		if err := kn.b.Sync(ctx); err != nil {
 			return nil, err
 		}
-		t := e.kg.g.Tokens()
+		t := kn.g.Tokens()
 		return &rcp.MemoryBuildResult{MemoryID: GlobalMemoryID, Tokens: &t}, nil
 	}
 	if id == GlobalMemoryID {
 		return nil, rcp.InvalidParams("memoryId", "the global memory follows the index: add documents with index/add")
 	}
-	if len(*p.Documents) > e.cfg.maxAddDocs {
-		return nil, writer.TooMany("documents", rcp.MethodMemoryBuild, len(*p.Documents), e.cfg.maxAddDocs)
+	if len(*p.Documents) > kn.opts.MaxAddDocs {
+		return nil, writer.TooMany("documents", rcp.MethodMemoryBuild, len(*p.Documents), kn.opts.MaxAddDocs)
 	}
 	docs := make([]memory.Doc, len(*p.Documents))
 	for i, raw := range *p.Documents {
@@ -516,7 +575,7 @@ func (e *Engine) memoryBuild(ctx context.Context, p *memoryBuildParams) (*rcp.Me
 		}
 		docs[i] = memory.Doc{ID: id, Text: text}
 	}
-	newID, tokens, err := e.kg.mem.Build(ctx, id, scope, docs)
+	newID, tokens, err := kn.mem.Build(ctx, id, scope, docs)
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
 		return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "unknown memoryId", Data: &rcp.ErrorData{Field: "memoryId", Detail: err.Error()}}
@@ -542,7 +601,7 @@ type memoryRecallParams struct {
 // the memory, each as a surrogate query for retrieve and a seed id for
 // graph local — and, for the global memory, the graph local hits as
 // drafts.
-func (e *Engine) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.MemoryRecallResult, error) {
+func (kn *Knowledge) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.MemoryRecallResult, error) {
 	if p.Query == nil || strings.TrimSpace(*p.Query) == "" {
 		return nil, rcp.InvalidParams("query", "query is required")
 	}
@@ -553,16 +612,16 @@ func (e *Engine) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.
 		}
 		n = *p.N
 	}
-	g, global := e.kg.g, true
+	g, global := kn.g, true
 	if p.MemoryID == nil || *p.MemoryID == "" || *p.MemoryID == GlobalMemoryID {
 		// The global memory is the graph: its first build must be done.
-		if _, err := e.awaitDerived(ctx, derivedMemory); err != nil {
+		if _, err := kn.awaitDerived(ctx, derivedMemory); err != nil {
 			return nil, err
 		}
 	}
 	if p.MemoryID != nil && *p.MemoryID != "" && *p.MemoryID != GlobalMemoryID {
 		var err error
-		if g, err = e.kg.mem.Get(*p.MemoryID); err != nil {
+		if g, err = kn.mem.Get(*p.MemoryID); err != nil {
 			return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "unknown memoryId", Data: &rcp.ErrorData{Field: "memoryId", Detail: err.Error()}}
 		}
 		global = false
@@ -574,7 +633,7 @@ func (e *Engine) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.
 	seeds := graph.Seeds{Query: *p.Query, Units: g.MatchUnits(*p.Query, graphSeedPassages)}
 	if global {
 		var err error
-		if seeds, err = e.graphSeeds(ctx, *p.Query, nil); err != nil {
+		if seeds, err = kn.graphSeeds(ctx, *p.Query, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -592,7 +651,7 @@ func (e *Engine) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.
 		return nil, err
 	}
 	if global {
-		res.Hits, err = e.graphHits(ctx, drafts)
+		res.Hits, err = kn.graphHits(ctx, drafts)
 		return res, err
 	}
 	// A memory's documents are not in the index: they cite the memory
@@ -604,30 +663,13 @@ func (e *Engine) memoryRecall(ctx context.Context, p *memoryRecallParams) (*rcp.
 	return res, nil
 }
 
-// requeueGraph queues the top-level documents of ids for the knowledge
-// graph builder, when the graph is on and its queue exists (without it,
-// the graph's first start queues every document).
-func requeueGraph(tx *bolt.Tx, on bool, ids []string) error {
-	if !on || tx.Bucket([]byte(graphQueueBucket)) == nil {
-		return nil
-	}
-	top := map[string]bool{}
-	for _, id := range ids {
-		top[catalog.TopLevel(id)] = true
-	}
-	return graph.Enqueue(tx, graphQueueBucket, sortedKeys(top)...)
+// Graph is the knowledge graph (diagnostics and the engine's tests).
+func (kn *Knowledge) Graph() *graph.Graph { return kn.g }
+
+// Pending is the number of documents queued for the graph builder.
+func (kn *Knowledge) Pending() int { return kn.b.Pending() }
+
+// Units are document doc's live units as the graph builder reads them.
+func (kn *Knowledge) Units(ctx context.Context, doc string) ([]graph.SourceUnit, error) {
+	return graphSource{kn}.Units(ctx, doc)
 }
-
-// graphQueue is the graph's queue for the write path (nil without the
-// graph).
-func (e *Engine) graphQueue() writer.Graph {
-	if e.kg == nil {
-		return nil
-	}
-	return graphQueue{e}
-}
-
-type graphQueue struct{ e *Engine }
-
-func (q graphQueue) Enqueue(tx *bolt.Tx, docs ...string) error { return q.e.graphEnqueue(tx, docs...) }
-func (q graphQueue) Notify()                                   { q.e.graphNotify() }
