@@ -28,7 +28,7 @@ func derivedChecks() []Check {
 			run: func(ctx context.Context, s *suite) outcome { return s.pagesEveryMode(ctx) }},
 		{ID: "derived.pages-under-writes", Name: "with snapshots, the pages of every mode stay one list across a write", Level: L2, Section: "§10, §7.7.1", Requirement: Should,
 			Needs: []string{"pagination", "retrieve.snapshots", "index.writable"},
-			run: func(ctx context.Context, s *suite) outcome { return s.pagesUnderWrites(ctx) }},
+			run:   func(ctx context.Context, s *suite) outcome { return s.pagesUnderWrites(ctx) }},
 		{ID: "derived.no-empty-while-building", Name: "right after a write, graph ops and units never answer an empty success where they answered before", Level: L2, Section: "§13.2, §16.2", Requirement: Should, Needs: []string{"index.writable"},
 			run: func(ctx context.Context, s *suite) outcome { return s.noEmptyWhileBuilding(ctx) }},
 	}
