@@ -255,6 +255,7 @@ func Checks() []Check {
 	all = append(all, methodChecks()...)
 	all = append(all, agenticChecks()...)
 	all = append(all, indexChecks()...)
+	all = append(all, derivedChecks()...)
 	all = append(all, streamingChecks()...)
 	all = append(all, freshSessionChecks()...)
 	all = append(all, globalChecks()...)

@@ -72,6 +72,8 @@ type tserver struct {
 	perturbed       int                        // feedback.concurrent-retrieve: retrieves left to disturb
 	quarantined     map[string]bool            // ids hidden: after reports from two sessions, or one with the feedback.advisory mutation
 	reporters       map[string]map[string]bool // hit id → sessions that reported it poisoned
+	snaps           map[int][]tdoc             // the corpus of each past version (cursors page their snapshot)
+	rebuilding      bool                       // derived.no-empty-while-building: graph answers are empty after a write
 }
 
 func newTServer(cfg tsConfig) *tserver {
@@ -82,7 +84,7 @@ func newTServer(cfg tsConfig) *tserver {
 		cfg.bad = map[string]bool{}
 	}
 	srv := &tserver{cfg: cfg, idem: map[string]any{}, version: 1, seen: map[string]map[string]bool{}, quarantined: map[string]bool{},
-		reporters: map[string]map[string]bool{}}
+		reporters: map[string]map[string]bool{}, snaps: map[int][]tdoc{}}
 	texts := []string{
 		"The Eiffel Tower is a wrought-iron lattice tower in Paris, France.",
 		"Paris is the capital of France on the river Seine.",
@@ -738,10 +740,14 @@ type scored struct {
 	score float64
 }
 
-func (srv *tserver) rank(q string) []scored {
+func (srv *tserver) rank(q string) []scored { return rankDocs(q, srv.docs) }
+
+// rankDocs ranks docs by the query's token overlap, earlier documents first
+// among equals.
+func rankDocs(q string, docs []tdoc) []scored {
 	qt := tokens(q)
 	var out []scored
-	for i, d := range srv.docs {
+	for i, d := range docs {
 		dt := tokens(d.text)
 		overlap := 0
 		for _, t := range qt {
@@ -752,7 +758,7 @@ func (srv *tserver) rank(q string) []scored {
 		if overlap == 0 {
 			continue
 		}
-		out = append(out, scored{d, float64(overlap) + float64(len(srv.docs)-i)/100})
+		out = append(out, scored{d, float64(overlap) + float64(len(docs)-i)/100})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].score > out[j].score })
 	return out
@@ -825,8 +831,8 @@ func (ss *tsession) retrieve(p map[string]json.RawMessage) (any, *rpcErr) {
 	}
 	candK = min(candK, maxK)
 	var notes []string
+	mode := ""
 	if present(p, "mode") {
-		var mode string
 		_ = json.Unmarshal(p["mode"], &mode)
 		if !slices.Contains(ss.capList("retrieve.modes"), mode) && !srv.bad("gating.mode-unsupported") {
 			if strict {
@@ -901,7 +907,21 @@ func (ss *tsession) retrieve(p map[string]json.RawMessage) (any, *rpcErr) {
 			version += "-other"
 		}
 	}
+	cur, cerr := srv.parseCursor(p, mode)
+	if cerr != nil {
+		return nil, cerr
+	}
 	ranked := srv.rank(q)
+	if cur.version != 0 && cur.version != srv.version && !srv.bad("derived.pages-under-writes") {
+		ranked = rankDocs(q, srv.snaps[cur.version]) // the cursor's snapshot
+		version = fmt.Sprintf("v%d", cur.version)
+	}
+	if srv.bad("derived.read-your-writes") && mode == "dense" {
+		ranked = slices.DeleteFunc(ranked, func(r scored) bool { return !strings.HasPrefix(r.doc.id, "d") || len(r.doc.id) > 3 }) // writes never embedded
+	}
+	if srv.rebuilding && slices.Contains([]string{"path", "community", "tree-node"}, unit) {
+		ranked = nil // the graph rebuilding after a write: an empty success
+	}
 	if present(p, "filter") {
 		f, err := ss.compileFilter(p["filter"])
 		if err != nil {
@@ -938,20 +958,7 @@ func (ss *tsession) retrieve(p map[string]json.RawMessage) (any, *rpcErr) {
 		ranked = ranked[:candK]
 	}
 	candidates := len(ranked)
-	offset := 0
-	if present(p, "cursor") {
-		var c string
-		_ = json.Unmarshal(p["cursor"], &c)
-		b, err := base64.StdEncoding.DecodeString(c)
-		n, err2 := strconv.Atoi(strings.TrimPrefix(string(b), "off:"))
-		if err != nil || err2 != nil || !strings.HasPrefix(string(b), "off:") {
-			if !srv.bad("retrieve.bad-cursor") {
-				return nil, eParams("cursor", "bad cursor")
-			}
-		} else {
-			offset = n
-		}
-	}
+	offset := cur.offset
 	if offset > len(ranked) {
 		offset = len(ranked)
 	}
@@ -966,7 +973,11 @@ func (ss *tsession) retrieve(p map[string]json.RawMessage) (any, *rpcErr) {
 		if srv.bad("retrieve.pagination-gaps") {
 			nextOff++
 		}
-		next = base64.StdEncoding.EncodeToString([]byte("off:" + strconv.Itoa(nextOff)))
+		v := srv.version
+		if cur.version != 0 {
+			v = cur.version
+		}
+		next = base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("off:%d:v%d", nextOff, v)))
 	}
 	if present(p, "tokenBudget") && !srv.bad("retrieve.token-budget") {
 		budget, err := intParam(p["tokenBudget"], "tokenBudget", 1)
@@ -1043,6 +1054,43 @@ func (ss *tsession) retrieve(p map[string]json.RawMessage) (any, *rpcErr) {
 		res["indexVersion"] = version
 	}
 	return res, nil
+}
+
+// tcursor is a decoded cursor: the offset of the next page and the version
+// of the corpus its list was ranked on (0: none given).
+type tcursor struct{ offset, version int }
+
+// parseCursor reads p's cursor ("off:N:vV", base64; older "off:N").
+func (srv *tserver) parseCursor(p map[string]json.RawMessage, mode string) (tcursor, *rpcErr) {
+	var c tcursor
+	if !present(p, "cursor") {
+		return c, nil
+	}
+	if srv.bad("derived.pages-every-mode") && mode == "dense" {
+		return c, eParams("cursor", "malformed cursor") // a cursor this server issued itself
+	}
+	var s string
+	_ = json.Unmarshal(p["cursor"], &s)
+	b, err := base64.StdEncoding.DecodeString(s)
+	parts := strings.Split(strings.TrimPrefix(string(b), "off:"), ":v")
+	n, err2 := strconv.Atoi(parts[0])
+	if err != nil || err2 != nil || !strings.HasPrefix(string(b), "off:") {
+		if !srv.bad("retrieve.bad-cursor") {
+			return c, eParams("cursor", "bad cursor")
+		}
+		return c, nil
+	}
+	c.offset = n
+	if len(parts) == 2 {
+		c.version, _ = strconv.Atoi(parts[1])
+	}
+	return c, nil
+}
+
+// keepSnapshot keeps the corpus of the current version before a write
+// changes it (srv.mu held).
+func (srv *tserver) keepSnapshot() {
+	srv.snaps[srv.version] = slices.Clone(srv.docs)
 }
 
 // compileFilter validates a §8 filter tree against the advertised fields/operators.
@@ -1428,6 +1476,12 @@ func (ss *tsession) graph(p map[string]json.RawMessage) (any, *rpcErr) {
 	if !slices.Contains(ss.capList("graph.ops"), op) && !ss.srv.bad("graph.op-unsupported") {
 		return nil, eOption("op", "graph op not advertised")
 	}
+	ss.srv.mu.Lock()
+	rebuilding := ss.srv.rebuilding
+	ss.srv.mu.Unlock()
+	if rebuilding {
+		return map[string]any{"hits": []any{}, "communities": []any{}, "summary": ""}, nil // an empty success
+	}
 	if op == "global" {
 		if ss.srv.bad("graph.ops") {
 			return map[string]any{"summary": "s", "communities": 3}, nil
@@ -1456,6 +1510,8 @@ func (ss *tsession) indexAdd(p map[string]json.RawMessage) (any, *rpcErr) {
 			return r, nil
 		}
 	}
+	srv.keepSnapshot()
+	srv.rebuilding = srv.bad("derived.no-empty-while-building")
 	ids := []string{}
 	for i, d := range docs {
 		var text, id string
@@ -1504,6 +1560,7 @@ func (ss *tsession) indexDelete(p map[string]json.RawMessage) (any, *rpcErr) {
 	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
+	srv.keepSnapshot()
 	n := 0
 	for _, id := range ids {
 		found := false

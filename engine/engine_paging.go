@@ -40,8 +40,8 @@ func (e *Engine) runPaged(ctx context.Context, deps *pipeline.Deps, pl *retrieve
 		return nil, "", pl.snapshotGone("the index changed and dense retrieval serves only the current snapshot",
 			"dense retrieval serves only the current snapshot")
 	}
-	if usesDense && req.Version == "" && e.cfg.Backend == nil {
-		req.Version = e.ix.Version() // the snapshot the page is resolved against (indexVersion)
+	if usesDense && req.Version == "" {
+		req.Version = e.ix.Version() // the snapshot the page is resolved against (indexVersion; a remote backend names its collection)
 	}
 	if !usesDense || pl.agentic != nil {
 		return e.runPlanned(ctx, deps, req, pl.agentic)
