@@ -53,7 +53,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/engine/internal/knowledge"
 	"github.com/rcpgo/rcpgo/engine/internal/models"
-	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
+	"github.com/rcpgo/rcpgo/engine/internal/retrieval"
 	"github.com/rcpgo/rcpgo/engine/internal/writer"
 	"github.com/rcpgo/rcpgo/engine/llm"
 	"github.com/rcpgo/rcpgo/engine/memory"
@@ -71,17 +71,15 @@ import (
 const (
 	DefaultMaxK          = 200
 	DefaultMaxCandidates = 1000
-	DefaultCandidateK    = 100
+	DefaultCandidateK    = retrieval.DefaultCandidateK
 	DefaultMinFitDocs    = 20
 	DefaultLSAFitSample  = 50000
 	DefaultMaxAddDocs    = 10000
-	// MaxQueryBytes caps the text of a retrieve query (-32602 beyond):
-	// about 10 000 words, far beyond any real question, small enough that
-	// analysis and scoring stay in the milliseconds (docs/hostile-input.md).
-	MaxQueryBytes = 64 << 10
+	// MaxQueryBytes caps the text of a retrieve query (-32602 beyond).
+	MaxQueryBytes = retrieval.MaxQueryBytes
 	// MaxQueryTerms caps the distinct analysed terms of a query (-32602
-	// beyond): each one is a posting list walked in every segment.
-	MaxQueryTerms = 1024
+	// beyond).
+	MaxQueryTerms = retrieval.MaxQueryTerms
 )
 
 // Limits of the x-rcpgo document methods (engine/internal/catalog).
@@ -271,49 +269,14 @@ type URIPolicy = fetch.Policy
 // FusionDefaults are the server-side defaults of hybrid fusion, used for
 // every option a request leaves unset (docs/rcpd.md lists the measured
 // defaults and the quality table they come from).
-type FusionDefaults struct {
-	// Method is the fusion method when the request names none: convex
-	// (default: both lists have floor 0), rrf or weighted.
-	Method string
-	// RRFK is the RRF constant (default 60).
-	RRFK float64
-	// Alpha is the convex weight of the dense list when the request sends
-	// none (default DefaultAlpha, measured; §16.3's conventional 0.5 is
-	// one "alpha": 0.5 away).
-	Alpha float64
-	// SparseWeight and DenseWeight weight the lists in rrf and weighted
-	// fusion (default 1 each).
-	SparseWeight, DenseWeight float64
-}
+type FusionDefaults = retrieval.FusionDefaults
 
-// Fusion defaults. DefaultAlpha was measured (docs/rcpd.md, "Retrieval
-// quality"): over α ∈ {0.2 … 0.7} it maximises the mean nDCG@10 of SciFact
-// and Cranfield with the LSA encoder, and it is the only value that beats
-// sparse on both; RRF (any rrfK, weights) loses to sparse on SciFact.
+// Fusion defaults (see retrieval.DefaultAlpha for how it was measured).
 const (
-	DefaultFusion = rcp.FusionConvex
-	DefaultRRFK   = 60
-	DefaultAlpha  = 0.2
+	DefaultFusion = retrieval.DefaultFusion
+	DefaultRRFK   = retrieval.DefaultRRFK
+	DefaultAlpha  = retrieval.DefaultAlpha
 )
-
-func (f FusionDefaults) withDefaults() FusionDefaults {
-	if f.Method == "" {
-		f.Method = DefaultFusion
-	}
-	if f.RRFK <= 0 {
-		f.RRFK = DefaultRRFK
-	}
-	if f.Alpha <= 0 || f.Alpha > 1 {
-		f.Alpha = DefaultAlpha
-	}
-	if f.SparseWeight <= 0 {
-		f.SparseWeight = 1
-	}
-	if f.DenseWeight <= 0 {
-		f.DenseWeight = 1
-	}
-	return f
-}
 
 // Preload is an operator-ingested document (Source names it for
 // TrustedSources).
@@ -350,6 +313,8 @@ type Engine struct {
 	data *integrity.Dir
 
 	agentic *agentic.Agentic // transform, sessions and feedback (engine/internal/agentic)
+	// retriever answers retrieve (engine/internal/retrieve).
+	retriever *retrieval.Retriever
 	// know is the knowledge graph, the memories and the summary tree
 	// (engine/internal/knowledge); nil when the graph is off.
 	know *knowledge.Knowledge
@@ -359,8 +324,6 @@ type Engine struct {
 
 	// ready observes the derived structures (engine_readiness.go).
 	ready *readiness.Board
-	// lists keeps the ranked lists of dense pages (engine_paging.go).
-	lists *pipeline.Lists
 }
 
 // Open opens (creating when needed) the engine in cfg.Dir.
@@ -384,7 +347,6 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, log: log, an: analysis.Default(), fields: cfg.Fields, data: data,
 		fetch: fetch.New(cfg.URIPolicy, log)}
 	e.ready = readiness.New()
-	e.lists = pipeline.NewLists(denseListBytes, denseListTTL)
 	e.gate = gate.New(cfg.QueryConcurrency, runtime.GOMAXPROCS(0))
 	dbPath := filepath.Join(cfg.Dir, "engine.db")
 	migrated, err := e.openStores(ctx, dbPath)
@@ -521,7 +483,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	default:
 		return cfg, fmt.Errorf("engine: unknown dense provider %q (want lsa, openai, onnx or none)", cfg.Dense)
 	}
-	cfg.Fusion = cfg.Fusion.withDefaults()
+	cfg.Fusion = cfg.Fusion.WithDefaults()
 	cfg.URIPolicy = cfg.URIPolicy.WithDefaults()
 	if cfg.Name == "" {
 		cfg.Name = "rcpd"
@@ -599,15 +561,12 @@ func (e *Engine) openStores(ctx context.Context, dbPath string) (migrated bool, 
 // serves, and those its configuration provides.
 func (e *Engine) handle() {
 	cfg := &e.cfg
-	e.router.HandleFunc(rcp.MethodRetrieve, func(ctx context.Context, raw json.RawMessage) (any, error) {
-		p := new(retrieveParams)
-		if !decodeRetrieveFast(raw, p) {
-			if err := rcp.DecodeParams(raw, p); err != nil {
-				return nil, fieldOfQuery(raw, err)
-			}
-		}
-		return e.retrieve(ctx, p)
-	})
+	e.retriever = retrieval.New(retrieval.Options{Index: e.ix, Dense: e.dense, Know: e.know, Agentic: e.agentic, Gate: e.gate,
+		Fetch: e.fetch, Caps: e.sessionCaps, Operators: e.ops, MaxK: cfg.MaxK, MaxCandidates: cfg.MaxCandidates,
+		Fusion: cfg.Fusion, Reranker: cfg.Reranker, RerankMethod: cfg.RerankMethod, RerankMax: cfg.RerankMaxCandidates,
+		TrustedSources: cfg.TrustedSources, Screen: !cfg.NoScreen, WireSource: WireSource, Remote: cfg.Backend != nil,
+		RemoteEncoder: cfg.DenseProvider != nil && cfg.Dense != DenseONNX})
+	e.retriever.Handle(e.router)
 	e.writer.Handle(e.router)
 	m := &models.Models{Multi: cfg.MultiEncoder, Sparse: cfg.SparseEncoder, Reranker: cfg.Reranker,
 		RerankMethod: cfg.RerankMethod, RerankMax: cfg.RerankMaxCandidates, Fetch: e.fetch}
@@ -895,23 +854,6 @@ func (e *Engine) preload(ctx context.Context) error {
 		return fmt.Errorf("engine: preload: %w", err)
 	}
 	return nil
-}
-
-// fieldOfQuery names "query" in a decoding error that rcp.DecodeParams
-// could not attribute (rcp.Query's own UnmarshalJSON rejects the value).
-func fieldOfQuery(raw json.RawMessage, err error) error {
-	re, ok := rcp.AsError(err)
-	if !ok || re.Data == nil || re.Data.Field != "" {
-		return err
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) == nil {
-		var q rcp.Query
-		if v, ok := m["query"]; ok && json.Unmarshal(v, &q) != nil {
-			return rcp.InvalidParams("query", "%s", re.Data.Detail)
-		}
-	}
-	return err
 }
 
 func sortedKeys[V any](m map[string]V) []string {

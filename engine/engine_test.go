@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/internal/demo"
 	"github.com/rcpgo/rcpgo/internal/schematest"
 	"github.com/rcpgo/rcpgo/rcp"
@@ -505,7 +504,7 @@ func TestPaginationAndSnapshots(t *testing.T) {
 	if next.IndexVersion != hy.IndexVersion || len(next.Hits) == 0 || slices.Contains(ids(next), ids(hy)[0]) {
 		t.Fatalf("hybrid page 2 after a write: %s %v, page 1 %s %v", next.IndexVersion, ids(next), hy.IndexVersion, ids(hy))
 	}
-	e.lists = pipeline.NewLists(denseListBytes, 0) // every list expires at once
+	e.retriever.DropLists() // every list expires at once
 	if _, err := call(t, e, rcp.MethodRetrieve, map[string]any{"query": "retrieval", "k": 2, "mode": "hybrid", "cursor": hy.NextCursor}); err == nil || err.Code != rcp.CodeNotFound {
 		t.Fatalf("expired dense cursor: %v", err)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 
 	"github.com/rcpgo/rcpgo/engine/internal/agentic"
@@ -10,7 +11,9 @@ import (
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/engine/internal/models"
+	"github.com/rcpgo/rcpgo/engine/internal/retrieval"
 	"github.com/rcpgo/rcpgo/engine/internal/writer"
+	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -27,7 +30,9 @@ var errorTable = []struct {
 	code      rcp.Code
 	message   string
 	retryable *bool
+	field     string // when the occurrence names none
 	detail    string // when the occurrence gives none
+	log       bool   // the server's own failure: logged like any unknown one
 }{
 	{err: integrity.ErrDamaged, code: rcp.CodeBackendUnavailable, message: "storage damaged", retryable: &no},
 	{err: integrity.ErrUnavailable, code: rcp.CodeBackendUnavailable, message: "storage unavailable", retryable: &no},
@@ -37,11 +42,17 @@ var errorTable = []struct {
 	{err: catalog.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "too many ids"},
 	{err: models.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "too many inputs"},
 	{err: agentic.ErrModelFailed, code: rcp.CodeBackendUnavailable, message: "the chat model failed", retryable: &yes},
-	{err: syscall.ENOSPC, code: rcp.CodeBackendUnavailable, message: "no space left on device", retryable: &yes,
+	{err: retrieval.ErrCursorExpired, code: rcp.CodeNotFound, message: "cursor expired"},
+	{err: retrieval.ErrVersionGone, code: rcp.CodeBackendUnavailable, message: "indexVersion cannot be served", retryable: &no},
+	{err: search.ErrTooManyTerms, code: rcp.CodeInvalidParams, field: "query",
+		message: "invalid params: " + tooManyTerms, detail: tooManyTerms},
+	{err: syscall.ENOSPC, code: rcp.CodeBackendUnavailable, message: "no space left on device", retryable: &yes, log: true,
 		detail: "the file system of the data directory is full: nothing was stored; free space and retry"},
 }
 
 var yes, no = true, false
+
+var tooManyTerms = fmt.Sprintf("the query has more than %d distinct terms", retrieval.MaxQueryTerms)
 
 // rpcError is err as the client sees it (see errorTable).
 func (e *Engine) rpcError(ctx context.Context, method string, err error) error {
@@ -49,24 +60,29 @@ func (e *Engine) rpcError(ctx context.Context, method string, err error) error {
 		return err
 	}
 	var f *fault.Error
-	if !errors.As(err, &f) {
-		e.log.Error("engine: request failed", "method", method, "err", err)
-	}
+	errors.As(err, &f)
 	for _, row := range errorTable {
 		if !errors.Is(err, row.err) {
 			continue
 		}
-		re := &rcp.Error{Code: row.code, Message: row.message, Data: &rcp.ErrorData{Retryable: row.retryable, Detail: row.detail}}
+		if row.log && f == nil {
+			e.log.Error("engine: request failed", "method", method, "err", err)
+		}
+		re := &rcp.Error{Code: row.code, Message: row.message, Data: &rcp.ErrorData{Field: row.field, Retryable: row.retryable, Detail: row.detail}}
 		if f != nil {
 			if f.Message != "" {
 				re.Message = f.Message
 			}
-			re.Data.Field, re.Data.Option = f.Field, f.Option
+			if f.Field != "" {
+				re.Data.Field = f.Field
+			}
+			re.Data.Option = f.Option
 			if f.Detail != "" {
 				re.Data.Detail = f.Detail
 			}
 		}
 		return re
 	}
+	e.log.Error("engine: request failed", "method", method, "err", err)
 	return err
 }

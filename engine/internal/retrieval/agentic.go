@@ -1,4 +1,4 @@
-package engine
+package retrieval
 
 import (
 	"context"
@@ -29,12 +29,11 @@ type agenticPlan struct {
 // against the capabilities; the plan is nil when none applies, and note
 // says what strict:false let it ignore. It takes no closure and allocates
 // nothing for a plain retrieve.
-func (e *Engine) planAgentic(p *retrieveParams) (_ *agenticPlan, note string, _ error) {
-	caps := e.descSparse.Capabilities
+func (rv *Retriever) planAgentic(p *retrieveParams) (_ *agenticPlan, note string, _ error) {
 	var plan agenticPlan
 	if p.Rewrite != nil && *p.Rewrite != "" {
 		m := string(*p.Rewrite)
-		if caps.Transform == nil || !slices.Contains(caps.Transform.Methods, m) || m == transform.HyDE {
+		if !slices.Contains(rv.agentic.Methods(), m) || m == transform.HyDE {
 			// hyde yields a passage, not queries: served by query/transform only.
 			if p.IsStrict() {
 				return nil, "", rcp.OptionUnsupported(m, "query rewrite %q is not advertised for retrieve", m)
@@ -48,16 +47,14 @@ func (e *Engine) planAgentic(p *retrieveParams) (_ *agenticPlan, note string, _ 
 		plan.seed = uint64(*p.Seed)
 	}
 	var prf bool
-	if p.Meta.Get(MetaPRF, &prf) && prf {
+	if p.Meta.Get(agentic.MetaPRF, &prf) && prf {
 		plan.prf = true
 	}
 	if p.SessionID != "" {
 		if len(p.SessionID) > session.MaxIDBytes {
 			return nil, "", rcp.InvalidParams("sessionId", "sessionId is %d bytes; at most %d", len(p.SessionID), session.MaxIDBytes)
 		}
-		if caps.Session != nil && caps.Session.Dedup {
-			plan.session = p.SessionID
-		}
+		plan.session = p.SessionID // sessions dedup (session.dedup is advertised)
 	}
 	if plan == (agenticPlan{seed: plan.seed}) {
 		return nil, note, nil
@@ -73,7 +70,7 @@ func rewriteKey(p *retrieveParams) string {
 		b.WriteString(string(*p.Rewrite))
 	}
 	var prf bool
-	if p.Meta.Get(MetaPRF, &prf) && prf {
+	if p.Meta.Get(agentic.MetaPRF, &prf) && prf {
 		b.WriteString("|prf")
 	}
 	return b.String()
@@ -81,8 +78,8 @@ func rewriteKey(p *retrieveParams) string {
 
 // runPlanned runs the pipeline for req under plan and returns the page and
 // the rewritten query ("" when not rewritten).
-func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipeline.Request, plan *agenticPlan) (*pipeline.Page, string, error) {
-	if snap := e.agentic.Feedback().Snapshot(); snap.Len() > 0 {
+func (rv *Retriever) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipeline.Request, plan *agenticPlan) (*pipeline.Page, string, error) {
+	if snap := rv.agentic.Feedback().Snapshot(); snap.Len() > 0 {
 		deps.Feedback = snap.Verdict
 	}
 	if plan == nil {
@@ -95,7 +92,7 @@ func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipel
 	queries := []string{req.Query}
 	if plan.method != "" {
 		var err error
-		if queries, err = e.planQueries(ctx, plan, req.Query); err != nil {
+		if queries, err = rv.planQueries(ctx, plan, req.Query); err != nil {
 			return nil, "", err
 		}
 	}
@@ -108,7 +105,7 @@ func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipel
 		expanded := make([]string, len(queries))
 		for i, q := range queries {
 			var err error
-			if expanded[i], err = e.prfQuery(ctx, deps, req, q); err != nil {
+			if expanded[i], err = rv.prfQuery(ctx, deps, req, q); err != nil {
 				return nil, "", err
 			}
 		}
@@ -120,8 +117,8 @@ func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipel
 	k := req.K
 	var remembered int
 	if plan.session != "" {
-		remembered = e.agentic.Sessions().Remembered(plan.session)
-		req.K = min(req.K+remembered, e.cfg.MaxCandidates)
+		remembered = rv.agentic.Sessions().Remembered(plan.session)
+		req.K = min(req.K+remembered, rv.opts.MaxCandidates)
 		req.IncludeText = true // content hashes
 	}
 	var page *pipeline.Page
@@ -131,14 +128,14 @@ func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipel
 		sub.Query = queries[0]
 		page, err = pipeline.Run(ctx, deps, &sub)
 	} else {
-		page, err = e.runFused(ctx, deps, req, queries)
+		page, err = rv.runFused(ctx, deps, req, queries)
 	}
 	if err != nil {
 		return nil, "", err
 	}
 	page.Notes = append(page.Notes, notes...)
 	if plan.session != "" {
-		e.dedup(page, plan.session, k, remembered)
+		rv.dedup(page, plan.session, k, remembered)
 		if !wantText {
 			for i := range page.Hits {
 				page.Hits[i].Text = nil
@@ -150,18 +147,18 @@ func (e *Engine) runPlanned(ctx context.Context, deps *pipeline.Deps, req *pipel
 
 // planQueries runs the rewrite method, reusing the session's cached plan so
 // a trajectory sees one plan per (method, query, seed).
-func (e *Engine) planQueries(ctx context.Context, plan *agenticPlan, query string) ([]string, error) {
+func (rv *Retriever) planQueries(ctx context.Context, plan *agenticPlan, query string) ([]string, error) {
 	if len(query) > transform.MaxQueryBytes { // the cap of query/transform: each word is corrected
 		return nil, rcp.InvalidParams("query", "a query rewritten with %q is at most %d bytes; this one is %d",
 			plan.method, transform.MaxQueryBytes, len(query))
 	}
 	key := fmt.Sprintf("%s\x00%d\x00%s", plan.method, plan.seed, query)
 	if plan.session != "" {
-		if qs, ok := e.agentic.Sessions().Plan(plan.session, key); ok {
+		if qs, ok := rv.agentic.Sessions().Plan(plan.session, key); ok {
 			return qs, nil
 		}
 	}
-	t, err := e.agentic.Transformer(ctx)
+	t, err := rv.agentic.Transformer(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -173,14 +170,14 @@ func (e *Engine) planQueries(ctx context.Context, plan *agenticPlan, query strin
 		return []string{query}, nil // the offline fallback already ran; keep the query
 	}
 	if plan.session != "" {
-		e.agentic.Sessions().SetPlan(plan.session, key, res.Queries)
+		rv.agentic.Sessions().SetPlan(plan.session, key, res.Queries)
 	}
 	return res.Queries, nil
 }
 
 // prfQuery expands q from the top hits of a first sparse pass at the same
 // snapshot.
-func (e *Engine) prfQuery(ctx context.Context, deps *pipeline.Deps, req *pipeline.Request, q string) (string, error) {
+func (rv *Retriever) prfQuery(ctx context.Context, deps *pipeline.Deps, req *pipeline.Request, q string) (string, error) {
 	first := pipeline.Request{Query: q, K: transform.DefaultPRF.Docs, CandidateK: max(transform.DefaultPRF.Docs, 20),
 		Mode: rcp.ModeSparse, Filter: req.Filter, Unit: rcp.UnitChunk, IncludeText: true, Version: req.Version}
 	fd := *deps
@@ -197,7 +194,7 @@ func (e *Engine) prfQuery(ctx context.Context, deps *pipeline.Deps, req *pipelin
 	for i, h := range page.Hits {
 		texts[i], scores[i] = h.TextOf(), h.Score
 	}
-	t, err := e.agentic.Transformer(ctx)
+	t, err := rv.agentic.Transformer(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -206,7 +203,7 @@ func (e *Engine) prfQuery(ctx context.Context, deps *pipeline.Deps, req *pipelin
 
 // runFused retrieves every sub-query at one snapshot and fuses the ranked
 // lists with RRF (§16.3); the page is cut from the fused list.
-func (e *Engine) runFused(ctx context.Context, deps *pipeline.Deps, req *pipeline.Request, queries []string) (*pipeline.Page, error) {
+func (rv *Retriever) runFused(ctx context.Context, deps *pipeline.Deps, req *pipeline.Request, queries []string) (*pipeline.Page, error) {
 	// Every sub-list is cut at candidateK whatever the page, so the fused
 	// list, and hence every page of it, is the same for every offset.
 	depth := max(req.CandidateK, req.Offset+req.K)
@@ -260,8 +257,8 @@ func (e *Engine) runFused(ctx context.Context, deps *pipeline.Deps, req *pipelin
 
 // dedup drops hits session sid returned before (by id or by content hash),
 // keeps the best k of the rest and remembers them.
-func (e *Engine) dedup(page *pipeline.Page, sid string, k, remembered int) {
-	s := e.agentic.Sessions()
+func (rv *Retriever) dedup(page *pipeline.Page, sid string, k, remembered int) {
+	s := rv.agentic.Sessions()
 	ids := make([]uint64, len(page.Hits))
 	hashes := make([]uint64, len(page.Hits))
 	for i, h := range page.Hits {

@@ -1,4 +1,4 @@
-package engine
+package retrieval
 
 import (
 	"unicode/utf8"

@@ -1,4 +1,4 @@
-package engine
+package retrieval
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/trust"
@@ -117,24 +118,24 @@ func decodeCursor(s string) (cursor, bool) {
 // retrieve answers retrieve: planRetrieve checks the request into a plan
 // (or answers a graph unit or tree node itself), runRetrieve runs the
 // plan's pipeline, and result shapes the page into the response.
-func (e *Engine) retrieve(ctx context.Context, p *retrieveParams) (*rcp.RetrieveResult, error) {
+func (rv *Retriever) retrieve(ctx context.Context, p *retrieveParams) (*rcp.RetrieveResult, error) {
 	var pl retrievePlan
-	if res, done, err := e.planRetrieve(ctx, p, &pl); done || err != nil {
+	if res, done, err := rv.planRetrieve(ctx, p, &pl); done || err != nil {
 		return res, err
 	}
-	page, rewritten, err := e.runRetrieve(ctx, &pl)
+	page, rewritten, err := rv.runRetrieve(ctx, &pl)
 	if err != nil {
 		return nil, err
 	}
-	return e.result(ctx, &pl, page, rewritten)
+	return rv.result(ctx, &pl, page, rewritten)
 }
 
 // runRetrieve runs pl's pipeline under admission and the read lock, and
 // turns the pipeline's errors into the spec's.
-func (e *Engine) runRetrieve(ctx context.Context, pl *retrievePlan) (*pipeline.Page, string, error) {
+func (rv *Retriever) runRetrieve(ctx context.Context, pl *retrievePlan) (*pipeline.Page, string, error) {
 	req := pl.req
-	deps := &pipeline.Deps{Sparse: e.ix, Reranker: e.cfg.Reranker, Compile: e.ix.CompileFilter, Screen: !e.cfg.NoScreen, WireName: WireSource,
-		Trust: trust.Policy{Sources: e.cfg.TrustedSources}}
+	deps := &pipeline.Deps{Sparse: rv.ix, Reranker: rv.opts.Reranker, Compile: rv.ix.CompileFilter, Screen: rv.opts.Screen, WireName: rv.opts.WireSource,
+		Trust: trust.Policy{Sources: rv.opts.TrustedSources}}
 	if rcp.ProgressAllowed(ctx) || rcp.LogEnabled(ctx, rcp.LogDebug) { // else stage reports are not even formatted
 		deps.Observe = func(stage string, progress float64, msg string, partial []rcp.Hit) {
 			pp := rcp.ProgressParams{Progress: &progress, Stage: stage, Message: msg}
@@ -147,39 +148,36 @@ func (e *Engine) runRetrieve(ctx context.Context, pl *retrievePlan) (*pipeline.P
 	}
 	usesDense := req.Mode != rcp.ModeSparse || req.MMRLambda != nil || req.Vectors
 	if usesDense {
-		g, err := e.dense.For(ctx, pl.caps)
+		g, err := rv.dense.For(ctx, pl.caps)
 		if err != nil {
 			return nil, "", err
 		}
-		deps.Dense = e.dense.Recall(g, req.Filter)
-		e.dense.AwaitEmbedded(ctx, g)
-		if n := e.dense.Backlog(g); n > 0 {
+		deps.Dense = rv.dense.Recall(g, req.Filter)
+		rv.dense.AwaitEmbedded(ctx, g)
+		if n := rv.dense.Backlog(g); n > 0 {
 			pl.notes = append(pl.notes, fmt.Sprintf("dense: %d recent writes not yet embedded; their units are found by sparse recall only", n))
 		}
 	}
-	local := pl.agentic == nil && req.RerankTopN == 0 && !e.callsOut(usesDense)
-	narrowed, err := e.gate.Admit(ctx, local)
+	local := pl.agentic == nil && req.RerankTopN == 0 && !rv.callsOut(usesDense)
+	narrowed, err := rv.gate.Admit(ctx, local)
 	if err != nil {
 		return nil, "", err
 	}
-	defer e.gate.Release(narrowed)
-	unlock, err := e.readLock(ctx)
+	defer rv.gate.Release(narrowed)
+	unlock, err := rv.readLock(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	page, rewritten, err := e.runPaged(ctx, deps, pl, usesDense)
+	page, rewritten, err := rv.runPaged(ctx, deps, pl, usesDense)
 	unlock()
 	switch {
 	case err == nil:
 		return page, rewritten, nil
 	case errors.Is(err, search.ErrSnapshotGone) || errors.Is(err, search.ErrBadVersion):
 		return nil, "", pl.snapshotGone("its snapshot is no longer retained", "the snapshot is not retained")
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return nil, "", err
-	case errors.Is(err, search.ErrTooManyTerms):
-		return nil, "", rcp.InvalidParams("query", "the query has more than %d distinct terms", MaxQueryTerms)
 	}
-	return nil, "", fmt.Errorf("engine: retrieve: %w", err)
+	return nil, "", fmt.Errorf("engine: retrieve: %w", err) // the error table answers ctx's and too many terms
+
 }
 
 // snapshotGone is the error for a pinned snapshot the request cannot be
@@ -187,16 +185,16 @@ func (e *Engine) runRetrieve(ctx context.Context, pl *retrievePlan) (*pipeline.P
 // no longer served.
 func (pl *retrievePlan) snapshotGone(cursorWhy, versionWhy string) error {
 	if pl.fromCursor {
-		return &rcp.Error{Code: rcp.CodeNotFound, Message: "cursor expired: " + cursorWhy,
-			Data: &rcp.ErrorData{Field: "cursor", Detail: "restart pagination"}}
+		return &fault.Error{Err: ErrCursorExpired, Message: "cursor expired: " + cursorWhy, Field: "cursor", Detail: "restart pagination"}
 	}
-	return backendGone(pl.req.Version, versionWhy)
+	return &fault.Error{Err: ErrVersionGone, Message: fmt.Sprintf("indexVersion %q cannot be served", pl.req.Version),
+		Field: "indexVersion", Detail: versionWhy}
 }
 
 // result shapes a page into pl's response: the next cursor, vectors in the
 // requested encoding, pages' text, the units the client asked by name,
 // and usage.
-func (e *Engine) result(ctx context.Context, pl *retrievePlan, page *pipeline.Page, rewritten string) (*rcp.RetrieveResult, error) {
+func (rv *Retriever) result(ctx context.Context, pl *retrievePlan, page *pipeline.Page, rewritten string) (*rcp.RetrieveResult, error) {
 	req := pl.req
 	res := &rcp.RetrieveResult{Hits: page.Hits, IndexVersion: page.Version, RewrittenQuery: rewritten}
 	if page.Next >= 0 {
@@ -206,7 +204,7 @@ func (e *Engine) result(ctx context.Context, pl *retrievePlan, page *pipeline.Pa
 		pl.encodeVectors(res, page.Vectors)
 	}
 	if req.Unit == rcp.UnitPage {
-		if err := e.fillPages(ctx, res.Hits, req.IncludeText); err != nil {
+		if err := rv.fillPages(ctx, res.Hits, req.IncludeText); err != nil {
 			return nil, err
 		}
 	}
@@ -260,20 +258,14 @@ type usageParts struct {
 // retrieve that uses dense, a query embedder that is not local (anything
 // but LSA and a local ONNX model: an HTTP embedder, or a provider given in
 // code that may be one).
-func (e *Engine) callsOut(usesDense bool) bool {
-	return e.cfg.Backend != nil || usesDense && e.cfg.DenseProvider != nil && e.cfg.Dense != DenseONNX
+func (rv *Retriever) callsOut(usesDense bool) bool {
+	return rv.opts.Remote || usesDense && rv.opts.RemoteEncoder
 }
 
 // defaultTopN is rerank.topN when the client leaves it to the server:
 // max(k, 20), within candidateK and rerank.maxCandidates.
-func (e *Engine) defaultTopN(k, candK int) int {
-	return min(max(k, 20), candK, e.cfg.RerankMaxCandidates)
-}
-
-func backendGone(version, why string) *rcp.Error {
-	no := false
-	return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: fmt.Sprintf("indexVersion %q cannot be served", version),
-		Data: &rcp.ErrorData{Field: "indexVersion", Retryable: &no, Detail: why}}
+func (rv *Retriever) defaultTopN(k, candK int) int {
+	return min(max(k, 20), candK, rv.opts.RerankMax)
 }
 
 // requestHash identifies the ranked list a request defines (everything but
@@ -340,9 +332,9 @@ func appendJSON[T any](b []byte, v *T) []byte {
 // nothing: the backend pins no version and the retrieve reads nothing
 // local a write changes, so it must not wait for a remote batch import,
 // which a write holds the write lock through (seconds).
-func (e *Engine) readLock(ctx context.Context) (unlock func(), err error) {
-	if e.cfg.Backend != nil {
+func (rv *Retriever) readLock(ctx context.Context) (unlock func(), err error) {
+	if rv.opts.Remote {
 		return func() {}, nil
 	}
-	return e.gate.ReadIndex(ctx)
+	return rv.gate.ReadIndex(ctx)
 }

@@ -1,4 +1,4 @@
-package engine
+package retrieval
 
 import (
 	"context"
@@ -47,35 +47,35 @@ func (pl *retrievePlan) unsupported(option, format string, args ...any) error {
 // precedence: its structure (-32602), the funnel, then each option against
 // the capabilities (-32005 under strict). A graph unit, or a tree node
 // above the leaves, is answered here (done).
-func (e *Engine) planRetrieve(ctx context.Context, p *retrieveParams, pl *retrievePlan) (_ *rcp.RetrieveResult, done bool, _ error) {
-	*pl = retrievePlan{started: time.Now(), p: p, caps: e.sessionCaps(ctx), strict: p.IsStrict(), topN: rerankTopN(p)}
-	k, err := checkRetrieveParams(p, e.cfg.MaxK)
+func (rv *Retriever) planRetrieve(ctx context.Context, p *retrieveParams, pl *retrievePlan) (_ *rcp.RetrieveResult, done bool, _ error) {
+	*pl = retrievePlan{started: time.Now(), p: p, caps: rv.opts.Caps(ctx), strict: p.IsStrict(), topN: rerankTopN(p)}
+	k, err := checkRetrieveParams(p, rv.opts.MaxK)
 	if err != nil {
 		return nil, false, err
 	}
-	candK, err := e.funnel(p, k, pl.topN)
+	candK, err := rv.funnel(p, k, pl.topN)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := e.planQuery(ctx, pl, k, candK); err != nil {
+	if err := rv.planQuery(ctx, pl, k, candK); err != nil {
 		return nil, false, err
 	}
-	if err := e.planFusion(pl); err != nil {
+	if err := rv.planFusion(pl); err != nil {
 		return nil, false, err
 	}
-	if err := e.planRerank(pl); err != nil {
+	if err := rv.planRerank(pl); err != nil {
 		return nil, false, err
 	}
 	if err := planMMR(pl); err != nil {
 		return nil, false, err
 	}
-	if err := e.planAgenticStep(pl); err != nil {
+	if err := rv.planAgenticStep(pl); err != nil {
 		return nil, false, err
 	}
-	if res, done, err := e.planUnit(ctx, pl, k); done || err != nil {
+	if res, done, err := rv.planUnit(ctx, pl, k); done || err != nil {
 		return res, done, err
 	}
-	if err := e.planFilter(pl); err != nil {
+	if err := rv.planFilter(pl); err != nil {
 		return nil, false, err
 	}
 	if err := planVectors(pl); err != nil {
@@ -134,15 +134,15 @@ func rerankTopN(p *retrieveParams) *int {
 
 // funnel clamps candidateK to the advertised limit (never an error, §7.7),
 // then checks candidateK ≥ rerank.topN ≥ k (§3.3); k is already clamped.
-func (e *Engine) funnel(p *retrieveParams, k int, topN *int) (int, error) {
+func (rv *Retriever) funnel(p *retrieveParams, k int, topN *int) (int, error) {
 	candK := max(k, DefaultCandidateK)
 	if p.CandidateK != nil {
 		if *p.CandidateK < k {
 			return 0, rcp.InvalidParams("candidateK", "funnel violated: candidateK (%d) < k (%d)", *p.CandidateK, k)
 		}
-		candK = max(min(*p.CandidateK, e.cfg.MaxCandidates), k)
+		candK = max(min(*p.CandidateK, rv.opts.MaxCandidates), k)
 	}
-	candK = min(candK, e.cfg.MaxCandidates)
+	candK = min(candK, rv.opts.MaxCandidates)
 	if topN != nil {
 		if *topN < k {
 			return 0, rcp.InvalidParams("rerank.topN", "funnel violated: rerank.topN (%d) < k (%d)", *topN, k)
@@ -156,7 +156,7 @@ func (e *Engine) funnel(p *retrieveParams, k int, topN *int) (int, error) {
 
 // planQuery checks the query's content and the mode against the
 // capabilities, resolves uri blocks, and starts the pipeline request.
-func (e *Engine) planQuery(ctx context.Context, pl *retrievePlan, k, candK int) error {
+func (rv *Retriever) planQuery(ctx context.Context, pl *retrievePlan, k, candK int) error {
 	p, caps := pl.p, pl.caps
 	for _, b := range p.Query.Blocks {
 		if !b.IsText() {
@@ -179,7 +179,7 @@ func (e *Engine) planQuery(ctx context.Context, pl *retrievePlan, k, candK int) 
 		pl.notes[len(pl.notes)-1] = fmt.Sprintf("mode %q is not advertised; served %q instead (strict:false)", mode, caps.Retrieve.DefaultMode)
 		mode = caps.Retrieve.DefaultMode
 	}
-	if err := e.fetch.Resolve(ctx, p.Query.Blocks, "query"); err != nil {
+	if err := rv.fetch.Resolve(ctx, p.Query.Blocks, "query"); err != nil {
 		return err
 	}
 	if n := queryBytes(p.Query.Blocks); n > MaxQueryBytes { // fetched uri text counts too
@@ -193,8 +193,8 @@ func (e *Engine) planQuery(ctx context.Context, pl *retrievePlan, k, candK int) 
 
 // planFusion sets a hybrid request's fusion: the request's options over
 // the server defaults (Config.Fusion).
-func (e *Engine) planFusion(pl *retrievePlan) error {
-	f, mode, fd := pl.p.Fusion, pl.req.Mode, e.cfg.Fusion
+func (rv *Retriever) planFusion(pl *retrievePlan) error {
+	f, mode, fd := pl.p.Fusion, pl.req.Mode, rv.opts.Fusion
 	method, rrfK, alpha := fd.Method, fd.RRFK, fd.Alpha
 	var weights map[string]float64 // only hybrid requests and fusion options need them
 	if mode == rcp.ModeHybrid || f != nil {
@@ -246,13 +246,13 @@ func (e *Engine) planFusion(pl *retrievePlan) error {
 // planRerank sets how many candidates the reranker sees: a configured
 // reranker runs by default, and an explicit method or model must be
 // advertised.
-func (e *Engine) planRerank(pl *retrievePlan) error {
+func (rv *Retriever) planRerank(pl *retrievePlan) error {
 	r, caps, req := pl.p.Rerank, pl.caps, pl.req
 	switch {
 	case r != nil && !r.Disabled:
 		m := r.Method
 		if m == "" && caps.Rerank != nil {
-			m = e.cfg.RerankMethod
+			m = rv.opts.RerankMethod
 		}
 		if m == "" {
 			m = "rerank"
@@ -263,15 +263,15 @@ func (e *Engine) planRerank(pl *retrievePlan) error {
 		if r.Model != "" && !rcp.Contains(caps.Rerank.Models, r.Model) {
 			return pl.unsupported(r.Model, "rerank model %q is not advertised", r.Model)
 		}
-		req.RerankTopN = e.defaultTopN(req.K, req.CandidateK)
+		req.RerankTopN = rv.defaultTopN(req.K, req.CandidateK)
 		if pl.topN != nil {
-			req.RerankTopN = min(*pl.topN, e.cfg.RerankMaxCandidates)
+			req.RerankTopN = min(*pl.topN, rv.opts.RerankMax)
 		}
 	case r == nil && caps.Rerank != nil:
-		req.RerankTopN = e.defaultTopN(req.K, req.CandidateK)
+		req.RerankTopN = rv.defaultTopN(req.K, req.CandidateK)
 	}
 	if req.RerankTopN > req.CandidateK {
-		req.CandidateK = min(req.RerankTopN, e.cfg.MaxCandidates) // candidateK was server-chosen
+		req.CandidateK = min(req.RerankTopN, rv.opts.MaxCandidates) // candidateK was server-chosen
 	}
 	return nil
 }
@@ -298,8 +298,8 @@ func planMMR(pl *retrievePlan) error {
 
 // planAgenticStep plans query rewriting, PRF and session dedup, and lets
 // the pipeline stop recall at the page where that keeps the ranked list.
-func (e *Engine) planAgenticStep(pl *retrievePlan) error {
-	plan, note, err := e.planAgentic(pl.p)
+func (rv *Retriever) planAgenticStep(pl *retrievePlan) error {
+	plan, note, err := rv.planAgentic(pl.p)
 	if err != nil {
 		return err
 	}
@@ -308,7 +308,7 @@ func (e *Engine) planAgenticStep(pl *retrievePlan) error {
 	// order: score, then id) may stop recall at the page when the client
 	// left candidateK to the server; the pipeline decides whether its
 	// stages allow it.
-	pl.req.PageDepth = pl.p.CandidateK == nil && plan == nil && e.cfg.Backend == nil
+	pl.req.PageDepth = pl.p.CandidateK == nil && plan == nil && !rv.opts.Remote
 	if note != "" {
 		pl.notes = append(pl.notes, note)
 	}
@@ -317,7 +317,7 @@ func (e *Engine) planAgenticStep(pl *retrievePlan) error {
 
 // planUnit maps the requested unit onto the pipeline's, or answers a
 // graph unit, or a tree node above the leaves, itself (done).
-func (e *Engine) planUnit(ctx context.Context, pl *retrievePlan, k int) (_ *rcp.RetrieveResult, done bool, _ error) {
+func (rv *Retriever) planUnit(ctx context.Context, pl *retrievePlan, k int) (_ *rcp.RetrieveResult, done bool, _ error) {
 	p, req := pl.p, pl.req
 	switch p.Unit {
 	case "", rcp.UnitChunk:
@@ -327,30 +327,30 @@ func (e *Engine) planUnit(ctx context.Context, pl *retrievePlan, k int) (_ *rcp.
 	case rcp.UnitDocument, rcp.UnitPage:
 		req.Unit = p.Unit
 	case rcp.UnitCommunity, rcp.UnitNode, rcp.UnitTriplet, rcp.UnitPath, rcp.UnitSubgraph:
-		if e.know != nil {
-			notes, err := e.know.AwaitUnit(ctx, p.Unit)
+		if rv.know != nil {
+			notes, err := rv.know.AwaitUnit(ctx, p.Unit)
 			pl.notes = append(pl.notes, notes...)
 			if err != nil {
 				return nil, false, err
 			}
-			res, err := e.pagedStructured(pl, k, func(n int) (*rcp.RetrieveResult, error) {
+			res, err := rv.pagedStructured(pl, k, func(n int) (*rcp.RetrieveResult, error) {
 				level, err := graphUnitLevel(p, pl.unsupported)
 				if err != nil {
 					return nil, err
 				}
-				return e.know.GraphUnits(ctx, p.Unit, p.Query.String(), level, n, &pl.notes, pl.started)
+				return rv.know.GraphUnits(ctx, p.Unit, p.Query.String(), level, n, &pl.notes, pl.started)
 			})
 			return res, true, err
 		}
 		fallthrough
 	case rcp.UnitTreeNode:
-		if t := e.know.Tree(); t != nil && p.Unit == rcp.UnitTreeNode {
+		if t := rv.know.Tree(); t != nil && p.Unit == rcp.UnitTreeNode {
 			if p.Level != nil && *p.Level > 0 {
 				if err := structuredOptions(p, pl.unsupported); err != nil {
 					return nil, false, err
 				}
-				res, err := e.pagedStructured(pl, k, func(n int) (*rcp.RetrieveResult, error) {
-					return e.know.TreeNodes(ctx, t, p.Query.String(), *p.Level, n, &pl.notes, pl.started)
+				res, err := rv.pagedStructured(pl, k, func(n int) (*rcp.RetrieveResult, error) {
+					return rv.know.TreeNodes(ctx, t, p.Query.String(), *p.Level, n, &pl.notes, pl.started)
 				})
 				return res, true, err
 			}
@@ -369,7 +369,7 @@ func (e *Engine) planUnit(ctx context.Context, pl *retrievePlan, k int) (_ *rcp.
 
 // planFilter checks the level (the corpus is flat), the filter against the
 // advertised fields, and recency against the date fields.
-func (e *Engine) planFilter(pl *retrievePlan) error {
+func (rv *Retriever) planFilter(pl *retrievePlan) error {
 	p, caps := pl.p, pl.caps
 	if p.Level != nil && *p.Level != 0 {
 		if err := pl.unsupported("level", "level %d is not available (the corpus is flat)", *p.Level); err != nil {
@@ -380,7 +380,7 @@ func (e *Engine) planFilter(pl *retrievePlan) error {
 		if caps.Filter == nil {
 			return rcp.OptionUnsupported("filter", "no filter fields are advertised")
 		}
-		node, err := filter.Validate(p.Filter, caps.Filter.FieldTypes(), e.ops)
+		node, err := filter.Validate(p.Filter, caps.Filter.FieldTypes(), rv.ops)
 		if err != nil {
 			return err
 		}

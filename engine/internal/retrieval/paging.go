@@ -1,4 +1,4 @@
-package engine
+package retrieval
 
 // Paging lists that use dense recall (issue 31). A sparse list is computed
 // again at the snapshot its cursor names; dense recall walks the vectors as
@@ -26,32 +26,32 @@ const (
 
 // runPaged runs pl's pipeline (under the read lock); a list that uses
 // dense recall is kept for its later pages, and served from there.
-func (e *Engine) runPaged(ctx context.Context, deps *pipeline.Deps, pl *retrievePlan, usesDense bool) (*pipeline.Page, string, error) {
+func (rv *Retriever) runPaged(ctx context.Context, deps *pipeline.Deps, pl *retrievePlan, usesDense bool) (*pipeline.Page, string, error) {
 	req := pl.req
 	if usesDense && pl.fromCursor && pl.list != "" {
-		r, ok := e.lists.Get(pl.list)
+		r, ok := rv.lists.Get(pl.list)
 		if !ok {
 			return nil, "", pl.snapshotGone("its ranked list is no longer kept (dense pages are kept 10 minutes after the last one, 64 MiB in all)", "")
 		}
 		page, err := pipeline.Replay(ctx, deps, req, r)
 		return page, "", err
 	}
-	if usesDense && req.Version != "" && req.Version != e.ix.Version() {
+	if usesDense && req.Version != "" && req.Version != rv.ix.Version() {
 		return nil, "", pl.snapshotGone("the index changed and dense retrieval serves only the current snapshot",
 			"dense retrieval serves only the current snapshot")
 	}
 	if usesDense && req.Version == "" {
-		req.Version = e.ix.Version() // the snapshot the page is resolved against (indexVersion; a remote backend names its collection)
+		req.Version = rv.ix.Version() // the snapshot the page is resolved against (indexVersion; a remote backend names its collection)
 	}
 	if !usesDense || pl.agentic != nil {
-		return e.runPlanned(ctx, deps, req, pl.agentic)
+		return rv.runPlanned(ctx, deps, req, pl.agentic)
 	}
-	if snap := e.agentic.Feedback().Snapshot(); snap.Len() > 0 {
+	if snap := rv.agentic.Feedback().Snapshot(); snap.Len() > 0 {
 		deps.Feedback = snap.Verdict
 	}
 	page, r, err := pipeline.RunKeeping(ctx, deps, req)
 	if err == nil && page.Next >= 0 {
-		pl.list = e.lists.Put(r)
+		pl.list = rv.lists.Put(r)
 	}
 	return page, "", err
 }
@@ -61,13 +61,13 @@ func (e *Engine) runPaged(ctx context.Context, deps *pipeline.Deps, pl *retrieve
 // request's candidateK and keeps the list when more hits follow; a
 // cursor's pages are slices of the kept list (the graph and the tree
 // change under writes like the dense vectors).
-func (e *Engine) pagedStructured(pl *retrievePlan, k int, rank func(n int) (*rcp.RetrieveResult, error)) (*rcp.RetrieveResult, error) {
+func (rv *Retriever) pagedStructured(pl *retrievePlan, k int, rank func(n int) (*rcp.RetrieveResult, error)) (*rcp.RetrieveResult, error) {
 	if err := planCursor(pl); err != nil {
 		return nil, err
 	}
 	var res *rcp.RetrieveResult
 	if pl.fromCursor {
-		r, ok := e.lists.Get(pl.list)
+		r, ok := rv.lists.Get(pl.list)
 		if !ok || pl.list == "" {
 			return nil, pl.snapshotGone("its ranked list is no longer kept (pages are kept 10 minutes after the last one, 64 MiB in all)", "")
 		}
@@ -86,9 +86,13 @@ func (e *Engine) pagedStructured(pl *retrievePlan, k int, rank func(n int) (*rcp
 	res.Hits = all[start:end]
 	if end < len(all) {
 		if !pl.fromCursor {
-			pl.list = e.lists.Put(pipeline.KeepHits(all))
+			pl.list = rv.lists.Put(pipeline.KeepHits(all))
 		}
 		res.NextCursor = encodeCursor(cursor{Version: res.IndexVersion, Offset: end, Hash: pl.hash, List: pl.list})
 	}
 	return res, nil
 }
+
+// DropLists forgets every kept ranked list (their cursors expire): the
+// engine's tests, or an operator freeing their memory.
+func (rv *Retriever) DropLists() { rv.lists = pipeline.NewLists(denseListBytes, denseListTTL) }

@@ -1,4 +1,4 @@
-package engine
+package retrieval
 
 // Unit "page" (§7.7.2): the pages of paged documents — PDF text arrives
 // from internal/ingest with a form feed between pages, and chunkUnits
@@ -26,13 +26,13 @@ const maxPageChunks = 256
 // fillPages replaces each page hit's text (its best chunk) with the page's
 // text and its citation span with the page's; the chunk reference goes (a
 // page is not a chunk).
-func (e *Engine) fillPages(ctx context.Context, hits []rcp.Hit, withText bool) error {
+func (rv *Retriever) fillPages(ctx context.Context, hits []rcp.Hit, withText bool) error {
 	for i := range hits {
 		h := &hits[i]
 		if h.Chunk == nil {
 			continue // an unchunked document: already the whole page
 		}
-		chunks, err := e.pageChunks(ctx, h.Chunk.DocID, h.Chunk.Index)
+		chunks, err := rv.pageChunks(ctx, h.Chunk.DocID, h.Chunk.Index)
 		if err != nil {
 			return err
 		}
@@ -55,12 +55,12 @@ func (e *Engine) fillPages(ctx context.Context, hits []rcp.Hit, withText bool) e
 }
 
 // pageChunks returns, in order, the chunks of doc on the page of chunk at.
-func (e *Engine) pageChunks(ctx context.Context, doc string, at int) ([]*search.Document, error) {
+func (rv *Retriever) pageChunks(ctx context.Context, doc string, at int) ([]*search.Document, error) {
 	get := func(i int) (*search.Document, error) {
 		if i < 0 {
 			return nil, nil
 		}
-		d, err := e.ix.Get(ctx, catalog.ChunkID(doc, i))
+		d, err := rv.ix.Get(ctx, catalog.ChunkID(doc, i))
 		if err != nil {
 			return nil, fmt.Errorf("engine: page: %w", err)
 		}
