@@ -252,7 +252,11 @@ func (p *evalPlan) settle(ctx context.Context, c eval.Caller) error {
 	}
 	info := func(ctx context.Context) (rcp.Meta, error) {
 		raw, err := c.Call(ctx, rcp.MethodInfo, nil)
-		if err != nil {
+		switch rcp.CodeOf(err) {
+		case 0:
+		case rcp.CodeUnknownMethod, rcp.CodeMethodNotFound, rcp.CodeCapabilityMissing:
+			return nil, nil // a caller that is no RCP server answers no readiness: nothing to wait for
+		default:
 			return nil, err
 		}
 		var res rcp.InitializeResult
