@@ -8,11 +8,13 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/internal/agentic"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
+	"github.com/rcpgo/rcpgo/engine/internal/derive"
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/engine/internal/models"
 	"github.com/rcpgo/rcpgo/engine/internal/retrieval"
 	"github.com/rcpgo/rcpgo/engine/internal/writer"
+	"github.com/rcpgo/rcpgo/engine/memory"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -33,6 +35,8 @@ var errorTable = []struct {
 	field     string // when the occurrence names none
 	detail    string // when the occurrence gives none
 	log       bool   // the server's own failure: logged like any unknown one
+	// retryAfterMs, when set, is error.data.retryAfterMs.
+	retryAfterMs int64
 }{
 	{err: integrity.ErrDamaged, code: rcp.CodeBackendUnavailable, message: "storage damaged", retryable: &no},
 	{err: integrity.ErrUnavailable, code: rcp.CodeBackendUnavailable, message: "storage unavailable", retryable: &no},
@@ -46,6 +50,12 @@ var errorTable = []struct {
 	{err: retrieval.ErrVersionGone, code: rcp.CodeBackendUnavailable, message: "indexVersion cannot be served", retryable: &no},
 	{err: search.ErrTooManyTerms, code: rcp.CodeInvalidParams, field: "query",
 		message: "invalid params: " + tooManyTerms, detail: tooManyTerms},
+	{err: derive.ErrRebuilding, code: rcp.CodeBackendUnavailable, message: "the dense index is being rebuilt", retryable: &yes,
+		retryAfterMs: 5000},
+	{err: derive.ErrDamaged, code: rcp.CodeBackendUnavailable, message: "the dense index is damaged on disk and is being rebuilt", retryable: &no},
+	{err: search.ErrUnavailable, code: rcp.CodeBackendUnavailable, message: "the backend is unavailable", retryable: &yes},
+	{err: memory.ErrNotFound, code: rcp.CodeNotFound, message: "unknown memoryId"},
+	{err: memory.ErrTooLarge, code: rcp.CodePayloadTooLarge, message: "memory too large"},
 	{err: syscall.ENOSPC, code: rcp.CodeBackendUnavailable, message: "no space left on device", retryable: &yes, log: true,
 		detail: "the file system of the data directory is full: nothing was stored; free space and retry"},
 }
@@ -69,6 +79,10 @@ func (e *Engine) rpcError(ctx context.Context, method string, err error) error {
 			e.log.Error("engine: request failed", "method", method, "err", err)
 		}
 		re := &rcp.Error{Code: row.code, Message: row.message, Data: &rcp.ErrorData{Field: row.field, Retryable: row.retryable, Detail: row.detail}}
+		if row.retryAfterMs > 0 {
+			after := row.retryAfterMs
+			re.Data.RetryAfterMs = &after
+		}
 		if f != nil {
 			if f.Message != "" {
 				re.Message = f.Message

@@ -12,4 +12,7 @@ var (
 	// ErrTooManyTerms means a query has more distinct analysed terms than
 	// Query.MaxTerms.
 	ErrTooManyTerms = errors.New("search: too many distinct query terms")
+	// ErrUnavailable means a remote backend cannot be reached now (an
+	// outage, an overloaded cluster): the call may be retried.
+	ErrUnavailable = errors.New("search: the backend is unavailable")
 )

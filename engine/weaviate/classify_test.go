@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/engine/search"
 )
 
 // A search that fails because the caller's own deadline passed reports the
@@ -27,8 +27,7 @@ func TestClassifyOwnDeadline(t *testing.T) {
 	if err := classify(pastDeadline{context.Background()}, "search", cancelled); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("deadline passed before the timer fired: got %v, want context.DeadlineExceeded", err)
 	}
-	var re *rcp.Error
-	if err := classify(context.Background(), "search", cancelled); !errors.As(err, &re) || re.Code != rcp.CodeBackendUnavailable {
+	if err := classify(context.Background(), "search", cancelled); !errors.Is(err, search.ErrUnavailable) {
 		t.Fatalf("live context: got %v, want -32010", err)
 	}
 }

@@ -2,6 +2,7 @@ package weaviate
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"math"
 	"slices"
@@ -13,7 +14,6 @@ import (
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/internal/weaviatetest"
-	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 
@@ -251,8 +251,7 @@ func TestBackendOnWeaviate(t *testing.T) {
 	t.Run("outage", func(t *testing.T) {
 		cl.Kill(0)
 		_, err := b.Search(ctx, search.Query{Text: "wing", K: 3})
-		re, ok := rcp.AsError(err)
-		if !ok || re.Code != rcp.CodeBackendUnavailable || re.Data == nil || re.Data.Retryable == nil || !*re.Data.Retryable {
+		if !errors.Is(err, search.ErrUnavailable) {
 			t.Fatalf("search during an outage: %v", err)
 		}
 		cl.Restart(0)
@@ -279,7 +278,7 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 	defer b.Close()
 	_, err = b.Search(context.Background(), search.Query{Text: "x"})
-	if re, ok := rcp.AsError(err); !ok || re.Code != rcp.CodeBackendUnavailable {
+	if !errors.Is(err, search.ErrUnavailable) {
 		t.Fatalf("got %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
+	"github.com/rcpgo/rcpgo/engine/search"
 
 	"github.com/maypok86/otter/v2"
 	wv "github.com/weaviate/weaviate-go-client/v5/weaviate"
@@ -45,7 +47,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/rcpgo/rcpgo/engine/embed"
-	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // DefaultClass is the collection rcpd uses when Config.Class is empty.
@@ -249,10 +250,9 @@ func (b *Backend) Version() string {
 	return v
 }
 
-func unavailable(detail string) *rcp.Error {
-	yes := true
-	return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "the Weaviate backend is unavailable",
-		Data: &rcp.ErrorData{Retryable: &yes, Detail: detail}}
+// unavailable is search.ErrUnavailable, saying what failed.
+func unavailable(detail string) error {
+	return &fault.Error{Err: search.ErrUnavailable, Message: "the Weaviate backend is unavailable", Detail: detail}
 }
 
 // classify turns a transport failure into -32010 (retryable) and wraps

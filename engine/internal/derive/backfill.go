@@ -187,7 +187,6 @@ func (dv *deriver) backfillUnits(ctx context.Context, after []byte) (uint64, err
 	return seq, nil
 }
 
-
 // backfillDead drops the records, after the id after, of units the index
 // no longer holds (a batch of backfillBatch records); after the last
 // record it removes the mark (done).

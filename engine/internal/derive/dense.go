@@ -10,6 +10,7 @@ package derive
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -25,6 +26,16 @@ import (
 	"github.com/rcpgo/rcpgo/engine/retain"
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/engine/tree"
+)
+
+// Errors the engine's error table translates.
+var (
+	// ErrRebuilding: no generation is published (a damaged one is being
+	// rebuilt); the call may be retried.
+	ErrRebuilding = errors.New("the dense index is being rebuilt")
+	// ErrDamaged: the session's generation was found damaged on disk and
+	// withdrawn; a session of the rebuilt one can use dense again.
+	ErrDamaged = errors.New("the dense index is damaged on disk and is being rebuilt")
 )
 
 // lsaKind is Options.Dense for the offline LSA encoder.

@@ -15,6 +15,7 @@ import (
 	"fmt"
 
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -73,11 +74,8 @@ func (d *Dense) generationOf(identity string) (*Generation, bool) {
 func (d *Dense) notServed(identity string) error {
 	g := d.gen.Load()
 	if g == nil {
-		yes := true
-		after := int64(5000)
-		return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "the dense index is being rebuilt",
-			Data: &rcp.ErrorData{Retryable: &yes, RetryAfterMs: &after,
-				Detail: fmt.Sprintf("the dense index of embed.identity %q is not available; sparse retrieval is unaffected", identity)}}
+		return &fault.Error{Err: ErrRebuilding,
+			Detail: fmt.Sprintf("the dense index of embed.identity %q is not available; sparse retrieval is unaffected", identity)}
 	}
 	o := d.kept.Options()
 	return rcp.CapabilitiesChanged("the dense index of embed.identity %q was replaced by %q and is no longer kept "+

@@ -14,6 +14,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
 	"github.com/rcpgo/rcpgo/engine/query"
 	"github.com/rcpgo/rcpgo/engine/search"
@@ -81,9 +82,7 @@ func (b denseBackend) damaged(err error) error {
 		b.d.log.Warn("engine: dense generation damaged; rebuilding it in the background", "generation", b.g.n, "err", err)
 		b.d.deriver.notify()
 	}
-	no := false
-	return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: "the dense index is damaged on disk and is being rebuilt",
-		Data: &rcp.ErrorData{Retryable: &no, Detail: "re-initialize the session once it is offered again (sparse retrieval is unaffected)"}}
+	return &fault.Error{Err: ErrDamaged, Detail: "re-initialize the session once it is offered again (sparse retrieval is unaffected)"}
 }
 
 func (b denseBackend) Recall(ctx context.Context, text string, k, ef int, keep func(*search.Document) bool) ([]*pipeline.Candidate, error) {

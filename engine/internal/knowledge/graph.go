@@ -27,6 +27,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/graph"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/derive"
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/gate"
 	"github.com/rcpgo/rcpgo/engine/internal/writer"
 	"github.com/rcpgo/rcpgo/engine/llm"
@@ -578,9 +579,9 @@ func (kn *Knowledge) memoryBuild(ctx context.Context, p *memoryBuildParams) (*rc
 	newID, tokens, err := kn.mem.Build(ctx, id, scope, docs)
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
-		return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "unknown memoryId", Data: &rcp.ErrorData{Field: "memoryId", Detail: err.Error()}}
+		return nil, &fault.Error{Err: err, Message: "unknown memoryId", Field: "memoryId", Detail: err.Error()}
 	case errors.Is(err, memory.ErrTooLarge):
-		return nil, &rcp.Error{Code: rcp.CodePayloadTooLarge, Message: "memory too large", Data: &rcp.ErrorData{Field: "documents", Detail: err.Error()}}
+		return nil, &fault.Error{Err: err, Message: "memory too large", Field: "documents", Detail: err.Error()}
 	case err != nil && strings.Contains(err.Error(), "has scope"):
 		return nil, rcp.InvalidParams("scope", "%s", err.Error())
 	case err != nil:
@@ -622,7 +623,7 @@ func (kn *Knowledge) memoryRecall(ctx context.Context, p *memoryRecallParams) (*
 	if p.MemoryID != nil && *p.MemoryID != "" && *p.MemoryID != GlobalMemoryID {
 		var err error
 		if g, err = kn.mem.Get(*p.MemoryID); err != nil {
-			return nil, &rcp.Error{Code: rcp.CodeNotFound, Message: "unknown memoryId", Data: &rcp.ErrorData{Field: "memoryId", Detail: err.Error()}}
+			return nil, &fault.Error{Err: err, Message: "unknown memoryId", Field: "memoryId", Detail: err.Error()}
 		}
 		global = false
 	}
