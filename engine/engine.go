@@ -1,23 +1,38 @@
-// Package engine is rcpd's retrieval engine: an rcp.Handler joining the RCP
-// SDK to the search core (engine/index), the offline dense encoder
-// (engine/embed/lsa + engine/ann), server-side chunking (engine/chunk), the
-// injection screen (engine/trust) and the retrieve pipeline
-// (engine/internal/pipeline).
+// Package engine is rcpd's retrieval engine: an rcp.Handler (Describe,
+// Call) over a data directory, opened with Open. It is a facade: each
+// concern is a collaborator of its own under engine/internal, holding its
+// state behind a narrow interface, wired here at Open in the order the
+// data flows —
+//
+//	integrity  the data directory's lock, watch, checks after Open, repair
+//	catalog    the document catalog in engine.db, x-rcpgo get/list/values
+//	derive     the dense log, the dense generations and their deriver
+//	knowledge  the knowledge graph, the memories, the summary tree
+//	agentic    the query transformer, sessions, feedback and quarantine
+//	writer     index/add, index/delete, the preload, group commit
+//	retrieval  retrieve: decode, a typed plan, the pipeline run, the result
+//	models     embed, embed/multi, embed/sparse, rerank
+//	gate       admission, the write lock, the query gate
+//
+// over the search core (engine/index, or a search.Backend such as
+// engine/weaviate) and the pipeline's stages (engine/internal/pipeline).
+// Failures the client must hear about are sentinel errors of their layer,
+// translated into RCP codes in one place, the error table (errors.go).
 //
 // Layout of the data directory:
 //
 //	DIR/index/      the BM25 index (segments + bbolt store; package index)
 //	DIR/engine.db   bbolt: idempotency-key results, the dense log (texts,
-//	                keys, ops) and the document catalog behind
-//	                x-rcpgo/get|list|values
+//	                keys, ops), the document catalog behind
+//	                x-rcpgo/get|list|values, the graph queue, feedback
 //	DIR/dense/gN/   the published dense generation: lsa.model (LSA only)
 //	                and hnsw-<seq>.ann, the checkpointed HNSW index
 //
 // Capabilities are computed from the configuration and the published dense
 // generation; each session freezes the set it negotiated (§13.2), and new
 // sessions see dense/hybrid as soon as a generation is published, without
-// a restart (engine_derive.go). See docs/rcpd.md for the capability set
-// under each configuration.
+// a restart (engine/internal/derive). See docs/rcpd.md for the capability
+// set under each configuration.
 package engine
 
 import (
