@@ -74,7 +74,7 @@ func (b *Bridge) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	if len(opts.TrustedOrigins) > 0 {
 		out = cors(opts.TrustedOrigins, out)
 	}
-	return out, nil
+	return withPeer(out), nil
 }
 
 // requireToken admits requests carrying one of tokens and hands the

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -62,20 +64,37 @@ func checkScope(method string, req mcp.Request) error {
 	return &jsonrpc.Error{Code: int64(rcp.CodeUnauthorized), Message: fmt.Sprintf("%s needs the %s scope", what, need), Data: data}
 }
 
-// mcpCaller names the MCP client of req as the engine should count it: its
-// token (HTTP with tokens), narrowed to its MCP session, or its session
-// alone. The engine sees the bridge as one caller; the bridge names the
-// client in _meta (rcp.MetaRCPGoCaller) on feedback, which an engine
-// honours from the bridge's in-process connection or a trusted relay.
+// mcpCaller names the MCP client of req as the engine should count it:
+// its token (HTTP with tokens), else its address (HTTP without tokens: the
+// peerHeader the HTTP face sets), else "mcp" (stdio: the one client that
+// spawned the process). Never its MCP session: a client opens as many
+// sessions as it likes, and feedback quarantines need distinct callers
+// (counted per session, one token or address with three sessions
+// quarantined any unit). The engine sees the bridge as one caller; the
+// bridge names the client in _meta (rcp.MetaRCPGoCaller) on feedback,
+// which an engine honours from the bridge's in-process connection or a
+// trusted relay.
 func mcpCaller(req *mcp.CallToolRequest) string {
-	name := "mcp"
 	if req == nil {
-		return name
+		return "mcp"
 	}
-	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
-		name = "token:" + extra.TokenInfo.UserID
+	if extra := req.GetExtra(); extra != nil {
+		if extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+			return "token:" + extra.TokenInfo.UserID
+		}
+		if addr := extra.Header.Get(peerHeader); addr != "" {
+			return "addr:" + addr
+		}
 	}
-	if req.Session != nil && req.Session.ID() != "" {
+	return "mcp"
+}
+
+// sessionScope is the namespace of the client-chosen sessionIds of req's
+// client: its caller narrowed to its MCP session (as rcp.Caller.Scope),
+// so two sessions of one client never share a trajectory either.
+func sessionScope(req *mcp.CallToolRequest) string {
+	name := mcpCaller(req)
+	if req != nil && req.Session != nil && req.Session.ID() != "" {
 		sum := sha256.Sum256([]byte(req.Session.ID())) // the session id is a credential: not stored as such
 		name += "/mcp-session:" + hex.EncodeToString(sum[:6])
 	}
@@ -83,12 +102,29 @@ func mcpCaller(req *mcp.CallToolRequest) string {
 }
 
 // scopedSessionID derives the sessionId the bridge sends from the MCP
-// caller and the client's id, so two MCP clients using the same id never
-// share a trajectory on the engine ("" stays "").
+// caller's session scope and the client's id, so two MCP clients using
+// the same id never share a trajectory on the engine ("" stays "").
 func scopedSessionID(req *mcp.CallToolRequest, id string) string {
 	if id == "" {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(mcpCaller(req) + "\x00" + id))
+	sum := sha256.Sum256([]byte(sessionScope(req) + "\x00" + id))
 	return "mcp-" + hex.EncodeToString(sum[:16])
+}
+
+// peerHeader carries the HTTP client's address from the HTTP face to the
+// tools (the go-sdk hands a tool the request's header, not its remote
+// address). withPeer sets it on every request, replacing whatever the
+// client sent under that name.
+const peerHeader = "X-Rcpgo-Mcp-Peer"
+
+func withPeer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		r.Header.Set(peerHeader, host)
+		next.ServeHTTP(w, r)
+	})
 }
