@@ -21,7 +21,9 @@ package weaviate
 // query would be too large and the answer says so in usage.notes.
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -103,13 +105,15 @@ func (r *recentWrites) prune(now time.Time) {
 	}
 }
 
-// withRecent adds to a BM25 answer res the documents this backend wrote
-// within the window, searched again among themselves with a limit that
-// covers them all (exact scores: see above), keeping each document once
-// with its exact score. With more recent documents than RecentMax it
-// notes that the ranking may miss them.
-func (b *Backend) withRecent(res []graphql.SearchResult, where *filters.WhereBuilder,
-	run func(*filters.WhereBuilder, int) ([]graphql.SearchResult, error), out *search.Result) ([]graphql.SearchResult, error) {
+// withRecent gives a BM25 answer res (of limit) the exact scores of the
+// documents this backend wrote within the window: it searches them again
+// among themselves with a limit that covers them all (no pruning) and
+// only their ids, keeps each document's exact score, and fetches the
+// documents of those that enter the top limit without having been in res.
+// With more recent documents than RecentMax it notes that the ranking may
+// miss them.
+func (b *Backend) withRecent(res []graphql.SearchResult, where *filters.WhereBuilder, limit int,
+	run func(*filters.WhereBuilder, int, ...string) ([]graphql.SearchResult, error), out *search.Result) ([]graphql.SearchResult, error) {
 	ids, overflow := b.recent.live()
 	if overflow > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("weaviate: %d documents written in the last %v may not be flushed yet, and Weaviate's BM25 "+
@@ -123,24 +127,70 @@ func (b *Backend) withRecent(res []graphql.SearchResult, where *filters.WhereBui
 	if where != nil {
 		recent = and(where, recent)
 	}
-	exact, err := run(recent, len(ids))
+	exact, err := run(recent, len(ids), propID)
 	if err != nil {
 		return nil, err
 	}
+	out.Scored += len(exact)
 	at := make(map[string]int, len(res))
 	for i := range res {
 		if id, ok := res[i].Properties[propID].(string); ok {
 			at[id] = i
 		}
 	}
+	var extra []graphql.SearchResult // recent documents res lacks, ids only
 	for _, r := range exact {
 		id, _ := r.Properties[propID].(string)
 		if i, ok := at[id]; ok {
-			res[i] = r // the exact score
+			res[i].Metadata.Score = r.Metadata.Score // the exact score
 			continue
 		}
-		res = append(res, r)
+		extra = append(extra, r)
 	}
-	out.Scored += len(exact)
+	return b.admit(res, extra, limit, where, run)
+}
+
+// admit adds to res the documents of extra (ids and exact scores) that
+// rank within the top limit of the two, fetching their stored properties.
+func (b *Backend) admit(res, extra []graphql.SearchResult, limit int, where *filters.WhereBuilder,
+	run func(*filters.WhereBuilder, int, ...string) ([]graphql.SearchResult, error)) ([]graphql.SearchResult, error) {
+	scores := make([]float32, 0, len(res)+len(extra))
+	for _, r := range res {
+		scores = append(scores, r.Metadata.Score)
+	}
+	for _, r := range extra {
+		scores = append(scores, r.Metadata.Score)
+	}
+	slices.SortFunc(scores, func(a, c float32) int { return cmp.Compare(c, a) })
+	cut := float32(0)
+	if len(scores) > limit {
+		cut = scores[limit-1]
+	}
+	var want []string
+	score := map[string]float32{}
+	for _, r := range extra {
+		if r.Metadata.Score >= cut {
+			id, _ := r.Properties[propID].(string)
+			want, score[id] = append(want, id), r.Metadata.Score
+		}
+	}
+	if len(want) == 0 {
+		return res, nil
+	}
+	w := textIn(propID, want)
+	if where != nil {
+		w = and(where, w)
+	}
+	docs, err := run(w, len(want))
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		id, _ := d.Properties[propID].(string)
+		if s, ok := score[id]; ok {
+			d.Metadata.Score = s // the exact score (this search ranked them among themselves)
+			res = append(res, d)
+		}
+	}
 	return res, nil
 }

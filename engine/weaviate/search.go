@@ -69,9 +69,12 @@ func (b *Backend) Search(ctx context.Context, q search.Query) (*search.Result, e
 	if phrases != nil {
 		limit = min(max(phraseDepthPerK*q.K, phraseDepthMin), phraseDepthMax)
 	}
-	run := func(where *filters.WhereBuilder, limit int) ([]graphql.SearchResult, error) {
+	run := func(where *filters.WhereBuilder, limit int, props ...string) ([]graphql.SearchResult, error) {
 		return b.search(ctx, func(s *graphql.Search) {
 			s.WithLimit(limit).WithMetadata(&graphql.Metadata{Score: true})
+			if len(props) > 0 {
+				s.WithProperties(props...)
+			}
 			if where != nil {
 				s.WithWhere(where)
 			}
@@ -92,7 +95,7 @@ func (b *Backend) Search(ctx context.Context, q search.Query) (*search.Result, e
 	}
 	out := &search.Result{Version: b.Version(), Scored: len(res)}
 	if strings.TrimSpace(q.Text) != "" {
-		if res, err = b.withRecent(res, where, run, out); err != nil {
+		if res, err = b.withRecent(res, where, limit, run, out); err != nil {
 			return nil, err
 		}
 	}
