@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/engine/graph"
+	"github.com/rcpgo/rcpgo/engine/internal/graph"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

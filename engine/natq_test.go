@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/rcpgo/rcpgo/bench/natq"
-	"github.com/rcpgo/rcpgo/engine/graph"
+	"github.com/rcpgo/rcpgo/engine/internal/graph"
 	"github.com/rcpgo/rcpgo/internal/demo"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/fusion"

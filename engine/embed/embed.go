@@ -11,7 +11,7 @@
 //     and a chat client used for LLM reranking;
 //   - engine/embed/ortembed: local ONNX models through ONNX Runtime (dense
 //     bi-encoders, cross-encoders, ColBERT-style multi-vector and SPLADE-style
-//     sparse models), with engine/embed/tokenizer reading tokenizer.json.
+//     sparse models), with engine/embed/internal/tokenizer reading tokenizer.json.
 //
 // Every provider names itself with an Identity string. Vectors produced under
 // one identity must never be compared with vectors produced under another:

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
-	"github.com/rcpgo/rcpgo/engine/graph"
+	"github.com/rcpgo/rcpgo/engine/internal/graph"
 )
 
 // Scopes of §7.17.

@@ -33,7 +33,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/rcpgo/rcpgo/engine/embed"
-	"github.com/rcpgo/rcpgo/engine/embed/tokenizer"
+	"github.com/rcpgo/rcpgo/engine/embed/internal/tokenizer"
 )
 
 // LibraryEnv is the environment variable naming libonnxruntime.so.

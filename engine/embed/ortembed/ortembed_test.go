@@ -13,7 +13,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/embed"
-	"github.com/rcpgo/rcpgo/engine/embed/tokenizer"
+	"github.com/rcpgo/rcpgo/engine/embed/internal/tokenizer"
 	"github.com/rcpgo/rcpgo/internal/onnxtest"
 )
 

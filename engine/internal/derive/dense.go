@@ -22,10 +22,10 @@ import (
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/gate"
-	"github.com/rcpgo/rcpgo/engine/readiness"
+	"github.com/rcpgo/rcpgo/engine/internal/readiness"
+	"github.com/rcpgo/rcpgo/engine/internal/tree"
 	"github.com/rcpgo/rcpgo/engine/retain"
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/engine/tree"
 )
 
 // Errors the engine's error table translates.

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rcpgo/rcpgo/engine/readiness"
+	"github.com/rcpgo/rcpgo/engine/internal/readiness"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rcpgo/rcpgo/engine/readiness"
-	"github.com/rcpgo/rcpgo/engine/tree"
+	"github.com/rcpgo/rcpgo/engine/internal/readiness"
+	"github.com/rcpgo/rcpgo/engine/internal/tree"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/rcpgo/rcpgo/engine/graph"
+	"github.com/rcpgo/rcpgo/engine/internal/graph"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

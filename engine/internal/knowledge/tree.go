@@ -27,8 +27,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rcpgo/rcpgo/engine/internal/tree"
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/engine/tree"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rcpgo/rcpgo/engine/internal/tree"
 	"github.com/rcpgo/rcpgo/engine/llm"
-	"github.com/rcpgo/rcpgo/engine/tree"
 )
 
 const (

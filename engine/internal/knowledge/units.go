@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rcpgo/rcpgo/engine/graph"
+	"github.com/rcpgo/rcpgo/engine/internal/graph"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
