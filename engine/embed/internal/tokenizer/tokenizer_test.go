@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 )
 
-const fixturePath = "../ortembed/testdata/tokenizer.json"
+const fixturePath = "../../ortembed/testdata/tokenizer.json"
 
 func load(t testing.TB) *Tokenizer {
 	t.Helper()
