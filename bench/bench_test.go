@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/bench/gen"
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

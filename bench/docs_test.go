@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 )
 
 // Issue 16 finding 11: every figure in the README's benchmark table and in

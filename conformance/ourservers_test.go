@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/internal/childproc"
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 )
 
 // TestOurServersCertify is the CI gate of issue 4: the suite runs against

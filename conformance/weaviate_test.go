@@ -11,7 +11,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
 	"github.com/rcpgo/rcpgo/internal/demo"
-	"github.com/rcpgo/rcpgo/internal/weaviatetest"
+	"github.com/rcpgo/rcpgo/internal/testutil/weaviatetest"
 )
 
 // TestRcpdWeaviateCertifies is acceptance 1 of issue 14: rcpd serve --demo

@@ -12,7 +12,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/internal/within"
+	"github.com/rcpgo/rcpgo/internal/testutil/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

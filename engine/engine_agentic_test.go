@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/rcpgo/rcpgo/engine/llm"
-	"github.com/rcpgo/rcpgo/internal/within"
+	"github.com/rcpgo/rcpgo/internal/testutil/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/internal/derive"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
-	"github.com/rcpgo/rcpgo/internal/within"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

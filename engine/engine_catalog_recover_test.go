@@ -15,7 +15,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/chunk"
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/derive"
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 )
 
 // copyFiles copies dir's regular files (recursively) to a new temporary

@@ -15,7 +15,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
 	"github.com/rcpgo/rcpgo/engine/internal/derive"
 	"github.com/rcpgo/rcpgo/engine/internal/writer"
-	"github.com/rcpgo/rcpgo/internal/within"
+	"github.com/rcpgo/rcpgo/internal/testutil/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/schematest"
+	"github.com/rcpgo/rcpgo/internal/testutil/schematest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

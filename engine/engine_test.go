@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/internal/demo"
-	"github.com/rcpgo/rcpgo/internal/schematest"
+	"github.com/rcpgo/rcpgo/internal/testutil/schematest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

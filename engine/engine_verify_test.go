@@ -12,7 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rcpgo/rcpgo/internal/bolttest"
+	"github.com/rcpgo/rcpgo/internal/testutil/bolttest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/index"
 	"github.com/rcpgo/rcpgo/engine/internal/writer"
-	"github.com/rcpgo/rcpgo/internal/within"
+	"github.com/rcpgo/rcpgo/internal/testutil/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

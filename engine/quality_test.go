@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/eval"
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 )
 
 // engineCaller is an in-process eval.Caller over an Engine.

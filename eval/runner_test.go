@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine"
 	"github.com/rcpgo/rcpgo/federation"
-	"github.com/rcpgo/rcpgo/internal/fedtest"
+	"github.com/rcpgo/rcpgo/internal/testutil/fedtest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

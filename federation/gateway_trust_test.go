@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
-	"github.com/rcpgo/rcpgo/internal/fedtest"
+	"github.com/rcpgo/rcpgo/internal/testutil/fedtest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

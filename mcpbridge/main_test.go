@@ -16,7 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 	"github.com/rcpgo/rcpgo/mcpbridge/tasks"
 	"github.com/rcpgo/rcpgo/rcp"
 )

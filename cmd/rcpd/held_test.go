@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine"
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 )
 
 // TestHeldDataDirRefused (issue 34, finding 3): a second rcpd serve on a

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine"
-	"github.com/rcpgo/rcpgo/internal/within"
+	"github.com/rcpgo/rcpgo/internal/testutil/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/onnxtest"
+	"github.com/rcpgo/rcpgo/internal/testutil/onnxtest"
 )
 
 // onnxRuntime returns the ONNX Runtime library or stops the test (see
-// internal/onnxtest).
+// internal/testutil/onnxtest).
 func onnxRuntime(t *testing.T) string { return onnxtest.Library(t) }
 
 // TestServeWithONNXReranker serves the demo corpus with the tiny fixture

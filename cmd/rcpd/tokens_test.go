@@ -18,7 +18,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/cmd/rcpd/internal/mcpcmd"
 	"github.com/rcpgo/rcpgo/internal/auth"
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 )
 
 // startMain runs a main (dispatch, mcpcmd.Main) with args until the test

@@ -16,8 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/rcpgo/rcpgo/internal/childproc"
-	"github.com/rcpgo/rcpgo/internal/shared"
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/weaviate"
-	"github.com/rcpgo/rcpgo/internal/shared"
-	"github.com/rcpgo/rcpgo/internal/weaviatetest"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/weaviatetest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/store"
-	"github.com/rcpgo/rcpgo/internal/bolttest"
+	"github.com/rcpgo/rcpgo/internal/testutil/bolttest"
 )
 
 func openTest(t testing.TB, dir string, opts Options) *Index {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/search"
 	"github.com/rcpgo/rcpgo/eval"
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 )
 
 // beir is a BEIR dataset loaded by package eval, with its corpus in memory.

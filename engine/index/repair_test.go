@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/internal/bolttest"
+	"github.com/rcpgo/rcpgo/internal/testutil/bolttest"
 )
 
 // TestLostManifest: a record store that lost its manifest (the page that

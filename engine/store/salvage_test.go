@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/rcpgo/rcpgo/internal/bolttest"
+	"github.com/rcpgo/rcpgo/internal/testutil/bolttest"
 )
 
 // TestSalvage damages one leaf page in the middle of a bucket of a bbolt

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/internal/within"
+	"github.com/rcpgo/rcpgo/internal/testutil/within"
 )
 
 func openTest(t *testing.T) *Store {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/internal/weaviatetest"
+	"github.com/rcpgo/rcpgo/internal/testutil/weaviatetest"
 	"github.com/rcpgo/rcpgo/rcp/filter"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/internal/weaviatetest"
+	"github.com/rcpgo/rcpgo/internal/testutil/weaviatetest"
 )
 
 func TestRecentWrites(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/schematest"
+	"github.com/rcpgo/rcpgo/internal/testutil/schematest"
 	"github.com/rcpgo/rcpgo/rcp"
 	"github.com/rcpgo/rcpgo/rcp/vector"
 )

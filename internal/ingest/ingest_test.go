@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/rcpgo/rcpgo/internal/pdftest"
+	"github.com/rcpgo/rcpgo/internal/testutil/pdftest"
 )
 
 // minimalPDF builds a one-page PDF showing text with the standard Helvetica

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/internal/childproc"
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 )
 
 // The README's shell blocks whose info string is "sh demo" claim to run

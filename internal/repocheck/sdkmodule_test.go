@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/schematest"
+	"github.com/rcpgo/rcpgo/internal/testutil/schematest"
 )
 
 // sdkModule is the SDK's module path (its directory is rcp/).

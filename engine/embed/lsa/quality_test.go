@@ -14,7 +14,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/eval"
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 )
 
 // stemTokenize stands in for the engine analyzer: lower-case, split on

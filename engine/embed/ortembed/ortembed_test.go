@@ -14,10 +14,10 @@ import (
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/embed/internal/tokenizer"
-	"github.com/rcpgo/rcpgo/internal/onnxtest"
+	"github.com/rcpgo/rcpgo/internal/testutil/onnxtest"
 )
 
-// requireRuntime loads ONNX Runtime or stops the test (see internal/onnxtest).
+// requireRuntime loads ONNX Runtime or stops the test (see internal/testutil/onnxtest).
 func requireRuntime(t *testing.T) {
 	t.Helper()
 	if err := InitRuntime(onnxtest.Library(t)); err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 )
 
 // sciFactGraph builds the graph of the SciFact corpus (5 183 abstracts).

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

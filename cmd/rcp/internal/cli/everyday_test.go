@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/text/encoding/charmap"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

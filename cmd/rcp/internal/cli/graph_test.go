@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/pdftest"
+	"github.com/rcpgo/rcpgo/internal/testutil/pdftest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

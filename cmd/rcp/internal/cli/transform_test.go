@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 )
 
 func TestParseSignal(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
-	"github.com/rcpgo/rcpgo/internal/fedtest"
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/fedtest"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/cmd/rcpd/internal/gatewaycmd"
 	"github.com/rcpgo/rcpgo/federation"
-	"github.com/rcpgo/rcpgo/internal/fedtest"
+	"github.com/rcpgo/rcpgo/internal/testutil/fedtest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

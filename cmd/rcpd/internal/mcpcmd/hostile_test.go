@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 )
 
 // rawChild is `rcpd mcp` spoken to line by line, without an MCP client

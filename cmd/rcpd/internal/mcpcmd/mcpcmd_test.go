@@ -24,8 +24,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rcpgo/rcpgo/engine"
-	"github.com/rcpgo/rcpgo/internal/shared"
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 	"github.com/rcpgo/rcpgo/mcpbridge"
 	"github.com/rcpgo/rcpgo/rcp"
 )

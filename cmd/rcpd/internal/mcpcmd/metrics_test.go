@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 

@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	"github.com/rcpgo/rcpgo/internal/rcpschema"
-	"github.com/rcpgo/rcpgo/internal/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 )
 
 // normative returns the specification's schema when the shared data has it.
