@@ -272,26 +272,9 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 		}
 		break
 	}
-	data, ndocs, err := mergeViews(ctx, src, isFlush)
+	seg, ref, ndocs, err := ix.writeMerged(ctx, src, isFlush)
 	if err != nil {
 		return err
-	}
-	var seg *segment
-	var ref store.Segment
-	if ndocs > 0 {
-		ix.wmu.Lock()
-		id := ix.man.NextSegID
-		ix.man.NextSegID++ // burnt even if the commit fails: names never repeat
-		ix.wmu.Unlock()
-		name := fmt.Sprintf("seg-%010d%s", id, segExt)
-		if err := writeFileAtomic(filepath.Join(ix.dir, segDir), name, data); err != nil {
-			return fmt.Errorf("index: write segment: %w", err)
-		}
-		// Served from the mapped file: the heap copy is garbage from here.
-		if seg, err = openSegmentFile(filepath.Join(ix.dir, segDir), name, int64(len(data)), true); err != nil {
-			return err
-		}
-		ref = store.Segment{Name: name, MinSeq: seg.minSeq, MaxSeq: seg.maxSeq, Docs: seg.n, Size: int64(len(data)), CRC: seg.crc}
 	}
 
 	ix.wmu.Lock()
@@ -302,57 +285,21 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 	if first < 0 || first+len(src) > len(cur.segs) {
 		return fmt.Errorf("index: merge sources vanished")
 	}
-	var nv segView
-	if seg != nil {
-		nv.seg = seg
-		for k, old := range cur.segs[first : first+len(src)] {
-			if old.seg != src[k].seg {
-				return fmt.Errorf("index: merge sources changed")
-			}
-			if old.del == nil {
-				continue
-			}
-			for i := 0; i < old.seg.n; i++ {
-				if old.del.Has(uint32(i)) && (isFlush || !src[k].deleted(uint32(i))) {
-					if l, ok := seg.findSeq(old.seg.seq(uint32(i))); ok {
-						if nv.del == nil {
-							nv.del = NewBitset(seg.n)
-						}
-						nv.del.Set(l)
-						nv.ndel++
-					}
-				}
-			}
-		}
+	nv, err := carryDeletes(cur.segs[first:first+len(src)], src, seg, isFlush)
+	if err != nil {
+		return err
 	}
 	m := ix.man
-	replaced := map[string]bool{}
 	var maxSeq uint64
 	dropped := 0
 	for _, v := range src {
-		replaced[v.seg.name] = true
 		maxSeq = max(maxSeq, v.seg.maxSeq)
 		dropped += v.ndel
 	}
 	if !isFlush && dropped > 0 {
 		m.Version++
 	}
-	var refs []store.Segment
-	inserted := false
-	for _, r := range m.Segments {
-		if replaced[r.Name] {
-			if !inserted && seg != nil {
-				refs = append(refs, ref)
-			}
-			inserted = true
-			continue
-		}
-		refs = append(refs, r)
-	}
-	if !inserted && seg != nil {
-		refs = append(refs, ref)
-	}
-	m.Segments = refs
+	m.Segments = replaceRefs(m.Segments, src, ref, seg != nil)
 	if isFlush {
 		m.FlushedSeq = max(m.FlushedSeq, maxSeq)
 	}
@@ -400,6 +347,86 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 	return nil
 }
 
+// writeMerged writes the segment merging src (none when it keeps no
+// document) and opens it from its mapped file.
+func (ix *Index) writeMerged(ctx context.Context, src []segView, isFlush bool) (*segment, store.Segment, int, error) {
+	data, ndocs, err := mergeViews(ctx, src, isFlush)
+	if err != nil || ndocs == 0 {
+		return nil, store.Segment{}, 0, err
+	}
+	ix.wmu.Lock()
+	id := ix.man.NextSegID
+	ix.man.NextSegID++ // burnt even if the commit fails: names never repeat
+	ix.wmu.Unlock()
+	name := fmt.Sprintf("seg-%010d%s", id, segExt)
+	if err := writeFileAtomic(filepath.Join(ix.dir, segDir), name, data); err != nil {
+		return nil, store.Segment{}, 0, fmt.Errorf("index: write segment: %w", err)
+	}
+	// Served from the mapped file: the heap copy is garbage from here.
+	seg, err := openSegmentFile(filepath.Join(ix.dir, segDir), name, int64(len(data)), true)
+	if err != nil {
+		return nil, store.Segment{}, 0, err
+	}
+	ref := store.Segment{Name: name, MinSeq: seg.minSeq, MaxSeq: seg.maxSeq, Docs: seg.n, Size: int64(len(data)), CRC: seg.crc}
+	return seg, ref, ndocs, nil
+}
+
+// carryDeletes is the merged segment seg's view: the documents deleted in
+// the current snapshot's views of src (now) since the merge read them —
+// and with isFlush all of them, which a flush keeps — stay deleted in it.
+func carryDeletes(now, src []segView, seg *segment, isFlush bool) (segView, error) {
+	var nv segView
+	if seg == nil {
+		return nv, nil
+	}
+	nv.seg = seg
+	for k, old := range now {
+		if old.seg != src[k].seg {
+			return nv, fmt.Errorf("index: merge sources changed")
+		}
+		if old.del == nil {
+			continue
+		}
+		for i := 0; i < old.seg.n; i++ {
+			if old.del.Has(uint32(i)) && (isFlush || !src[k].deleted(uint32(i))) {
+				if l, ok := seg.findSeq(old.seg.seq(uint32(i))); ok {
+					if nv.del == nil {
+						nv.del = NewBitset(seg.n)
+					}
+					nv.del.Set(l)
+					nv.ndel++
+				}
+			}
+		}
+	}
+	return nv, nil
+}
+
+// replaceRefs is the manifest's segment list with the segments of src
+// replaced, where the first of them stood, by ref (when add).
+func replaceRefs(refs []store.Segment, src []segView, ref store.Segment, add bool) []store.Segment {
+	replaced := map[string]bool{}
+	for _, v := range src {
+		replaced[v.seg.name] = true
+	}
+	var out []store.Segment
+	inserted := false
+	for _, r := range refs {
+		if replaced[r.Name] {
+			if !inserted && add {
+				out = append(out, ref)
+			}
+			inserted = true
+			continue
+		}
+		out = append(out, r)
+	}
+	if !inserted && add {
+		out = append(out, ref)
+	}
+	return out
+}
+
 // mergeViews writes one segment image holding the live documents of views
 // (in ascending seq order), and the deleted ones too with keepDeleted.
 // Dictionaries are merged k-way, streaming one term's postings at a time,
@@ -407,30 +434,55 @@ func (ix *Index) rewrite(ctx context.Context, src []segView, isFlush bool) error
 // of a format 2 source (kept per document) are first inverted per term,
 // 4 bytes per token of that source.
 func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []byte, n int, err error) {
+	m := &merger{views: views, maps: make([][]uint32, len(views)), invs: make([]*invertedForward, len(views))}
+	w, n, err := m.mapDocs(ctx, keepDeleted)
+	if err != nil || n == 0 {
+		return nil, 0, err
+	}
+	if err := m.terms(ctx, w); err != nil {
+		return nil, 0, err
+	}
+	if err := m.keywords(ctx, w); err != nil {
+		return nil, 0, err
+	}
+	return w.finish(m.numbers()), n, nil
+}
+
+// merger is a merge of views into one segment: maps[k] takes view k's
+// local document numbers to the merged segment's (noDoc if dropped), and
+// invs[k] holds the positions of a format 2 view, inverted per term.
+type merger struct {
+	views []segView
+	maps  [][]uint32
+	invs  []*invertedForward
+}
+
+// mapDocs numbers the documents the merged segment keeps and returns its
+// writer and their count.
+func (m *merger) mapDocs(ctx context.Context, keepDeleted bool) (*segWriter, int, error) {
 	var seqs []uint64
 	var ids []string
 	var lens []uint32
-	var noPos []uint32                   // merged docs without positions
-	maps := make([][]uint32, len(views)) // old local → new local, noDoc if dropped
-	invs := make([]*invertedForward, len(views))
-	for k, v := range views {
+	var noPos []uint32 // merged docs without positions
+	for k, v := range m.views {
 		if v.seg.format == 2 {
-			if invs[k], err = invertForward(ctx, v.seg); err != nil {
+			var err error
+			if m.invs[k], err = invertForward(ctx, v.seg); err != nil {
 				return nil, 0, err
 			}
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
-		m := make([]uint32, v.seg.n)
+		mk := make([]uint32, v.seg.n)
 		for i := 0; i < v.seg.n; i++ {
 			if !keepDeleted && v.deleted(uint32(i)) {
-				m[i] = noDoc
+				mk[i] = noDoc
 				continue
 			}
-			m[i] = uint32(len(seqs))
-			if !hasPositions(v.seg, invs[k], uint32(i)) {
-				noPos = append(noPos, m[i])
+			mk[i] = uint32(len(seqs))
+			if !hasPositions(v.seg, m.invs[k], uint32(i)) {
+				noPos = append(noPos, mk[i])
 			}
 			seqs = append(seqs, v.seg.seq(uint32(i)))
 			ids = append(ids, v.seg.id(uint32(i)))
@@ -438,7 +490,7 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 				lens = append(lens, v.seg.fieldLen(uint32(i), f))
 			}
 		}
-		maps[k] = m
+		m.maps[k] = mk
 	}
 	if len(seqs) == 0 {
 		return nil, 0, nil
@@ -450,11 +502,14 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 			noPosSet.Set(d)
 		}
 	}
-	w := newSegWriter(seqs, ids, lens, noPosSet)
+	return newSegWriter(seqs, ids, lens, noPosSet), len(seqs), nil
+}
+
+// terms merges the term dictionaries k-way, one term's postings at a time.
+func (m *merger) terms(ctx context.Context, w *segWriter) error {
 	var docs, tfs, pos []uint32
 	var sc mergeScratch
-
-	// Terms.
+	views := m.views
 	cur := make([]int, len(views))
 	key := func(k int) []byte {
 		return strAt(views[k].seg.sec[secTermOff], views[k].seg.sec[secTermBlob], cur[k])
@@ -462,7 +517,7 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 	for step := 0; ; step++ {
 		if step%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, 0, err
+				return err
 			}
 		}
 		var minKey []byte
@@ -474,7 +529,7 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 			}
 		}
 		if minKey == nil {
-			break
+			return nil
 		}
 		term := string(minKey)
 		docs, tfs, pos = docs[:0], tfs[:0], pos[:0]
@@ -482,20 +537,24 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 			if cur[k] >= v.seg.nTerms || string(key(k)) != term {
 				continue
 			}
-			src := termSource{seg: v.seg, ord: cur[k], inv: invs[k], m: maps[k], sc: &sc}
+			src := termSource{seg: v.seg, ord: cur[k], inv: m.invs[k], m: m.maps[k], sc: &sc}
 			cur[k]++
+			var err error
 			if docs, tfs, pos, err = src.appendTo(docs, tfs, pos); err != nil {
-				return nil, 0, fmt.Errorf("%w: term %q", err, term)
+				return fmt.Errorf("%w: term %q", err, term)
 			}
 		}
 		if len(docs) > 0 {
 			w.addTerm(term, docs, tfs, pos)
 		}
 	}
+}
 
-	// Metadata keywords: the current key of each view (nil when done),
-	// decoded into its own buffer.
-	clear(cur)
+// keywords merges the metadata keyword dictionaries k-way: the current key
+// of each view (nil when done), decoded into its own buffer.
+func (m *merger) keywords(ctx context.Context, w *segWriter) error {
+	views := m.views
+	cur := make([]int, len(views))
 	keys, bufs := make([][]byte, len(views)), make([][]byte, len(views))
 	load := func(k int) {
 		keys[k] = nil
@@ -509,10 +568,11 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 	for k := range views {
 		load(k)
 	}
+	var docs []uint32
 	for step := 0; ; step++ {
 		if step%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, 0, err
+				return err
 			}
 		}
 		var minKey []byte
@@ -522,7 +582,7 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 			}
 		}
 		if minKey == nil {
-			break
+			return nil
 		}
 		key := string(minKey)
 		docs = docs[:0]
@@ -533,27 +593,29 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 			cnt, list, ok := v.seg.kwList(cur[k])
 			cur[k]++
 			load(k)
-			m := maps[k]
+			mk := m.maps[k]
 			ok = ok && decodeDocList(list, int(cnt), v.seg.n, func(d uint32) {
-				if nd := m[d]; nd != noDoc {
+				if nd := mk[d]; nd != noDoc {
 					docs = append(docs, nd)
 				}
 			})
 			if !ok {
-				return nil, 0, fmt.Errorf("%w %s: keyword %q", ErrCorruptSegment, v.seg.name, key)
+				return fmt.Errorf("%w %s: keyword %q", ErrCorruptSegment, v.seg.name, key)
 			}
 		}
 		if len(docs) > 0 {
 			w.addKeyword(key, docs)
 		}
 	}
+}
 
-	// Numeric columns.
+// numbers merges the numeric columns.
+func (m *merger) numbers() map[string]*numCol {
 	nums := map[string]*numCol{}
-	for k, v := range views {
+	for k, v := range m.views {
 		for field, c := range v.seg.nums {
 			for i, d := range c.docs {
-				if nd := maps[k][d]; nd != noDoc {
+				if nd := m.maps[k][d]; nd != noDoc {
 					nc := nums[field]
 					if nc == nil {
 						nc = &numCol{}
@@ -565,7 +627,7 @@ func mergeViews(ctx context.Context, views []segView, keepDeleted bool) (data []
 			}
 		}
 	}
-	return w.finish(nums), len(seqs), nil
+	return nums
 }
 
 // termSource is one source segment's postings of the term being merged.

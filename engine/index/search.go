@@ -582,23 +582,8 @@ func (s *scorer) bound(w float64, maxTf, minLen [numFields]uint32) float64 {
 // would enter the top k. scratch (at least len(ts)+nq floats) is the
 // working memory of the run.
 func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, accept func(uint32) (bool, error), ts []*termScorer, nq int, top *topK, scratch []float64) (scored int, err error) {
-	slices.SortStableFunc(ts, func(a, b *termScorer) int {
-		switch {
-		case a.ub < b.ub:
-			return -1
-		case a.ub > b.ub:
-			return 1
-		}
-		return a.idx - b.idx
-	})
 	n := len(ts)
-	prefix, contrib := scratch[:n:n], scratch[n:n+nq]
-	clear(contrib)
-	acc := 0.0
-	for i, t := range ts {
-		acc += t.ub
-		prefix[i] = acc * (1 + 1e-12)
-	}
+	prefix, contrib := byBound(ts, scratch, nq)
 	seg := v.seg
 	// Bounds are compared against the threshold less a relative margin, so
 	// float rounding in partial sums never prunes a document that ties.
@@ -634,16 +619,7 @@ func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, accept func(u
 		// [doc, upTo]; if their block bounds together cannot reach the
 		// threshold, no document in the window can, so skip it whole.
 		if !windowOK || doc > windowEnd {
-			upTo, sum := uint32(noDoc-1), 0.0
-			for _, t := range ts {
-				b := t.it.shallow(doc)
-				if b < 0 {
-					continue
-				}
-				e := &t.it.skips[b]
-				upTo = min(upTo, e.last)
-				sum += s.bound(t.w, e.maxTf, e.minLen)
-			}
+			upTo, sum := s.window(ts, doc)
 			if below(sum * (1 + 1e-12)) {
 				for i := fe; i < n; i++ {
 					ts[i].it.advance(upTo + 1)
@@ -704,17 +680,11 @@ func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, accept func(u
 		}
 		if !pruned {
 			scored++
-			score := 0.0
-			for _, c := range contrib { // canonical order: query term order
-				score += c
+			entered, err := offer(seg, doc, contrib, accept, top)
+			if err != nil {
+				return scored, err
 			}
-			ok := score > 0 // a match only in zero-weight fields is no match
-			if ok && accept != nil && top.admits(score) {
-				if ok, err = accept(doc); err != nil {
-					return scored, fmt.Errorf("%w (segment %s)", err, seg.name)
-				}
-			}
-			if ok && top.offer(score, seg, doc) {
+			if entered {
 				setCut()
 				for fe < n && below(prefix[fe]) {
 					fe++
@@ -729,6 +699,64 @@ func (s *scorer) run(ctx context.Context, v segView, filt *Bitset, accept func(u
 		}
 	}
 	return scored, nil
+}
+
+// byBound sorts ts by score bound (ties by query order) and returns, in
+// scratch, each one's prefix sum of bounds (slightly inflated, so rounding
+// never prunes a tie) and the per-query-term contributions, cleared.
+func byBound(ts []*termScorer, scratch []float64, nq int) (prefix, contrib []float64) {
+	slices.SortStableFunc(ts, func(a, b *termScorer) int {
+		switch {
+		case a.ub < b.ub:
+			return -1
+		case a.ub > b.ub:
+			return 1
+		}
+		return a.idx - b.idx
+	})
+	n := len(ts)
+	prefix, contrib = scratch[:n:n], scratch[n:n+nq]
+	clear(contrib)
+	acc := 0.0
+	for i, t := range ts {
+		acc += t.ub
+		prefix[i] = acc * (1 + 1e-12)
+	}
+	return prefix, contrib
+}
+
+// window is the block-max window at doc: every list has one block
+// overlapping [doc, upTo], and sum bounds the score of any document in
+// it.
+func (s *scorer) window(ts []*termScorer, doc uint32) (upTo uint32, sum float64) {
+	upTo = noDoc - 1
+	for _, t := range ts {
+		b := t.it.shallow(doc)
+		if b < 0 {
+			continue
+		}
+		e := &t.it.skips[b]
+		upTo = min(upTo, e.last)
+		sum += s.bound(t.w, e.maxTf, e.minLen)
+	}
+	return upTo, sum
+}
+
+// offer offers a fully scored document (its terms' contributions in query
+// order) to top, after the phrase test (accept, nil: none) when it would
+// enter; entered reports that it did.
+func offer(seg *segment, doc uint32, contrib []float64, accept func(uint32) (bool, error), top *topK) (entered bool, err error) {
+	score := 0.0
+	for _, c := range contrib { // canonical order: query term order
+		score += c
+	}
+	ok := score > 0 // a match only in zero-weight fields is no match
+	if ok && accept != nil && top.admits(score) {
+		if ok, err = accept(doc); err != nil {
+			return false, fmt.Errorf("%w (segment %s)", err, seg.name)
+		}
+	}
+	return ok && top.offer(score, seg, doc), nil
 }
 
 type cand struct {

@@ -172,72 +172,18 @@ func Fit(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer, opts Op
 // buildMatrix tokenizes the corpus once, selects the vocabulary and returns
 // the partially filled model with the weighted, row-normalised CSR matrix.
 func buildMatrix(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer, opts Options) (*Model, *csr, error) {
-
-	// Pass 1: tokenize, intern and count.
-	type posting struct {
-		term int32
-		tf   int32
+	c, err := countTerms(ctx, docs, tokenize)
+	if err != nil {
+		return nil, nil, err
 	}
-	var (
-		termIDs  = map[string]int32{}
-		termStrs []string
-		df       []int32
-		docTerms [][]posting
-		counts   = map[int32]int32{}
-	)
-	n := 0
-	for text := range docs {
-		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, nil, fmt.Errorf("lsa: fit: %w", err)
-			}
-		}
-		clear(counts)
-		for _, tok := range tokenize(text) {
-			id, ok := termIDs[tok]
-			if !ok {
-				id = int32(len(termStrs))
-				termIDs[tok] = id
-				termStrs = append(termStrs, tok)
-				df = append(df, 0)
-			}
-			counts[id]++
-		}
-		ps := make([]posting, 0, len(counts))
-		for id, tf := range counts {
-			ps = append(ps, posting{id, tf})
-			df[id]++
-		}
-		slices.SortFunc(ps, func(a, b posting) int { return cmp.Compare(a.term, b.term) })
-		docTerms = append(docTerms, ps)
-		n++
+	if c.n < 2 {
+		return nil, nil, fmt.Errorf("lsa: fit needs at least 2 documents, got %d", c.n)
 	}
-	if n < 2 {
-		return nil, nil, fmt.Errorf("lsa: fit needs at least 2 documents, got %d", n)
-	}
-
-	// Vocabulary: MinDF ≤ df ≤ MaxDFRatio·n, top MaxVocab by df, then sorted.
-	maxDF := int32(math.Floor(opts.MaxDFRatio * float64(n)))
-	cand := make([]int32, 0, len(termStrs))
-	for id, d := range df {
-		if int(d) >= opts.MinDF && d <= maxDF {
-			cand = append(cand, int32(id))
-		}
-	}
-	if len(cand) > opts.MaxVocab {
-		slices.SortFunc(cand, func(a, b int32) int {
-			if c := cmp.Compare(df[b], df[a]); c != 0 {
-				return c
-			}
-			return cmp.Compare(termStrs[a], termStrs[b])
-		})
-		cand = cand[:opts.MaxVocab]
-	}
-	slices.SortFunc(cand, func(a, b int32) int { return cmp.Compare(termStrs[a], termStrs[b]) })
+	cand := c.vocabulary(opts)
 	if len(cand) < 2 {
 		return nil, nil, fmt.Errorf("lsa: vocabulary too small (%d terms with df ≥ %d)", len(cand), opts.MinDF)
 	}
-	remap := make([]int32, len(termStrs))
+	remap := make([]int32, len(c.termStrs))
 	for i := range remap {
 		remap[i] = -1
 	}
@@ -246,19 +192,102 @@ func buildMatrix(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer,
 		snapshot:    opts.Snapshot,
 		tokenizerID: opts.TokenizerID,
 		batchLimit:  opts.BatchLimit,
-		numDocs:     n,
+		numDocs:     c.n,
 		terms:       make([]string, len(cand)),
 		idf:         make([]float32, len(cand)),
 		tokenize:    tokenize,
 	}
 	for newID, old := range cand {
 		remap[old] = int32(newID)
-		m.terms[newID] = termStrs[old]
-		m.idf[newID] = float32(idf(n, int(df[old])))
+		m.terms[newID] = c.termStrs[old]
+		m.idf[newID] = float32(idf(c.n, int(c.df[old])))
 	}
+	a := weighRows(c.docTerms, remap, m.idf, len(cand))
+	if a.rows < 2 {
+		return nil, nil, errors.New("lsa: fewer than 2 documents contain vocabulary terms")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("lsa: fit: %w", err)
+	}
+	return m, a, nil
+}
 
-	// Pass 2: the weighted, row-normalised matrix in CSR.
-	a := &csr{rows: 0, cols: len(cand), indptr: []int{0}}
+// posting is one term of one document with its frequency there.
+type posting struct {
+	term int32
+	tf   int32
+}
+
+// termCounts is pass 1 of a fit: every document's terms, interned, with
+// their document frequencies.
+type termCounts struct {
+	termStrs []string
+	df       []int32
+	docTerms [][]posting
+	n        int
+}
+
+// countTerms tokenizes, interns and counts the corpus.
+func countTerms(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer) (*termCounts, error) {
+	c := &termCounts{}
+	termIDs := map[string]int32{}
+	counts := map[int32]int32{}
+	for text := range docs {
+		if c.n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("lsa: fit: %w", err)
+			}
+		}
+		clear(counts)
+		for _, tok := range tokenize(text) {
+			id, ok := termIDs[tok]
+			if !ok {
+				id = int32(len(c.termStrs))
+				termIDs[tok] = id
+				c.termStrs = append(c.termStrs, tok)
+				c.df = append(c.df, 0)
+			}
+			counts[id]++
+		}
+		ps := make([]posting, 0, len(counts))
+		for id, tf := range counts {
+			ps = append(ps, posting{id, tf})
+			c.df[id]++
+		}
+		slices.SortFunc(ps, func(a, b posting) int { return cmp.Compare(a.term, b.term) })
+		c.docTerms = append(c.docTerms, ps)
+		c.n++
+	}
+	return c, nil
+}
+
+// vocabulary selects the terms with MinDF ≤ df ≤ MaxDFRatio·n, keeps the
+// top MaxVocab by df and returns their interned ids sorted by term.
+func (c *termCounts) vocabulary(opts Options) []int32 {
+	maxDF := int32(math.Floor(opts.MaxDFRatio * float64(c.n)))
+	cand := make([]int32, 0, len(c.termStrs))
+	for id, d := range c.df {
+		if int(d) >= opts.MinDF && d <= maxDF {
+			cand = append(cand, int32(id))
+		}
+	}
+	if len(cand) > opts.MaxVocab {
+		slices.SortFunc(cand, func(a, b int32) int {
+			if x := cmp.Compare(c.df[b], c.df[a]); x != 0 {
+				return x
+			}
+			return cmp.Compare(c.termStrs[a], c.termStrs[b])
+		})
+		cand = cand[:opts.MaxVocab]
+	}
+	slices.SortFunc(cand, func(a, b int32) int { return cmp.Compare(c.termStrs[a], c.termStrs[b]) })
+	return cand
+}
+
+// weighRows is pass 2: the weighted, row-normalised matrix in CSR over the
+// vocabulary columns remap assigns.
+func weighRows(docTerms [][]posting, remap []int32, idf []float32, cols int) *csr {
+	a := &csr{rows: 0, cols: cols, indptr: []int{0}}
 	for _, ps := range docTerms {
 		// Sorted by first-seen id; re-sort by final column id.
 		slices.SortFunc(ps, func(x, y posting) int { return cmp.Compare(remap[x.term], remap[y.term]) })
@@ -269,7 +298,7 @@ func buildMatrix(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer,
 			if nid < 0 {
 				continue
 			}
-			w := (1 + math.Log(float64(p.tf))) * float64(m.idf[nid])
+			w := (1 + math.Log(float64(p.tf))) * float64(idf[nid])
 			a.indices = append(a.indices, nid)
 			a.data = append(a.data, w)
 			norm += w * w
@@ -285,14 +314,7 @@ func buildMatrix(ctx context.Context, docs iter.Seq[string], tokenize Tokenizer,
 		a.rows++
 		a.indptr = append(a.indptr, len(a.data))
 	}
-	docTerms = nil
-	if a.rows < 2 {
-		return nil, nil, errors.New("lsa: fewer than 2 documents contain vocabulary terms")
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, fmt.Errorf("lsa: fit: %w", err)
-	}
-	return m, a, nil
+	return a
 }
 
 // FitTexts is Fit over a slice.
