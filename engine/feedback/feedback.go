@@ -44,6 +44,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
+	"github.com/rcpgo/rcpgo/internal/defaults"
 )
 
 // Defaults of Options.
@@ -86,21 +87,11 @@ type Options struct {
 }
 
 func (o *Options) fill() {
-	if o.Threshold <= 0 {
-		o.Threshold = DefaultThreshold
-	}
-	if o.SuspicionsPerMinute <= 0 {
-		o.SuspicionsPerMinute = DefaultSuspicionsPerMinute
-	}
-	if o.MaxQuarantinesPerHour <= 0 {
-		o.MaxQuarantinesPerHour = DefaultMaxQuarantinesPerHour
-	}
-	if o.CallerQuarantinesPerHour <= 0 {
-		o.CallerQuarantinesPerHour = DefaultCallerQuarantinesPerHour
-	}
-	if o.QuarantineTTL <= 0 {
-		o.QuarantineTTL = DefaultQuarantineTTL
-	}
+	defaults.Positive(&o.Threshold, DefaultThreshold)
+	defaults.Positive(&o.SuspicionsPerMinute, DefaultSuspicionsPerMinute)
+	defaults.Positive(&o.MaxQuarantinesPerHour, DefaultMaxQuarantinesPerHour)
+	defaults.Positive(&o.CallerQuarantinesPerHour, DefaultCallerQuarantinesPerHour)
+	defaults.Positive(&o.QuarantineTTL, DefaultQuarantineTTL)
 	switch {
 	case o.PriorWeight == 0:
 		o.PriorWeight = DefaultPriorWeight
@@ -108,9 +99,7 @@ func (o *Options) fill() {
 		o.PriorWeight = 0
 	}
 	o.PriorWeight = min(o.PriorWeight, MaxPriorWeight)
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Clock(&o.Now)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/internal/graph"
+	"github.com/rcpgo/rcpgo/internal/defaults"
 )
 
 // Scopes of §7.17.
@@ -95,21 +96,11 @@ const snapExt = ".snap"
 
 // Open loads the persisted memories of dir (created when missing).
 func Open(dir string, an *analysis.Analyzer, opts Options) (*Store, error) {
-	if opts.MaxMemories <= 0 {
-		opts.MaxMemories = DefaultMaxMemories
-	}
-	if opts.MaxSession <= 0 {
-		opts.MaxSession = DefaultMaxSession
-	}
-	if opts.MaxDocs <= 0 {
-		opts.MaxDocs = DefaultMaxDocs
-	}
-	if opts.SessionTTL <= 0 {
-		opts.SessionTTL = DefaultSessionTTL
-	}
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = DefaultMaxBytes
-	}
+	defaults.Positive(&opts.MaxMemories, DefaultMaxMemories)
+	defaults.Positive(&opts.MaxSession, DefaultMaxSession)
+	defaults.Positive(&opts.MaxDocs, DefaultMaxDocs)
+	defaults.Positive(&opts.SessionTTL, DefaultSessionTTL)
+	defaults.Positive(&opts.MaxBytes, DefaultMaxBytes)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/rcpgo/rcpgo/internal/defaults"
 )
 
 // Defaults of Options.
@@ -42,21 +44,11 @@ type Options struct {
 }
 
 func (o *Options) fill() {
-	if o.TTL <= 0 {
-		o.TTL = DefaultTTL
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = DefaultMaxSessions
-	}
-	if o.MaxSeen <= 0 {
-		o.MaxSeen = DefaultMaxSeen
-	}
-	if o.MaxEntries <= 0 {
-		o.MaxEntries = DefaultMaxEntries
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Positive(&o.TTL, DefaultTTL)
+	defaults.Positive(&o.MaxSessions, DefaultMaxSessions)
+	defaults.Positive(&o.MaxSeen, DefaultMaxSeen)
+	defaults.Positive(&o.MaxEntries, DefaultMaxEntries)
+	defaults.Clock(&o.Now)
 }
 
 // Store holds the sessions. Safe for concurrent use.
