@@ -22,11 +22,6 @@ const maxFuncLines = 120
 // shrinks (an entry no longer needed fails the test).
 var longFuncsAllowed = map[string]bool{}
 
-// longFuncDirsAllowed are trees whose functions are not checked yet:
-// engine/ is being cut into collaborator packages (issue 35), after which
-// its long functions are split and this entry goes.
-var longFuncDirsAllowed = []string{"engine/"}
-
 // TestFunctionLength: no non-test function in the repository — every
 // module, examples and bench programs included — is longer than
 // maxFuncLines, counting from `func` to the closing brace. A table-driven
@@ -45,11 +40,6 @@ func TestFunctionLength(t *testing.T) {
 		if d.IsDir() {
 			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
 				return filepath.SkipDir
-			}
-			for _, dir := range longFuncDirsAllowed {
-				if rel+"/" == dir {
-					return filepath.SkipDir
-				}
 			}
 			return nil
 		}
