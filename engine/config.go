@@ -96,7 +96,7 @@ type Config struct {
 	// Fields declares the filterable metadata fields, name → §8 type
 	// (keyword, text, int, float, bool, date). With none declared, the
 	// fields are inferred from the stored documents' metadata
-	// (engine_infer.go); the filter capability is advertised once there is
+	// (engine/internal/catalog/infer.go); the filter capability is advertised once there is
 	// at least one field.
 	Fields map[string]string
 	// Dense selects the dense provider: "lsa" (default), "none", or an
@@ -141,7 +141,7 @@ type Config struct {
 	// them, and writes, which are not bounded, would wait behind them all.
 	// While writes come in, retrieves that wait on no other process (no
 	// remote backend, embedder, reranker or agentic model) are also held
-	// to max(1, GOMAXPROCS − 1) (engine_admission.go).
+	// to max(1, GOMAXPROCS − 1) (engine/internal/gate/admission.go).
 	QueryConcurrency int
 	// Preload documents are indexed (idempotently, by id) at Open, before
 	// the dense encoder is fitted; SourceName labels them for trust.
@@ -178,10 +178,10 @@ type Config struct {
 	// and Graph false; the engine closes Backend at Close.
 	Backend search.Backend
 	// Graph builds the knowledge graph (entities, triples, communities)
-	// in the background and serves graph and memory (engine_graph.go).
+	// in the background and serves graph and memory (engine/internal/knowledge/graph.go).
 	Graph bool
 	// DenseRetain bounds the superseded dense generations kept for the
-	// sessions that negotiated them (engine_retain.go; defaults: 2
+	// sessions that negotiated them (engine/internal/derive/retain.go; defaults: 2
 	// generations, 1 GiB, 10 minutes after their last use).
 	DenseRetain retain.Options
 	// Memory bounds the inline-document memories of memory/build.

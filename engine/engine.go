@@ -104,7 +104,7 @@ type Engine struct {
 	// catalog is the document catalog (engine/internal/catalog).
 	catalog *catalog.Catalog
 
-	// ready observes the derived structures (engine_readiness.go).
+	// ready observes the derived structures (engine/internal/readiness).
 	ready *readiness.Board
 }
 
@@ -169,7 +169,7 @@ func (e *Engine) Call(ctx context.Context, method string, params json.RawMessage
 		if err := e.data.Damage(); err != nil {
 			return nil, e.rpcError(ctx, method, &fault.Error{Err: integrity.ErrDamaged, Detail: err.Error()})
 		}
-		// Until the page walks have passed (engine_verify.go), a damaged
+		// Until the page walks have passed (engine/internal/integrity/checks.go), a damaged
 		// page this request reads must fail it, not fault the process: with
 		// this a fault on bbolt's memory map panics, and the server answers
 		// a panic with -32603.
@@ -268,8 +268,11 @@ func (e *Engine) SyncTree(ctx context.Context) error {
 	return e.know.SyncTree(ctx)
 }
 
+// GraphStats is the knowledge graph's size: units, nodes and edges.
+type GraphStats = graph.Stats
+
 // GraphStats reports the graph's size (zero without the graph).
-func (e *Engine) GraphStats() graph.Stats {
+func (e *Engine) GraphStats() GraphStats {
 	if e.know == nil {
 		return graph.Stats{}
 	}

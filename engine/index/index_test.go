@@ -19,7 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
-	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/engine/internal/store"
 	"github.com/rcpgo/rcpgo/internal/testutil/bolttest"
 )
 

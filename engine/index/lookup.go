@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/rcpgo/rcpgo/engine/internal/store"
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/engine/store"
 )
 
 // Nums returns the live document numbers of ids, in one read transaction

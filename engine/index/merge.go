@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/engine/internal/store"
 )
 
 // background flushes buffered documents and merges segments until Close.

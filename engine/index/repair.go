@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/engine/internal/store"
 )
 
 // ErrNoManifest: the record store holds documents but no manifest (lost to

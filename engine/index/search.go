@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rcpgo/rcpgo/engine/analysis"
+	"github.com/rcpgo/rcpgo/engine/internal/store"
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/engine/store"
 )
 
 // BM25 parameterises BM25F scoring over the title and body fields:

@@ -15,11 +15,11 @@
 //
 //	docs      id → Record (title, size, chunk count, the original text
 //	          of chunked documents, the string values of declared fields,
-//	          the metadata key kinds; binary, engine_catalog_codec.go)
+//	          the metadata key kinds; binary, codec.go)
 //	kindsets  the distinct sets of metadata key kinds, stored once
 //	values    field 0x00 value → number of documents carrying it
 //	kinds     key 0x00 kind → number of documents whose metadata key has a
-//	          value of that kind (the inferred filter fields, engine_infer.go)
+//	          value of that kind (the inferred filter fields, infer.go)
 //	catalog   "state" → catalogState
 //
 // The index stays authoritative for existence, metadata and source: get
@@ -29,11 +29,11 @@
 // The catalog is trusted whole after a clean shutdown: Open marks it dirty
 // and Close marks it clean. After a crash only the documents of the last
 // write can disagree with the index, and each write names them in both
-// files' commits: Open re-derives those (engine_catalog_recover.go). When
+// files' commits: Open re-derives those (recover.go). When
 // the catalog is missing (a data directory written before the catalog
 // existed), dirty without that journal (written by an earlier version),
 // or was built for another set of declared fields, Open rebuilds it from
-// every record of the index's record store (engine/store, read before the
+// every record of the index's record store (engine/internal/store, read before the
 // index opens it). A rebuild or a reconciliation keeps the
 // catalog's original text of a chunked document when every live chunk
 // still matches it, and otherwise reassembles the text from the chunks at
@@ -65,8 +65,8 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/rcpgo/rcpgo/engine/internal/gate"
+	"github.com/rcpgo/rcpgo/engine/internal/store"
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/engine/store"
 	"github.com/rcpgo/rcpgo/engine/trust"
 )
 
@@ -243,7 +243,7 @@ type Record struct {
 	Text    string              `json:"x,omitempty"` // the original text of a chunked document
 	Context bool                `json:"c,omitempty"` // chunks carry a situating context as title
 	Values  map[string][]string `json:"v,omitempty"` // declared field → distinct string values
-	Kinds   map[string]string   `json:"k,omitempty"` // metadata key → kind of its value (engine_infer.go)
+	Kinds   map[string]string   `json:"k,omitempty"` // metadata key → kind of its value (infer.go)
 }
 
 type catalogState struct {
@@ -256,7 +256,7 @@ type catalogState struct {
 	// version lacks it, and openCatalog counts once.
 	Counted bool `json:"counted,omitempty"`
 	// Journal: every write names the documents it changes before its
-	// index commit (engine_catalog_recover.go), so after a crash only
+	// index commit (recover.go), so after a crash only
 	// those are re-derived. A dirty state without it (written by an
 	// earlier version) is rebuilt whole.
 	Journal bool `json:"journal,omitempty"`

@@ -1,6 +1,6 @@
 package catalog
 
-// The catalog record encoding (engine_docs.go).
+// The catalog record encoding (methods.go).
 //
 // A catalog record was a JSON object (≈ 120–150 bytes a passage on 300 k
 // generated passages, half of it the metadata key kinds, which every
@@ -11,7 +11,7 @@ package catalog
 //	     ‖ uvarint kindSet ‖ uvarint nFields ‖ nFields × (str field ‖ uvarint n ‖ n × str)
 //
 // str is uvarint length ‖ bytes; fields are in name order. kindSet names
-// the record's metadata key kinds (engine_infer.go) in the kindsets
+// the record's metadata key kinds (infer.go) in the kindsets
 // bucket, which stores every distinct set once — "i" ‖ uint32 id → set,
 // "e" ‖ set → uint32 id, a set being uvarint n ‖ n × (str key ‖ str
 // kind) in key order — and 0 is the empty set. Sets are never deleted

@@ -20,7 +20,7 @@ package catalog
 // Declared fields take precedence: once any field is declared, nothing is
 // inferred.
 //
-// The catalog (engine_docs.go) keeps each document's key kinds and, in the
+// The catalog (methods.go) keeps each document's key kinds and, in the
 // kinds bucket, the number of documents per (key, kind). A pair appearing
 // or disappearing moves the bucket's sequence; Describe then recomputes
 // the set. So the inferred fields survive a restart, follow deletions, and

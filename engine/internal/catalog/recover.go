@@ -30,8 +30,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/internal/pipeline"
+	"github.com/rcpgo/rcpgo/engine/internal/store"
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/engine/store"
 )
 
 var keyPending = []byte("pending")

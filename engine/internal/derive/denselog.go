@@ -14,14 +14,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/internal/catalog"
+	"github.com/rcpgo/rcpgo/engine/internal/store"
 	"github.com/rcpgo/rcpgo/engine/search"
-	"github.com/rcpgo/rcpgo/engine/store"
 )
 
 // The dense log lives in engine.db and is written in the same transaction
 // as the document catalog, before index/add answers: it is what makes a
 // write durable for the dense side. Vectors and the HNSW graph are derived
-// from it in the background (engine_derive.go).
+// from it in the background (deriver.go).
 //
 //	dense      id → dense record: the text the encoder sees (compressed as the
 //	           document store compresses texts), the parent (encodeDenseRecord;

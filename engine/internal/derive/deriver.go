@@ -20,7 +20,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/ann"
 	"github.com/rcpgo/rcpgo/engine/embed"
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
-	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/engine/internal/store"
 )
 
 // Dense lifecycle (docs/architecture.md, "Dense generations").
@@ -319,13 +319,13 @@ type deriver struct {
 	refitSince time.Time
 	refitIn    time.Duration
 	// backfill is the backfill of the dense log in progress (nil: none;
-	// engine_backfill.go): it runs before any build or apply.
+	// backfill.go): it runs before any build or apply.
 	backfill *backfill
 
 	// progress describes the build in progress (nil: none), for
 	// Dense.Build and the build's progress log.
 	progress atomic.Pointer[buildProgress]
-	// state is what is due, for readiness (engine_readiness.go).
+	// state is what is due, for readiness (readiness.go).
 	state deriveState
 
 	mu       sync.Mutex
@@ -865,7 +865,7 @@ func (dv *deriver) build(ctx context.Context, old *Generation) error {
 
 // publish makes g durable and current, then removes every other
 // generation. Sessions that negotiated the previous identity get -32010 on
-// dense calls from now on (engine_dense.go).
+// dense calls from now on (dense.go).
 func (dv *deriver) publish(g, old *Generation) error {
 	d := dv.d
 	if err := os.MkdirAll(g.dir, 0o755); err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
-// Serving side of the dense lifecycle (engine_derive.go builds it).
+// Serving side of the dense lifecycle (deriver.go builds it).
 //
 // Capabilities are frozen per session (§13.2): a session negotiated at a
 // moment without a published generation is offered sparse only for its

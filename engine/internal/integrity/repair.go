@@ -12,7 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcpgo/rcpgo/engine/index"
-	"github.com/rcpgo/rcpgo/engine/store"
+	"github.com/rcpgo/rcpgo/engine/internal/store"
 )
 
 // RepairReport is what Repair did to a data directory.

@@ -7,7 +7,7 @@ package knowledge
 // chains (provenance.path/edges, the facts along them as text) and
 // "subgraph" a ranked entity with its best neighbours and the edges among
 // them. All come from the
-// knowledge graph (engine_graph.go); options that only make sense for text
+// knowledge graph (graph.go); options that only make sense for text
 // units (filter, mode, rerank, mmr) follow strict; their lists page
 // (pagedStructured).
 

@@ -27,7 +27,7 @@ type retrievePlan struct {
 	agentic    *agenticPlan // nil: one pipeline run
 	passage    bool         // chunks are answered as unit "passage"
 	treeLeaf   bool         // chunks are answered as level-0 tree nodes
-	list       string       // the kept ranked list of the pages (engine_paging.go)
+	list       string       // the kept ranked list of the pages (paging.go)
 	encoding   string       // of the hits' vectors, when asked for
 	hash       string       // of the options that define the ranked list (cursors)
 	fromCursor bool

@@ -36,7 +36,7 @@ type cursor struct {
 	Offset  int    `json:"o"`
 	Hash    string `json:"h"`
 	// List names the kept ranked list the pages come from (a list that
-	// uses dense recall: engine_paging.go); "" for a sparse list.
+	// uses dense recall: paging.go); "" for a sparse list.
 	List string `json:"l,omitempty"`
 	// v1: an rc1 cursor, whose checksum and Hash are SHA-256 (requestHashV1).
 	v1 bool

@@ -191,7 +191,7 @@ func (wr *Writer) write(ctx context.Context, docs []addDoc) ([]string, int, erro
 // deduplicated, chunked documents split and every unit analysed. Building
 // it takes no lock, so a large (chunked) add does not hold the write path
 // while it is prepared; only its commit, which depends on the stored
-// state, runs in the write queue (engine_commit.go).
+// state, runs in the write queue (commit.go).
 type writePlan struct {
 	ids     []string // in input order
 	docs    []addDoc // the documents written: the last one of each id
@@ -302,7 +302,7 @@ func (wr *Writer) shapeOf(ctx context.Context, p *writePlan) (writeShape, error)
 // fsynced.
 //
 // A write is two bbolt commits: engine.db (the document catalog, the dense
-// log whose ops are embedded in the background (engine_derive.go), the
+// log whose ops are embedded in the background (engine/internal/derive/deriver.go), the
 // graph queue) and the index's store.db (the documents). Both name the
 // write's documents (putPending, Batch.SetNames), so after a crash that
 // kept either commit without the other, Open re-derives those documents'
@@ -641,7 +641,7 @@ func (wr *Writer) indexDelete(ctx context.Context, p *indexDeleteParams) (*rcp.I
 	defer wr.gate.EndCommit(true)
 	var opSeq uint64
 	// The index deletes first: the catalog names the documents it is
-	// about to lose before (engine_catalog_recover.go), so that a crash
+	// about to lose before (engine/internal/catalog/recover.go), so that a crash
 	// in between is repaired at Open without a rebuild.
 	names := wr.catalog.Names(*p.IDs)
 	if err := wr.db.Update(func(tx *bolt.Tx) error { return catalog.PutPending(tx, names) }); err != nil {

@@ -381,7 +381,7 @@ var keyWriteNames = []byte("writenames")
 // ones: for a caller that keeps state derived from the documents it adds in
 // another file, committed at the same time as this store, and after a crash
 // must know which documents that state may lag on (the engine's catalog,
-// engine_catalog_recover.go). Names must not contain NUL.
+// engine/internal/catalog/recover.go). Names must not contain NUL.
 func (t *Tx) PutWriteNames(names []string) error {
 	return t.tx.Bucket(bktMeta).Put(keyWriteNames, []byte(strings.Join(names, "\x00")))
 }
