@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/rcpgo/rcpgo/eval"
 	"github.com/rcpgo/rcpgo/internal/ingest"
@@ -49,6 +50,13 @@ func (h *Handler) serveExtract(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusUnprocessableEntity, fmt.Sprintf("%s: unsupported file type (want txt, md, html, pdf or jsonl)", name))
 		return
 	}
+	if !h.takeSlot(r.Context()) {
+		w.Header().Set("Retry-After", "2")
+		w.Header().Set("Connection", "close") // the upload stays unread
+		apiError(w, http.StatusServiceUnavailable, fmt.Sprintf("%d extractions are running; retry in a moment", cap(h.slots)))
+		return
+	}
+	defer func() { <-h.slots }()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -69,6 +77,24 @@ func (h *Handler) serveExtract(w http.ResponseWriter, r *http.Request) {
 		docs = []rcp.Document{}
 	}
 	writeAPI(w, http.StatusOK, extractResult{Documents: docs})
+}
+
+// extractWait is how long an upload waits for an extraction slot.
+var extractWait = 5 * time.Second
+
+// takeSlot waits up to extractWait for one of the MaxExtractions slots
+// (uncapped, 8 uploads of a 117 KB PDF at once ran 8 extractor children,
+// 1.24 GB together, each killed at its timeout with 2 cores shared).
+func (h *Handler) takeSlot(ctx context.Context) bool {
+	t := time.NewTimer(extractWait)
+	defer t.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // serveChart answers what the chart of a stored eval report (the JSON

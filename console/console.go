@@ -67,6 +67,11 @@ type Options struct {
 	Extract func(ctx context.Context, name string, b []byte) ([]rcp.Document, error)
 	// ExtractTimeout bounds one extraction (default 10 s).
 	ExtractTimeout time.Duration
+	// MaxExtractions caps the extractions running at once (default 2):
+	// each may be a child process of up to 512 MiB and a core for its
+	// timeout. An upload beyond it waits up to ExtractWait for a slot, its
+	// body unread, then gets 503 with Retry-After.
+	MaxExtractions int
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -79,6 +84,7 @@ type Handler struct {
 	etags map[string]string // asset name -> content hash
 	mux   *http.ServeMux
 	cop   *http.CrossOriginProtection
+	slots chan struct{} // one per running extraction
 }
 
 // New returns the console handler.
@@ -102,6 +108,9 @@ func New(opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.MaxExtractions <= 0 {
+		opts.MaxExtractions = 2
+	}
 	files, err := fs.Sub(assets, "assets")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
@@ -112,6 +121,7 @@ func New(opts Options) *Handler {
 		files: files,
 		etags: map[string]string{},
 		cop:   http.NewCrossOriginProtection(),
+		slots: make(chan struct{}, opts.MaxExtractions),
 	}
 	for _, name := range []string{"console.js", "console.css"} {
 		b, err := fs.ReadFile(files, name)

@@ -18,6 +18,12 @@ import (
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
+// MaxHTTPBodyBytes caps one request body of the streamable HTTP face (the
+// go-sdk's default, now explicit): the guards in front of the go-sdk read
+// no more than it refuses (they read 16 MiB of bodies it then refused at
+// 4 MiB: 32 such requests at once took the face to 1.09 GB).
+const MaxHTTPBodyBytes = mcp.DefaultMaxRequestBodyBytes
+
 // HTTPOptions configure the streamable HTTP face.
 type HTTPOptions struct {
 	// Tokens, when not empty, require one of them as "Authorization:
@@ -62,12 +68,12 @@ func (b *Bridge) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		timeout = 30 * time.Minute
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.srv },
-		&mcp.StreamableHTTPOptions{Logger: b.log, SessionTimeout: timeout})
+		&mcp.StreamableHTTPOptions{Logger: b.log, SessionTimeout: timeout, MaxRequestBodyBytes: MaxHTTPBodyBytes})
 	maxSess := opts.MaxSessions
 	if maxSess <= 0 {
 		maxSess = DefaultMaxSessions
 	}
-	var out http.Handler = cop.Handler(&sessionGuard{b: b, max: maxSess, next: newCancelGuard(tasks.LiftHTTP(h, MaxFrameBytes), MaxFrameBytes), used: map[string]time.Time{}, closing: map[string]bool{}})
+	var out http.Handler = cop.Handler(&sessionGuard{b: b, max: maxSess, next: newCancelGuard(tasks.LiftHTTP(h, MaxHTTPBodyBytes), MaxHTTPBodyBytes), used: map[string]time.Time{}, closing: map[string]bool{}})
 	if opts.Tokens.Enabled() {
 		out = requireToken(opts.Tokens, out)
 	}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -267,7 +266,11 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxBodyBytes+1))
+	body, err := readBody(r, h.opts.MaxBodyBytes)
+	if errors.Is(err, ErrBodyBudget) {
+		refuseBusy(w)
+		return
+	}
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errorFrame(nil, NewError(CodeParseError, "cannot read the request body")))
 		return

@@ -28,7 +28,16 @@ type HTTPLimits struct {
 	// IdleTimeout closes keep-alive connections idle this long (default
 	// 30 s).
 	IdleTimeout time.Duration
+	// MaxBodyBytesInFlight bounds the bytes of large request bodies (over
+	// 64 KiB) held at once (default 64 MiB; negative: no bound). A request
+	// whose body does not fit waits up to 5 s, then gets 503
+	// and -32011 (retryable) unread (http_budget.go).
+	MaxBodyBytesInFlight int64
 }
+
+// DefaultMaxBodyBytesInFlight is HTTPLimits.MaxBodyBytesInFlight's
+// default: four requests of the largest default size (16 MiB) at once.
+const DefaultMaxBodyBytesInFlight = 64 << 20
 
 // SSEWriteTimeout bounds writing one SSE frame; a client that does not
 // read for that long loses its stream and its request is cancelled.
@@ -54,6 +63,9 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 	def(&l.ReadHeaderTimeout, 10*time.Second)
 	def(&l.WriteTimeout, 90*time.Second)
 	def(&l.IdleTimeout, 30*time.Second)
+	if l.MaxBodyBytesInFlight == 0 {
+		l.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
+	}
 	return l
 }
 
@@ -68,6 +80,9 @@ type HTTPServer struct {
 func NewHTTPServer(h http.Handler, lim HTTPLimits) *HTTPServer {
 	lim = lim.withDefaults()
 	ct := &connTable{max: lim.MaxConns, conns: map[net.Conn]*connInfo{}}
+	if lim.MaxBodyBytesInFlight > 0 {
+		h = newBodyBudget(lim.MaxBodyBytesInFlight).handler(h)
+	}
 	hs := &http.Server{Handler: h, ReadTimeout: lim.ReadTimeout, ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		WriteTimeout: lim.WriteTimeout, IdleTimeout: lim.IdleTimeout, ConnState: ct.track,
 		MaxHeaderBytes: 64 << 10}

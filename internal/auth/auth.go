@@ -114,14 +114,25 @@ func Load(path string) (*Set, error) {
 	return s, nil
 }
 
-// Parse reads a token file's text.
+// maxFileBytes bounds a token file. A longer file is refused, not cut:
+// cut, its last line's plain-text secret became a prefix of itself (a
+// 2-character admin token from a 15-character one).
+const maxFileBytes = 4 << 20
+
+// Parse reads a token file's text. A leading byte order mark is skipped.
+// Two tokens may not share a secret (the token a request names would
+// depend on the order of the lines), nor a name.
 func Parse(r io.Reader) (*Set, error) {
-	b, err := io.ReadAll(io.LimitReader(r, 4<<20))
+	b, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
+	if len(b) > maxFileBytes {
+		return nil, fmt.Errorf("%w: longer than %d bytes", ErrFormat, maxFileBytes)
+	}
+	b = bytes.TrimPrefix(b, []byte("\uFEFF"))
 	if f := strings.Fields(string(b)); len(f) == 1 && !strings.HasPrefix(f[0], "#") {
-		return Static("token", f[0]), nil // the legacy one-token file
+		return legacy(f[0]) // the legacy one-token file
 	}
 	s := &Set{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -134,15 +145,28 @@ func Parse(r io.Reader) (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: line %d: %w", ErrFormat, line, err)
 		}
-		if slices.ContainsFunc(s.tokens, func(o Token) bool { return o.Name == t.Name }) {
-			return nil, fmt.Errorf("%w: line %d: token name %q is used twice", ErrFormat, line, t.Name)
+		if err := s.add(t); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %w", ErrFormat, line, err)
 		}
-		s.tokens = append(s.tokens, t)
 	}
 	if len(s.tokens) == 0 {
 		return nil, fmt.Errorf("%w: no token", ErrFormat)
 	}
 	return s, nil
+}
+
+// add adds t unless its name or secret is taken.
+func (s *Set) add(t Token) error {
+	for _, o := range s.tokens {
+		switch {
+		case o.Name == t.Name:
+			return fmt.Errorf("token name %q is used twice", t.Name)
+		case o.hash == t.hash:
+			return fmt.Errorf("tokens %q and %q have the same secret", o.Name, t.Name)
+		}
+	}
+	s.tokens = append(s.tokens, t)
+	return nil
 }
 
 func parseLine(text string) (Token, error) {
@@ -155,16 +179,35 @@ func parseLine(text string) (Token, error) {
 		return Token{}, err
 	}
 	t := Token{Name: f[0], Scopes: scopes}
-	if hx, ok := strings.CutPrefix(f[2], "sha256:"); ok {
-		h, err := hex.DecodeString(hx)
-		if err != nil || len(h) != sha256.Size {
-			return Token{}, errors.New("sha256: want 64 hex digits")
-		}
-		copy(t.hash[:], h)
-	} else {
-		t.hash = sha256.Sum256([]byte(f[2]))
+	t.hash, err = secretHash(f[2])
+	return t, err
+}
+
+// secretHash is the hash of a secret field: "sha256:" and 64 hex digits
+// is the hash itself, anything else the token in plain text.
+func secretHash(field string) ([sha256.Size]byte, error) {
+	var out [sha256.Size]byte
+	hx, ok := strings.CutPrefix(field, "sha256:")
+	if !ok {
+		return sha256.Sum256([]byte(field)), nil
 	}
-	return t, nil
+	h, err := hex.DecodeString(hx)
+	if err != nil || len(h) != sha256.Size {
+		return out, errors.New("sha256: want 64 hex digits")
+	}
+	copy(out[:], h)
+	return out, nil
+}
+
+// legacy is the one-token file holding word: that token with every scope.
+// A word of the hashed form is a hash, as on a token line: read as plain
+// text, whoever saw the hash (which is what may be shown) held every scope.
+func legacy(word string) (*Set, error) {
+	h, err := secretHash(word)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+	}
+	return &Set{tokens: []Token{{Name: "token", Scopes: slices.Clone(Scopes), hash: h}}}, nil
 }
 
 // Static is a Set of the given secrets (legacy --token, bearerTokens),
@@ -189,10 +232,9 @@ func Merge(a, b *Set) (*Set, error) {
 			continue
 		}
 		for _, t := range s.tokens {
-			if slices.ContainsFunc(out.tokens, func(o Token) bool { return o.Name == t.Name }) {
-				return nil, fmt.Errorf("auth: token name %q is used twice", t.Name)
+			if err := out.add(t); err != nil {
+				return nil, fmt.Errorf("auth: %w", err)
 			}
-			out.tokens = append(out.tokens, t)
 		}
 	}
 	if len(out.tokens) == 0 {

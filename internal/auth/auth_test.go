@@ -183,3 +183,51 @@ func TestGuard(t *testing.T) {
 		t.Error("unlisted methods must need admin; the handshake none")
 	}
 }
+
+// Token files written carelessly (red team of issue 33's tokens): each
+// case was accepted before, with a token other than the one meant.
+func TestTokenFileEdgeCases(t *testing.T) {
+	// Two tokens with one secret: the scopes a request got depended on
+	// the order of the lines (the last one won).
+	for _, f := range []string{"ops read,write,admin same\nreader read same\n", "reader read same\nops read,write,admin " + Hash("same") + "\n"} {
+		if _, err := Parse(strings.NewReader(f)); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "same secret") {
+			t.Errorf("Parse(%q) = %v, want the same-secret refusal", f, err)
+		}
+	}
+	if _, err := Merge(mustParse(t, "reader read same\n"), Static("token", "same")); err == nil {
+		t.Error("--token with a token file's secret was accepted")
+	}
+	// Longer than 4 MiB: the file was cut at 4 MiB, and the cut line's
+	// plain-text secret "longsecretvalue" became "lo", with every scope.
+	line := "#" + strings.Repeat("x", 1022) + "\n"
+	pre := strings.Repeat(line, 4095) + "#" + strings.Repeat("x", 1024-2-len("ops admin,read,write lo")) + "\n"
+	if _, err := Parse(strings.NewReader(pre + "ops admin,read,write longsecretvalue\n")); !errors.Is(err, ErrFormat) {
+		t.Errorf("a 4 MiB + 37 B token file: %v, want ErrFormat", err)
+	}
+	// A one-word file holding a hash is that hash: the word was taken as
+	// the token, so whoever saw the hash held every scope.
+	s := mustParse(t, Hash("s3cret")+"\n")
+	if _, ok := s.Lookup(Hash("s3cret")); ok {
+		t.Error("the hash in a one-word file was accepted as the token")
+	}
+	if tok, ok := s.Lookup("s3cret"); !ok || !tok.Has(Admin) {
+		t.Errorf("one-word hashed file: %v %v", tok, ok)
+	}
+	// A byte order mark (Notepad) was part of the first name, or of the
+	// one-word file's token (which then matched nothing).
+	if tok, ok := mustParse(t, "\uFEFFreader read r\r\n").Lookup("r"); !ok || tok.Name != "reader" {
+		t.Errorf("BOM: %v %v", tok, ok)
+	}
+	if _, ok := mustParse(t, "\uFEFFs3cret\r\n").Lookup("s3cret"); !ok {
+		t.Error("BOM: the one-word file's token is not accepted")
+	}
+}
+
+func mustParse(t *testing.T, text string) *Set {
+	t.Helper()
+	s, err := Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
