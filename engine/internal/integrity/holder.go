@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"unicode"
 )
 
 // Holder describes the process holding a data directory. The engine that
@@ -72,9 +73,25 @@ func holderRecord(h Holder) []byte {
 }
 
 // readHolder parses DIR/LOCK's content (an empty or foreign file gives the
-// zero Holder).
+// zero Holder). What and URL are shown on a terminal: their control
+// characters (escape sequences that would rewrite what is shown) are
+// dropped, and each is cut at 256 bytes.
 func readHolder(b []byte) Holder {
 	var h Holder
 	_ = json.Unmarshal(b, &h)
+	h.What, h.URL = shown(h.What), shown(h.URL)
 	return h
+}
+
+func shown(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if !unicode.IsPrint(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > 256 {
+		s = strings.ToValidUTF8(s[:256], "")
+	}
+	return s
 }
