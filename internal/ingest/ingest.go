@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/rcpgo/rcpgo/rcp"
@@ -195,12 +196,36 @@ func ContentID(text string) string {
 // SourceID returns the stable id of the document read from the file at
 // path: its absolute file:// URI. Re-adding an edited file therefore
 // replaces its document (an upsert, §7.10) instead of adding a second one.
+// A byte of the path that is not UTF-8, a control character and "%" are
+// escaped as %XX, so two paths never share an id: JSON turned every
+// invalid byte into U+FFFD, and files x\xff.txt and x\xfe.txt were one
+// document (the second replaced the first, both reported indexed).
 func SourceID(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", fmt.Errorf("ingest: %w", err)
 	}
-	return "file://" + filepath.ToSlash(abs), nil
+	return "file://" + escapePath(filepath.ToSlash(abs)), nil
+}
+
+// escapePath escapes the bytes of p that are not UTF-8, its control
+// characters (a newline, terminal escapes) and "%" as %XX; the rest, and
+// so every ordinary path, is kept as it is. Escaping is per character, so
+// a folder's id is a prefix of its files' ids.
+func escapePath(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); {
+		r, n := utf8.DecodeRuneInString(p[i:])
+		if (r == utf8.RuneError && n == 1) || r == '%' || unicode.IsControl(r) {
+			for _, c := range []byte(p[i : i+n]) {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		} else {
+			b.WriteString(p[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // MetaContentHash is the meta key holding a file document's ContentID.
