@@ -42,7 +42,7 @@ var OfflineMethods = []string{Rewrite, MultiQuery, Decompose, StepBack}
 const (
 	DefaultN = 3
 	// DefaultMinAssociation is the NPMI an expansion word needs with a
-	// query word (measured: docs/rcpd.md, "rewrite").
+	// query word (measured: docs/rcpd.md, "Agentic loop", the rewrite row).
 	DefaultMinAssociation = 0.7
 	MaxN                  = 10
 	MaxQueryBytes         = 4096
