@@ -32,7 +32,7 @@ func sciFactGraph(tb testing.TB) *Graph {
 // the core (what Rebuild does) against Louvain on the whole graph, in one
 // run:
 //
-//	RCPGO_SHARED=../shared go test ./engine/graph -run '^$' -bench RebuildSciFact -benchtime 1x
+//	RCPGO_SHARED=../shared go test ./engine/internal/graph -run '^$' -bench RebuildSciFact -benchtime 1x
 func BenchmarkRebuildSciFact(b *testing.B) {
 	g := sciFactGraph(b)
 	s := g.Stats()
@@ -52,5 +52,33 @@ func BenchmarkRebuildSciFact(b *testing.B) {
 			b.ReportMetric(float64(h.Depth()), "levels")
 			b.ReportMetric(float64(len(h.Level(0))), "communities0")
 		})
+	}
+}
+
+// BenchmarkLocalSciFact measures graph local (seed resolution, the
+// region's personalised PageRank, unit scoring) on the SciFact graph for
+// its first 50 queries, one query per iteration:
+//
+//	RCPGO_SHARED=../shared go test ./engine/internal/graph -run '^$' -bench LocalSciFact -count 6
+func BenchmarkLocalSciFact(b *testing.B) {
+	g := sciFactGraph(b)
+	var queries []string
+	for _, line := range shared.JSONLines(b, "datasets", "scifact", "queries.jsonl") {
+		var q struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(line, &q); err != nil {
+			b.Fatal(err)
+		}
+		if queries = append(queries, q.Text); len(queries) == 50 {
+			break
+		}
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := g.Local(ctx, Seeds{Query: queries[i%len(queries)]}, 10, 0); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -334,6 +335,7 @@ func (h *Hierarchy) Rank(ctx context.Context, g *Graph, query string, l, k int) 
 		seedNames[g.nodes[n].key] = w
 	}
 	g.mu.RUnlock()
+	names := slices.Sorted(maps.Keys(seedNames))
 	var out []ScoredCommunity
 	for i, c := range comms {
 		if i%256 == 0 {
@@ -347,9 +349,9 @@ func (h *Hierarchy) Rank(ctx context.Context, g *Graph, query string, l, k int) 
 				s += math.Log(1 + float64(len(comms))/float64(df[t]))
 			}
 		}
-		for name, w := range seedNames {
+		for _, name := range names { // (in name order: reproducible sums)
 			if c.members[name] {
-				s += 2 * w
+				s += 2 * seedNames[name]
 			}
 		}
 		if s > 0 {

@@ -3,6 +3,7 @@ package graph
 import (
 	"cmp"
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -126,13 +127,13 @@ func (g *Graph) seedsLocked(s Seeds) (all, primary map[int32]float64) {
 			total += w
 		}
 	}
-	primary = maps(seeds)
+	primary = maps.Clone(seeds)
 	if total == 0 {
 		return seeds, primary
 	}
 	var qtotal float64
-	for _, w := range seeds {
-		qtotal += w
+	for _, n := range slices.Sorted(maps.Keys(seeds)) { // (in id order: reproducible sums)
+		qtotal += seeds[n]
 	}
 	scale := 1 / total
 	if qtotal > 0 {
@@ -261,17 +262,6 @@ func (g *Graph) regionLocked(ctx context.Context, seeds, primary map[int32]float
 	if err := g.exploreLocked(ctx, r, seeds, hops); err != nil {
 		return nil, err
 	}
-	var total float64
-	for _, w := range seeds {
-		total += w
-	}
-	if total == 0 {
-		return r, nil
-	}
-	p := make(map[int32]float64, len(seeds))
-	for n, w := range seeds {
-		p[n] = w / total
-	}
 	// The relation the question names steers the walk: an edge from a
 	// primary seed to a node it is related to by a triple whose predicate
 	// the query uses ("the person who advised A") weighs more.
@@ -282,38 +272,113 @@ func (g *Graph) regionLocked(ctx context.Context, seeds, primary map[int32]float
 		}
 		return float64(w)
 	}
-	deg := make(map[int32]float64, len(r.order))
-	for _, a := range r.order {
+	rank, err := g.pprLocked(ctx, r.order, seeds, weight)
+	if err != nil {
+		return nil, err
+	}
+	r.rank = rank
+	return r, nil
+}
+
+// walk is the explored region as dense arrays: node i of the region is
+// order[i]; its out-edges are col/frac[off[i]:off[i+1]], in region order,
+// frac the share of i's mass each carries (0 edges: a dangling node).
+type walk struct {
+	off  []int32
+	col  []int32
+	frac []float64
+}
+
+// walkLocked lays out the region's edges (both ends in the region) with
+// their weights by weight, normalised per node. Sums run in region
+// order, so identical graphs give bit-identical ranks.
+func (g *Graph) walkLocked(order []int32, pos map[int32]int32, weight func(a, b int32, w float32) float64) walk {
+	wk := walk{off: make([]int32, len(order)+1)}
+	type edge struct {
+		j int32
+		w float64
+	}
+	var es []edge
+	for i, a := range order {
+		es = es[:0]
 		for b, w := range g.adj[a] {
-			if _, in := r.parent[b]; in {
-				deg[a] += weight(a, b, w)
+			if j, in := pos[b]; in {
+				es = append(es, edge{j, weight(a, b, w)})
 			}
 		}
+		slices.SortFunc(es, func(x, y edge) int { return cmp.Compare(x.j, y.j) })
+		var deg float64
+		for _, e := range es {
+			deg += e.w
+		}
+		for _, e := range es {
+			if deg > 0 {
+				wk.col = append(wk.col, e.j)
+				wk.frac = append(wk.frac, e.w/deg)
+			}
+		}
+		wk.off[i+1] = int32(len(wk.col))
 	}
-	rank := maps(p)
+	return wk
+}
+
+// pprLocked is personalised PageRank over the region order from the
+// seeds (HippoRAG): pprIterations steps in which pprRestart of the mass
+// returns to the seeds (by weight) and the rest follows the edges (a
+// dangling node keeps its mass). It returns the nodes with a positive
+// rank. Dense arrays rather than maps: no map-order float sums (scores
+// are reproducible to the bit) and no hashing in the inner loop.
+func (g *Graph) pprLocked(ctx context.Context, order []int32, seeds map[int32]float64, weight func(a, b int32, w float32) float64) (map[int32]float64, error) {
+	pos := make(map[int32]int32, len(order))
+	for i, a := range order {
+		pos[a] = int32(i)
+	}
+	restart := make([]float64, len(order))
+	var total float64
+	for _, a := range slices.Sorted(maps.Keys(seeds)) {
+		if i, in := pos[a]; in {
+			restart[i] = seeds[a]
+			total += seeds[a]
+		}
+	}
+	if total == 0 {
+		return map[int32]float64{}, nil
+	}
+	for i := range restart {
+		restart[i] /= total
+	}
+	wk := g.walkLocked(order, pos, weight)
+	rank, next := slices.Clone(restart), make([]float64, len(order))
 	for it := 0; it < pprIterations; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		next := make(map[int32]float64, len(r.order))
-		for n, v := range p {
-			next[n] = pprRestart * v
+		for i, v := range restart {
+			next[i] = pprRestart * v
 		}
-		for a, v := range rank {
-			if deg[a] == 0 {
-				next[a] += (1 - pprRestart) * v // a dangling node keeps its mass
+		for i, v := range rank {
+			if v == 0 {
 				continue
 			}
-			for b, w := range g.adj[a] {
-				if _, in := r.parent[b]; in {
-					next[b] += (1 - pprRestart) * v * weight(a, b, w) / deg[a]
-				}
+			lo, hi := wk.off[i], wk.off[i+1]
+			if lo == hi {
+				next[i] += (1 - pprRestart) * v // a dangling node keeps its mass
+				continue
+			}
+			m := (1 - pprRestart) * v
+			for e := lo; e < hi; e++ {
+				next[wk.col[e]] += m * wk.frac[e]
 			}
 		}
-		rank = next
+		rank, next = next, rank
 	}
-	r.rank = rank
-	return r, nil
+	out := make(map[int32]float64, len(order))
+	for i, v := range rank {
+		if v > 0 {
+			out[order[i]] = v
+		}
+	}
+	return out, nil
 }
 
 // exploreLocked adds to r the roots not yet in it and everything within
@@ -346,14 +411,6 @@ func (g *Graph) exploreLocked(ctx context.Context, r *region, roots map[int32]fl
 		}
 	}
 	return nil
-}
-
-func maps(m map[int32]float64) map[int32]float64 {
-	out := make(map[int32]float64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func sortedNeighbors(m map[int32]float32) []int32 {
@@ -617,7 +674,7 @@ func (g *Graph) Clues(ctx context.Context, s Seeds, n, hops int) ([]Clue, error)
 func (g *Graph) relationLinks(r *region) (map[int32]float64, map[int32]map[string]bool) {
 	bonus := map[int32]float64{}
 	via := map[int32]map[string]bool{}
-	for seed := range r.seeds {
+	for _, seed := range slices.Sorted(maps.Keys(r.seeds)) { // (ties go to the first seed)
 		for _, un := range g.nodes[seed].units {
 			for _, t := range g.units[un].triples {
 				other := t.o
