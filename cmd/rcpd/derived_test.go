@@ -6,9 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 
+	"github.com/kljensen/snowball/english"
+
+	"github.com/rcpgo/rcpgo/internal/demo"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -91,9 +96,7 @@ func TestDemoNoEmptySuccessAtStart(t *testing.T) {
 		{"memory/recall", rcp.MethodMemoryRecall, map[string]any{"query": "BM25 ranking"}, "clues"},
 		{"retrieve community", rcp.MethodRetrieve, map[string]any{"query": "ranking", "unit": "community", "k": 5}, "hits"},
 		{"retrieve node", rcp.MethodRetrieve, map[string]any{"query": "BM25", "unit": "node", "k": 5}, "hits"},
-		// (unit triplet waits for the graph too; the offline extractor finds
-		// no subject–predicate–object fact in the demo's prose, so its
-		// empty answer is the graph's, not a missing build's.)
+		{"retrieve triplet", rcp.MethodRetrieve, map[string]any{"query": "inverted index", "unit": "triplet", "k": 5}, "hits"},
 		{"retrieve subgraph", rcp.MethodRetrieve, map[string]any{"query": "BM25", "unit": "subgraph", "k": 5}, "hits"},
 		{"retrieve tree-node 1", rcp.MethodRetrieve, map[string]any{"query": "ranking", "unit": "tree-node", "level": 1, "k": 5}, "hits"},
 	}
@@ -130,4 +133,107 @@ func TestDemoNoEmptySuccessAtStart(t *testing.T) {
 			t.Errorf("%s is %q after answering on it", name, st)
 		}
 	}
+}
+
+// TestDemoTriplets: on `rcpd serve --demo`, retrieve unit "triplet"
+// answers demo questions with evidence-backed facts — each hit's subject
+// and object occur (by stem) in its evidence sentence, and that sentence
+// is the document's text at the hit's citation offsets (issue 31: a
+// report had the unit answer empty on the demo; the offline extractor of
+// issue 32 reads its facts).
+func TestDemoTriplets(t *testing.T) {
+	docs, err := demo.Docs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := map[string][]rune{}
+	for _, d := range docs {
+		text["rcpd-demo://"+d.ID] = []rune(d.Text)
+	}
+	s := startStdio(t, serveFlags{demo: true, data: t.TempDir()})
+	res, e := s.call(rcp.MethodInitialize, map[string]any{"protocolVersion": 1})
+	if e != nil {
+		t.Fatal(e)
+	}
+	// A fresh data directory has no graph yet: the graph is building until
+	// the builder has read every document — not "stale" (served as it
+	// is), which had the first questions answered from a part of it.
+	var init rcp.InitializeResult
+	if err := json.Unmarshal(res, &init); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := rcp.ReadReadiness(init.Meta); r["graph"].State == rcp.StateStale {
+		t.Errorf("the graph of a fresh data directory is served half built: %+v", r["graph"])
+	}
+	for _, q := range []string{"inverted index", "posting lists", "reciprocal rank", "what does BM25 score", "dense retrieval embeddings"} {
+		res, e := s.call(rcp.MethodRetrieve, map[string]any{"query": q, "unit": "triplet", "k": 5})
+		if e != nil {
+			t.Fatalf("%q: %v", q, e)
+		}
+		var r rcp.RetrieveResult
+		if err := json.Unmarshal(res, &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Hits) == 0 {
+			t.Errorf("%q: no triplet: %s", q, res)
+		}
+		for _, h := range r.Hits {
+			checkTriplet(t, q, h, text)
+		}
+	}
+}
+
+// checkTriplet checks that triplet hit h is backed by its evidence: the
+// cited span of the document, naming subject and object.
+func checkTriplet(t *testing.T, q string, h rcp.Hit, text map[string][]rune) {
+	t.Helper()
+	subj, _ := h.Meta["subject"].(string)
+	pred, _ := h.Meta["predicate"].(string)
+	obj, _ := h.Meta["object"].(string)
+	ev, _ := h.Meta["evidence"].(string)
+	if h.Unit != rcp.UnitTriplet || subj == "" || pred == "" || obj == "" || ev == "" {
+		t.Errorf("%q: %s is not a triple with evidence: %+v", q, h.ID, h.Meta)
+		return
+	}
+	c := h.Citation
+	if c == nil || c.Start == nil || c.End == nil {
+		t.Errorf("%q: %s cites no span: %+v", q, h.ID, c)
+		return
+	}
+	doc, ok := text[c.URI]
+	if !ok || *c.Start < 0 || *c.End > len(doc) || *c.Start > *c.End {
+		t.Errorf("%q: %s cites [%d,%d) of %q", q, h.ID, *c.Start, *c.End, c.URI)
+		return
+	}
+	if got := string(doc[*c.Start:*c.End]); got != ev {
+		t.Errorf("%q: %s: evidence %q is not the cited span %q", q, h.ID, ev, got)
+	}
+	words := map[string]bool{}
+	for _, w := range stems(ev) {
+		words[w] = true
+	}
+	for _, end := range []string{subj, obj} {
+		for _, w := range stems(end) {
+			if !words[w] {
+				t.Errorf("%q: %s: %q is not in its evidence %q", q, h.ID, end, ev)
+			}
+		}
+	}
+}
+
+// stems are the words of s stemmed as graph nodes are keyed (Snowball
+// English), so "queries" in a node name matches "query" in a sentence.
+func stems(s string) []string {
+	ws := strings.Fields(strings.Map(letterOrSpace, s))
+	for i, w := range ws {
+		ws[i] = english.Stem(w, false)
+	}
+	return ws
+}
+
+func letterOrSpace(r rune) rune {
+	if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' {
+		return unicode.ToLower(r)
+	}
+	return ' '
 }

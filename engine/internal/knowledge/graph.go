@@ -68,6 +68,10 @@ type Knowledge struct {
 
 	g   *graph.Graph
 	b   *graph.Builder
+	// loaded: Open found a graph snapshot, so the graph is served (stale)
+	// while the builder catches up; without one it is building until the
+	// queue first drains.
+	loaded bool
 	mem *memory.Store
 	rt  *raptor // the summary tree; nil without a dense encoder
 }
@@ -130,6 +134,7 @@ func Open(opts Options) (*Knowledge, error) {
 		Source: graphSource{kn}, Graph: kn.g, Logger: kn.log, Chat: opts.Chat}); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	kn.loaded = kn.g.Version() > 0 // (read before Start: the builder bumps it)
 	if kn.mem, err = memory.Open(filepath.Join(opts.Dir, memoryDir), kn.an, opts.Memory); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

@@ -31,7 +31,7 @@ var derivedLabels = map[string]string{
 // registers its own).
 func (kn *Knowledge) openReadiness() {
 	built := &atomic.Bool{}
-	built.Store(kn.g.Version() > 0) // a snapshot was loaded
+	built.Store(kn.loaded) // (not the graph's version now: the builder started before this)
 	graphProbe := func() readiness.Observation { return kn.graphProbe(built) }
 	kn.board.Add(derivedGraph, derivedLabels[derivedGraph], graphProbe)
 	kn.board.Add(derivedCommunities, derivedLabels[derivedCommunities], func() readiness.Observation {
