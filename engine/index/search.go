@@ -128,7 +128,7 @@ type segmentSearch struct {
 	filter  Filter // nil: none
 	phrases []query.Phrase
 	browse  bool // no terms, a filter: its matches in id order
-	sc      *scorer
+	sc      scorer
 	st      *searchState
 }
 
@@ -539,8 +539,8 @@ type scorer struct {
 	c0, c1 [numFields]float64 // norm = c0 + c1·len
 }
 
-func newScorer(p BM25, snap *snapshot) *scorer {
-	s := &scorer{k1: p.K1}
+func newScorer(p BM25, snap *snapshot) scorer {
+	s := scorer{k1: p.K1}
 	for f, fp := range [numFields]FieldParams{fieldTitle: p.Title, fieldBody: p.Body} {
 		s.weight[f] = fp.Weight
 		s.c0[f] = 1 - fp.B
