@@ -295,29 +295,26 @@ func depth(b []byte) int {
 
 // Response builds a compact JSON-RPC response. result must already be JSON.
 func Response(id json.RawMessage, result json.RawMessage) []byte {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	out := make([]byte, 0, len(result)+len(id)+32)
-	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, id...)
-	out = append(out, `,"result":`...)
-	out = append(out, result...)
-	out = append(out, '}')
-	return out
+	return reply(id, `,"result":`, result)
 }
 
 // ErrorResponse builds a compact JSON-RPC error response. errObj must already
 // be a JSON error object.
 func ErrorResponse(id json.RawMessage, errObj json.RawMessage) []byte {
+	return reply(id, `,"error":`, errObj)
+}
+
+// reply builds a response to id whose one other member, introduced by
+// member (`,"name":`), holds body (already JSON); a nil id is null.
+func reply(id json.RawMessage, member string, body json.RawMessage) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	out := make([]byte, 0, len(errObj)+len(id)+32)
+	out := make([]byte, 0, len(body)+len(id)+32)
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, id...)
-	out = append(out, `,"error":`...)
-	out = append(out, errObj...)
+	out = append(out, member...)
+	out = append(out, body...)
 	out = append(out, '}')
 	return out
 }

@@ -244,12 +244,12 @@ func (s *scanner) enter() bool {
 	return s.depth <= s.max
 }
 
-func (s *scanner) array() bool { return s.elements(s.value) }
+func (s *scanner) array() bool { return s.container(']', s.value) }
 
 // batch scans the top-level array of a batch, recording each member object's
 // envelope.
 func (s *scanner) batch(members *[]envelope) bool {
-	return s.elements(func() bool {
+	return s.container(']', func() bool {
 		if s.i < len(s.b) && s.b[s.i] == '{' {
 			*members = append(*members, envelope{})
 			if !s.object(&(*members)[len(*members)-1]) {
@@ -267,15 +267,16 @@ func (s *scanner) batch(members *[]envelope) bool {
 	})
 }
 
-// elements scans an array whose opening bracket is at s.i, calling elem with
-// s.i at each element (white space skipped).
-func (s *scanner) elements(elem func() bool) bool {
+// container scans an array or object whose opening bracket is at s.i and
+// whose closing one is end, calling elem with s.i at each element or member
+// (white space skipped).
+func (s *scanner) container(end byte, elem func() bool) bool {
 	if !s.enter() {
 		return false
 	}
 	s.i++
 	s.skipSpace()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
+	if s.i < len(s.b) && s.b[s.i] == end {
 		s.i++
 		s.depth--
 		return true
@@ -292,7 +293,7 @@ func (s *scanner) elements(elem func() bool) bool {
 		switch s.b[s.i] {
 		case ',':
 			s.i++
-		case ']':
+		case end:
 			s.i++
 			s.depth--
 			return true
@@ -305,99 +306,71 @@ func (s *scanner) elements(elem func() bool) bool {
 // object scans an object; with env set, it records the envelope members
 // (the last of duplicate keys wins, as with encoding/json).
 func (s *scanner) object(env *envelope) bool {
-	if !s.enter() {
+	return s.container('}', func() bool { return s.member(env) })
+}
+
+// member scans one "key": value member of an object at s.i.
+func (s *scanner) member(env *envelope) bool {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return false
+	}
+	k0 := s.i
+	plain, ok := s.str()
+	if !ok {
+		return false
+	}
+	top := s.want != "" && s.depth == 1
+	if (env != nil || top) && !plain {
+		return false // escaped or non-ASCII key: encoding/json decides
+	}
+	key := s.b[k0+1 : s.i-1]
+	s.skipSpace()
+	if s.i >= len(s.b) || s.b[s.i] != ':' {
 		return false
 	}
 	s.i++
 	s.skipSpace()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		s.depth--
-		return true
+	v0 := s.i
+	if !s.value() {
+		return false
 	}
-	for {
-		s.skipSpace()
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
-			return false
+	if env != nil {
+		if f := env.field(key); f != nil {
+			*f = json.RawMessage(s.b[v0:s.i:s.i])
 		}
-		k0 := s.i
-		plain, ok := s.str()
-		if !ok {
-			return false
-		}
-		top := s.want != "" && s.depth == 1
-		if (env != nil || top) && !plain {
-			return false // escaped or non-ASCII key: encoding/json decides
-		}
-		key := s.b[k0+1 : s.i-1]
-		s.skipSpace()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return false
-		}
-		s.i++
-		s.skipSpace()
-		v0 := s.i
-		if !s.value() {
-			return false
-		}
-		if env != nil {
-			if f := env.field(key); f != nil {
-				*f = json.RawMessage(s.b[v0:s.i:s.i])
-			}
-		} else if top && (string(key) == s.want || strings.EqualFold(string(key), s.want)) {
-			s.got = s.b[v0:s.i:s.i]
-		}
-		s.skipSpace()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.depth--
-			return true
-		default:
-			return false
-		}
+	} else if top && (string(key) == s.want || strings.EqualFold(string(key), s.want)) {
+		s.got = s.b[v0:s.i:s.i]
 	}
+	return true
 }
 
 // field maps an ASCII key to its envelope member the way encoding/json
 // matches struct fields: exactly, else case-insensitively.
 func (e *envelope) field(key []byte) *json.RawMessage {
-	switch string(key) {
-	case "jsonrpc":
-		return &e.JSONRPC
-	case "id":
-		return &e.ID
-	case "method":
-		return &e.Method
-	case "params":
-		return &e.Params
-	case "result":
-		return &e.Result
-	case "error":
-		return &e.Error
+	members := [...]struct {
+		name string
+		raw  *json.RawMessage
+	}{
+		{"jsonrpc", &e.JSONRPC},
+		{"id", &e.ID},
+		{"method", &e.Method},
+		{"params", &e.Params},
+		{"result", &e.Result},
+		{"error", &e.Error},
 	}
-	if len(key) > 7 || len(key) < 2 {
+	for _, m := range members {
+		if string(key) == m.name {
+			return m.raw
+		}
+	}
+	if len(key) > len("jsonrpc") || len(key) < len("id") {
 		return nil
 	}
 	k := string(key)
-	switch {
-	case strings.EqualFold(k, "jsonrpc"):
-		return &e.JSONRPC
-	case strings.EqualFold(k, "id"):
-		return &e.ID
-	case strings.EqualFold(k, "method"):
-		return &e.Method
-	case strings.EqualFold(k, "params"):
-		return &e.Params
-	case strings.EqualFold(k, "result"):
-		return &e.Result
-	case strings.EqualFold(k, "error"):
-		return &e.Error
+	for _, m := range members {
+		if strings.EqualFold(k, m.name) {
+			return m.raw
+		}
 	}
 	return nil
 }
