@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rcpgo/rcpgo/internal/testutil/pdftest"
 )
 
 // The test binary is its own extractor child when RCPGO_INGEST_CHILD
@@ -33,12 +35,12 @@ func child(name string) Isolated {
 // bound is stopped.
 func TestIsolatedExtraction(t *testing.T) {
 	ctx := context.Background()
-	pdf := onePage("<< /Type /Pages /Kids [3 0 R] /Count 1 >>", []byte("BT /F1 12 Tf 72 712 Td (Hello isolated world) Tj ET"), "")
+	pdf := pdftest.OnePage("<< /Type /Pages /Kids [3 0 R] /Count 1 >>", []byte("BT /F1 12 Tf 72 712 Td (Hello isolated world) Tj ET"), "")
 	docs, err := child("x.pdf").ReadUpload(ctx, "x.pdf", pdf)
 	if err != nil || len(docs) != 1 || !strings.Contains(docs[0].Text, "Hello isolated world") || docs[0].Meta["format"] != "pdf" {
 		t.Fatalf("isolated extraction: %+v, %v", docs, err)
 	}
-	bomb := onePage("<< /Type /Pages /Kids [3 0 R] /Count 1 >>", deflate([]byte(strings.Repeat("BT (A) Tj ET\n", MaxPDFStreamBytes/12+10))), "/Filter /FlateDecode")
+	bomb := pdftest.OnePage("<< /Type /Pages /Kids [3 0 R] /Count 1 >>", deflate([]byte(strings.Repeat("BT (A) Tj ET\n", MaxPDFStreamBytes/12+10))), "/Filter /FlateDecode")
 	if _, err := child("b.pdf").ReadUpload(ctx, "b.pdf", bomb); err == nil || !strings.Contains(err.Error(), "expands beyond") {
 		t.Fatalf("bomb through the child: %v", err)
 	}

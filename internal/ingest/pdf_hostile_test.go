@@ -5,34 +5,12 @@ import (
 	"compress/zlib"
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rcpgo/rcpgo/internal/testutil/pdftest"
 )
-
-// buildPDF writes a PDF of the given objects (numbered from 1) with a
-// correct cross-reference table; object 1 is the catalog.
-func buildPDF(objs ...string) []byte {
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offs := make([]int, len(objs))
-	for i, o := range objs {
-		offs[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, o := range offs {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
-}
-
-func stream(dict string, data []byte) string {
-	return fmt.Sprintf("<< %s /Length %d >>\nstream\n%s\nendstream", dict, len(data), data)
-}
 
 func deflate(data []byte) []byte {
 	var b bytes.Buffer
@@ -40,18 +18,6 @@ func deflate(data []byte) []byte {
 	_, _ = w.Write(data)
 	_ = w.Close()
 	return b.Bytes()
-}
-
-const font = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
-
-// onePage is a real page whose content shows text.
-func onePage(pages string, content []byte, filter string) []byte {
-	return buildPDF(
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		pages,
-		"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
-		stream(filter, content),
-		font)
 }
 
 // Issue 33 items 3 and 4: a Pages node whose Kids point to itself pinned a
@@ -68,12 +34,12 @@ func TestHostilePDFs(t *testing.T) {
 		wantErr error  // nil: extracts
 		want    string // text it holds
 	}{
-		{"valid", onePage("<< /Type /Pages /Kids [3 0 R] /Count 1 >>", text, ""), nil, "Hello hostile world"},
-		{"kids point to their own node", buildPDF("<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [2 0 R 2 0 R] /Count 2000000000 >>"), ErrNoText, ""},
-		{"count 2e9 on one page", onePage("<< /Type /Pages /Kids [3 0 R] /Count 2000000000 >>", text, ""), nil, "Hello hostile world"},
-		{"two nodes in a cycle", buildPDF("<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 5 >>", "<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 5 >>"), ErrNoText, ""},
-		{"the same page 100 000 times", onePage("<< /Type /Pages /Kids ["+strings.Repeat("3 0 R ", 100000)+"] /Count 100000 >>", text, ""), ErrTooLarge, ""},
-		{"flate bomb", onePage("<< /Type /Pages /Kids [3 0 R] /Count 1 >>", deflate(bomb), "/Filter /FlateDecode"), ErrTooLarge, ""},
+		{"valid", pdftest.OnePage("<< /Type /Pages /Kids [3 0 R] /Count 1 >>", text, ""), nil, "Hello hostile world"},
+		{"kids point to their own node", pdftest.Assemble([]string{"<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [2 0 R 2 0 R] /Count 2000000000 >>"}, ""), ErrNoText, ""},
+		{"count 2e9 on one page", pdftest.OnePage("<< /Type /Pages /Kids [3 0 R] /Count 2000000000 >>", text, ""), nil, "Hello hostile world"},
+		{"two nodes in a cycle", pdftest.Assemble([]string{"<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 5 >>", "<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 5 >>"}, ""), ErrNoText, ""},
+		{"the same page 100 000 times", pdftest.OnePage("<< /Type /Pages /Kids ["+strings.Repeat("3 0 R ", 100000)+"] /Count 100000 >>", text, ""), ErrTooLarge, ""},
+		{"flate bomb", pdftest.OnePage("<< /Type /Pages /Kids [3 0 R] /Count 1 >>", deflate(bomb), "/Filter /FlateDecode"), ErrTooLarge, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

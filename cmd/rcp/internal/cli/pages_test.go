@@ -30,7 +30,7 @@ func pagedPDF(pages []string) []byte {
 		content := fmt.Sprintf("BT /F1 12 Tf 72 720 Td (%s) Tj ET", text)
 		objs = append(objs,
 			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 3 0 R >> >> >>", 5+2*i),
-			fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
+			pdftest.Stream("", []byte(content)))
 	}
 	return pdftest.Assemble(objs, "")
 }
