@@ -173,10 +173,17 @@ func (p *proc) settle(t *testing.T, attack string) {
 // rpc posts one JSON-RPC request and returns the error code (0: success)
 // and the HTTP status.
 func rpc(ctx context.Context, base, method, params string, hdr map[string]string) (code, status int, err error) {
+	status, b, err := post(ctx, base, method, params, hdr)
+	return codeIn(b), status, err
+}
+
+// post sends one JSON-RPC request to base's /rcp/method and returns the
+// HTTP status and the answer's body.
+func post(ctx context.Context, base, method, params string, hdr map[string]string) (int, []byte, error) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/rcp/"+method, strings.NewReader(body))
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range hdr {
@@ -184,19 +191,22 @@ func rpc(ctx context.Context, base, method, params string, hdr map[string]string
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	var w struct {
-		Error *struct {
-			Code int `json:"code"`
-		} `json:"error"`
-	}
 	b, _ := io.ReadAll(resp.Body)
-	if json.Unmarshal(b, &w) == nil && w.Error != nil {
-		return w.Error.Code, resp.StatusCode, nil
+	return resp.StatusCode, b, nil
+}
+
+// codeIn is the error code of the JSON-RPC answer b (0: none).
+func codeIn(b []byte) int {
+	var w struct {
+		Error *struct{ Code int } `json:"error"`
 	}
-	return 0, resp.StatusCode, nil
+	if json.Unmarshal(b, &w) == nil && w.Error != nil {
+		return w.Error.Code
+	}
+	return 0
 }
 
 // normal is the well-behaved client: a retrieve every 100 ms on a fresh
@@ -491,6 +501,31 @@ func TestAttackRCPD(t *testing.T) {
 // hostileEngine answers every retrieve with one 40 MB hit, and with the
 // wrong response id when the query says so (item 6).
 func hostileEngine(t *testing.T) string {
+	return fakeEngine(t, func(w http.ResponseWriter, id json.RawMessage, method string, body []byte) {
+		switch method {
+		case "initialize":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"server":{"name":"hostile","version":"1"},"capabilities":{"retrieve":{"maxK":10}},"conformance":"L1"}}`, id)
+		case "retrieve":
+			if bytes.Contains(body, []byte("uncorrelated")) {
+				fmt.Fprint(w, `{"jsonrpc":"2.0","id":"other","result":{"hits":[{"id":"huge","score":1}]}}`)
+				return
+			}
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"hits":[{"id":"huge","score":1,"text":"`, id)
+			chunk := bytes.Repeat([]byte("x"), 1<<20)
+			for range 40 {
+				w.Write(chunk)
+			}
+			fmt.Fprint(w, `"}]}}`)
+		default:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, id)
+		}
+	})
+}
+
+// fakeEngine serves an RCP engine on loopback until the test ends and
+// returns its URL: answer writes the JSON answer to each request, whose id
+// and method are decoded from body.
+func fakeEngine(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage, method string, body []byte)) string {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var req struct {
@@ -499,23 +534,7 @@ func hostileEngine(t *testing.T) string {
 		}
 		_ = json.Unmarshal(body, &req)
 		w.Header().Set("Content-Type", "application/json")
-		switch req.Method {
-		case "initialize":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"server":{"name":"hostile","version":"1"},"capabilities":{"retrieve":{"maxK":10}},"conformance":"L1"}}`, req.ID)
-		case "retrieve":
-			if bytes.Contains(body, []byte("uncorrelated")) {
-				fmt.Fprint(w, `{"jsonrpc":"2.0","id":"other","result":{"hits":[{"id":"huge","score":1}]}}`)
-				return
-			}
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"hits":[{"id":"huge","score":1,"text":"`, req.ID)
-			chunk := bytes.Repeat([]byte("x"), 1<<20)
-			for range 40 {
-				w.Write(chunk)
-			}
-			fmt.Fprint(w, `"}]}}`)
-		default:
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, req.ID)
-		}
+		answer(w, req.ID, req.Method, body)
 	})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -543,14 +562,10 @@ func TestAttackGateway(t *testing.T) {
 	}
 	attacks = append(attacks, attack{"6 hostile engine", func(t *testing.T, base string) {
 		for _, q := range []string{"bm25", "uncorrelated bm25"} {
-			req, _ := http.NewRequest(http.MethodPost, base+"/rcp/retrieve", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"`+q+`","k":3,"includeText":false}}`))
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
+			_, b, err := post(context.Background(), base, "retrieve", `{"query":"`+q+`","k":3,"includeText":false}`, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
 			if len(b) > 64<<10 {
 				t.Errorf("%q: the gateway answered %d bytes", q, len(b))
 			}
