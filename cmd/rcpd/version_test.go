@@ -8,16 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/rcpgo/rcpgo/internal/childproc"
+	"github.com/rcpgo/rcpgo/internal/testutil/childtest"
 	"github.com/rcpgo/rcpgo/internal/testutil/shared"
-	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -116,18 +114,5 @@ func initializeVersion(ctx context.Context, t *testing.T, argv []string) string 
 func startServeHTTP(t *testing.T, rcpd, data string) string {
 	t.Helper()
 	cmd := exec.Command(rcpd, "serve", "--demo", "--data", data, "--http", "127.0.0.1:0", "--log-level", "info")
-	logs := &syncbuf.Buffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { childproc.Stop(cmd, os.Interrupt, 10*time.Second) })
-	addr := regexp.MustCompile(`console=http://(\S+)/`)
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if m := addr.FindStringSubmatch(logs.String()); m != nil {
-			return "http://" + m[1]
-		}
-	}
-	t.Fatalf("rcpd serve did not log its address within 2 minutes:\n%s", logs.String())
-	return ""
+	return "http://" + childtest.Start(t, cmd, serveAddr)
 }

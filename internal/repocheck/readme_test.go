@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/childproc"
-	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
+	"github.com/rcpgo/rcpgo/internal/testutil/childtest"
 )
 
 // The README's shell blocks whose info string is "sh demo" claim to run
@@ -129,20 +128,7 @@ func startDemo(t *testing.T, rcpd string, env []string) string {
 	t.Helper()
 	cmd := exec.Command(rcpd, "serve", "--demo", "--http", "127.0.0.1:0", "--log-level", "info")
 	cmd.Env = env
-	logs := &syncbuf.Buffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { childproc.Stop(cmd, os.Interrupt, 10*time.Second) })
-	addr := regexp.MustCompile(`console=http://(\S+)/`)
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if m := addr.FindStringSubmatch(logs.String()); m != nil {
-			return m[1]
-		}
-	}
-	t.Fatalf("rcpd serve --demo did not log its address within 2 minutes:\n%s", logs.String())
-	return ""
+	return childtest.Start(t, cmd, regexp.MustCompile(`console=http://(\S+)/`))
 }
 
 // The README's Go blocks are the SDK's Example functions (rcp/example_test.go),
