@@ -115,6 +115,41 @@ func demoEngine(t *testing.T) *Engine {
 	return e
 }
 
+// goDocs reads the Go documentation the way `rcp index add` does; without
+// it the test skips (and fails under CI=true).
+func goDocs(t *testing.T) []rcp.Document {
+	t.Helper()
+	docs, err := natq.ReadGoDocs(context.Background())
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skipf("no Go documentation: %v", err)
+	}
+	return docs
+}
+
+// builtGraphEngine opens an engine with the graph on and the dense provider
+// dense, adds documents with the index/add params add, lets the dense side
+// (when there is one) settle and builds the graph.
+func builtGraphEngine(t *testing.T, dense string, add map[string]any) *Engine {
+	t.Helper()
+	e, err := Open(context.Background(), Config{Dir: t.TempDir(), Graph: true, Dense: dense,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	mustCall(t, e, rcp.MethodIndexAdd, add)
+	if e.dense != nil {
+		settle(t, e)
+	}
+	if err := e.SyncGraph(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // TestNaturalQuestionsDemo: the demo corpus's natural questions (package
 // bench/natq). go test ./engine -run TestNaturalQuestions -v prints the
 // figures of docs/rcpd.md.
@@ -146,24 +181,7 @@ func TestNaturalQuestionsGoDocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("indexes the Go documentation corpus and scores its questions; skipped with -short")
 	}
-	docs, err := natq.ReadGoDocs(context.Background())
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skipf("no Go documentation: %v", err)
-	}
-	e, err := Open(context.Background(), Config{Dir: t.TempDir(), Graph: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	mustCall(t, e, rcp.MethodIndexAdd, map[string]any{"documents": docs, "chunk": true})
-	settle(t, e)
-	if err := e.SyncGraph(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	e := builtGraphEngine(t, "", map[string]any{"documents": goDocs(t), "chunk": true})
 	natqFloors(t, natqReport(t, e, &natq.GoDocs), map[string]natq.Scores{
 		"retrieve":                 {NDCG10: 0.40, Hit3: 0.50},
 		"graph local":              {NDCG10: 0.40, Hit3: 0.40},
@@ -176,23 +194,7 @@ func TestNaturalQuestionsGoDocs(t *testing.T) {
 // graph of Go's documentation indexed with chunking, for judging junk by
 // eye (docs/rcpd.md keeps the judged lists).
 func TestGoDocsEntitySample(t *testing.T) {
-	docs, err := natq.ReadGoDocs(context.Background())
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skipf("no Go documentation: %v", err)
-	}
-	e, err := Open(context.Background(), Config{Dir: t.TempDir(), Graph: true, Dense: DenseNone,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	mustCall(t, e, rcp.MethodIndexAdd, map[string]any{"documents": docs, "chunk": true})
-	if err := e.SyncGraph(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	e := builtGraphEngine(t, DenseNone, map[string]any{"documents": goDocs(t), "chunk": true})
 	names := e.know.Graph().Names(graph.KindEntity)
 	r := rand.New(rand.NewPCG(32, 32))
 	r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
@@ -203,23 +205,7 @@ func TestGoDocsEntitySample(t *testing.T) {
 // chunking: one unit each, hundreds of kilobytes) still answer graph
 // local, and the hits cite their files. (Before: no hit at all.)
 func TestGraphLocalUnchunkedHTML(t *testing.T) {
-	docs, err := natq.ReadGoDocs(context.Background())
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skipf("no Go documentation: %v", err)
-	}
-	e, err := Open(context.Background(), Config{Dir: t.TempDir(), Graph: true, Dense: DenseNone,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	mustCall(t, e, rcp.MethodIndexAdd, map[string]any{"documents": docs[:2]}) // go_mem.html, go_spec.html
-	if err := e.SyncGraph(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	e := builtGraphEngine(t, DenseNone, map[string]any{"documents": goDocs(t)[:2]}) // go_mem.html, go_spec.html
 	for _, q := range []string{"what is a goroutine", "when is a channel send synchronized with the receive"} {
 		var r struct{ Hits []rcp.Hit }
 		if err := json.Unmarshal(mustCall(t, e, rcp.MethodGraph, map[string]any{"op": "local", "query": q}), &r); err != nil {
