@@ -60,16 +60,23 @@ func TestAgenticTools(t *testing.T) {
 // and returns an MCP session on it; everything closes with the test.
 func bridgeEngine(t *testing.T, eng *engine.Engine) *mcp.ClientSession {
 	t.Helper()
+	b, err := New(engineClient(t, eng), Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := connect(t, b)
+	return cs
+}
+
+// engineClient is an in-process RCP client of eng (a stream peer), closed
+// with the test.
+func engineClient(t *testing.T, eng *engine.Engine) *rcp.Client {
+	t.Helper()
 	cl, err := rcp.ConnectInProcess(context.Background(), rcp.NewServer(eng, &rcp.ServerOptions{Logger: discardLogger()}),
 		&rcp.ClientOptions{Info: rcp.PeerInfo{Name: "test", Version: "1"}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.Close() })
-	b, err := New(cl, Options{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, _ := connect(t, b)
-	return cs
+	return cl
 }

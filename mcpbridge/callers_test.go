@@ -90,11 +90,5 @@ func feedbackEngine(t *testing.T) *rcp.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	cl, err := rcp.ConnectInProcess(ctx, rcp.NewServer(eng, &rcp.ServerOptions{Logger: discardLogger()}),
-		&rcp.ClientOptions{Info: rcp.PeerInfo{Name: "test", Version: "1"}, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
-	return cl
+	return engineClient(t, eng)
 }

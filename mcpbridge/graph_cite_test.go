@@ -46,17 +46,7 @@ func TestGraphHitsCiteFilesOverMCP(t *testing.T) {
 	if err := eng.SyncGraph(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := rcp.ConnectInProcess(ctx, rcp.NewServer(eng, &rcp.ServerOptions{Logger: discardLogger()}),
-		&rcp.ClientOptions{Info: rcp.PeerInfo{Name: "test", Version: "1"}, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
-	b, err := New(cl, Options{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, _ := connect(t, b)
+	cs := bridgeEngine(t, eng)
 	query := "how do goroutines synchronize with channels"
 	results := map[string][]Hit{
 		"graph local": structured[GraphOutput](t, callTool(t, cs, ToolGraph, map[string]any{"op": "local", "query": query})).Hits,
