@@ -16,11 +16,42 @@ import (
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
+// binary is a command of this module built once per test binary.
+type binary struct {
+	pkg  string // ./cmd/NAME
+	once sync.Once
+	path string
+	err  error
+}
+
 var (
-	rcpdOnce sync.Once
-	rcpdPath string
-	rcpdErr  error
+	rcpdBin = &binary{pkg: "./cmd/rcpd"}
+	rcpBin  = &binary{pkg: "./cmd/rcp"}
 )
+
+// build builds b.pkg once into dir (a new temporary folder, which TestMain
+// removes, when empty) and returns the binary's path.
+func (b *binary) build(t *testing.T, dir string) string {
+	t.Helper()
+	root := shared.Root(t)
+	b.once.Do(func() {
+		if dir == "" {
+			if dir, b.err = os.MkdirTemp("", "rcp-cli-test"); b.err != nil {
+				return
+			}
+		}
+		b.path = filepath.Join(dir, filepath.Base(b.pkg))
+		build := exec.Command("go", "build", "-o", b.path, b.pkg)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
 
 // rcpdBinary builds cmd/rcpd once per test binary.
 func rcpdBinary(t *testing.T) string {
@@ -28,40 +59,16 @@ func rcpdBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds rcpd; skipped with -short")
 	}
-	root := shared.Root(t)
-	rcpdOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rcp-cli-test")
-		if err != nil {
-			rcpdErr = err
-			return
-		}
-		rcpdPath = filepath.Join(dir, "rcpd")
-		build := exec.Command("go", "build", "-o", rcpdPath, "./cmd/rcpd")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			rcpdErr = &buildError{err, string(out)}
-		}
-	})
-	if rcpdErr != nil {
-		t.Fatal(rcpdErr)
-	}
-	return rcpdPath
+	return rcpdBin.build(t, "")
 }
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return "go build ./cmd/rcpd: " + e.err.Error() + "\n" + e.out }
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(testServerEnv); mode != "" {
 		os.Exit(serveTestServer(mode))
 	}
 	code := m.Run()
-	if rcpdPath != "" {
-		os.RemoveAll(filepath.Dir(rcpdPath))
+	if rcpdBin.path != "" {
+		os.RemoveAll(filepath.Dir(rcpdBin.path))
 	}
 	os.Exit(code)
 }

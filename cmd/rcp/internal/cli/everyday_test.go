@@ -11,42 +11,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/text/encoding/charmap"
 
-	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // The tests of issue 34 ("everyday use, round two") run the built rcp and
 // rcpd binaries on files they write, as a newcomer does.
 
-var (
-	rcpOnce sync.Once
-	rcpPath string
-	rcpErr  error
-)
-
 // rcpBinary builds cmd/rcp once per test binary (beside rcpd).
 func rcpBinary(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Dir(rcpdBinary(t))
-	rcpOnce.Do(func() {
-		rcpPath = filepath.Join(dir, "rcp")
-		build := exec.Command("go", "build", "-o", rcpPath, "./cmd/rcp")
-		build.Dir = shared.Root(t)
-		if out, err := build.CombinedOutput(); err != nil {
-			rcpErr = &buildError{err, string(out)}
-		}
-	})
-	if rcpErr != nil {
-		t.Fatal(rcpErr)
-	}
-	return rcpPath
+	return rcpBin.build(t, filepath.Dir(rcpdBinary(t)))
 }
 
 // binRun runs the built rcp with args (and a deadline) and returns its exit
