@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/internal/childproc"
+	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 	"github.com/rcpgo/rcpgo/internal/testutil/shared"
 )
 
@@ -25,9 +26,9 @@ func TestOurServersCertify(t *testing.T) {
 		t.Skip("builds and runs real servers; skipped with -short")
 	}
 	bin := t.TempDir()
-	memserver := buildBinary(t, bin, "memserver", "./examples/memserver")
-	rcpd := buildBinary(t, bin, "rcpd", "./cmd/rcpd")
-	gateway := buildBinary(t, bin, "gwdemo", "./cmd/rcpd/internal/gwdemo") // rcpd gateway over three toy engines
+	memserver := gobuild.Binary(t, bin, "github.com/rcpgo/rcpgo/examples/memserver")
+	rcpd := gobuild.Binary(t, bin, "github.com/rcpgo/rcpgo/cmd/rcpd")
+	gateway := gobuild.Binary(t, bin, "github.com/rcpgo/rcpgo/cmd/rcpd/internal/gwdemo") // rcpd gateway over three toy engines
 
 	servers := []struct {
 		name  string
@@ -52,18 +53,6 @@ func TestOurServersCertify(t *testing.T) {
 			certify(t, Target{URL: "http://" + addr + "/rcp"})
 		})
 	}
-}
-
-// buildBinary builds the repository's package pkg into dir/name.
-func buildBinary(t *testing.T, dir, name, pkg string) string {
-	t.Helper()
-	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = shared.Root(t)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
 }
 
 func certify(t *testing.T, target Target) {

@@ -11,6 +11,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/analysis"
 	"github.com/rcpgo/rcpgo/engine/embed/lsa"
 	"github.com/rcpgo/rcpgo/internal/demo"
+	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 	"github.com/rcpgo/rcpgo/internal/testutil/weaviatetest"
 )
 
@@ -24,7 +25,7 @@ func TestRcpdWeaviateCertifies(t *testing.T) {
 	}
 	cl := weaviatetest.Start(t, 1)
 	bin := t.TempDir()
-	rcpd := buildBinary(t, bin, "rcpd", "./cmd/rcpd")
+	rcpd := gobuild.Binary(t, bin, "github.com/rcpgo/rcpgo/cmd/rcpd")
 	model := filepath.Join(bin, "lsa.model")
 	fitDemoLSA(t, model)
 	node := cl.Nodes[0]

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/internal/testutil/fedtest"
+	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -21,12 +21,7 @@ func buildRcpd(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds cmd/rcpd; skipped with -short")
 	}
-	bin := filepath.Join(t.TempDir(), "rcpd")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/rcpgo/rcpgo/cmd/rcpd").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build cmd/rcpd: %v\n%s", err, out)
-	}
-	return bin
+	return gobuild.Binary(t, t.TempDir(), "github.com/rcpgo/rcpgo/cmd/rcpd")
 }
 
 func docsOf(name string) []rcp.Document {

@@ -2,13 +2,12 @@ package federation_test
 
 import (
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/internal/testutil/fedtest"
+	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -148,11 +147,7 @@ func TestMemserverEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}
-	bin := filepath.Join(t.TempDir(), "memserver")
-	build := exec.Command("go", "build", "-o", bin, "github.com/rcpgo/rcpgo/examples/memserver")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build memserver: %v\n%s", err, out)
-	}
+	bin := gobuild.Binary(t, t.TempDir(), "github.com/rcpgo/rcpgo/examples/memserver")
 	_, gamma := httpEngine(t, "gamma", nil)
 	reg := &federation.Registry{Engines: []federation.EngineSpec{
 		{ID: "mem", Command: []string{bin}},

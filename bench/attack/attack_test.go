@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/internal/childproc"
+	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 )
 
 // Bounds asserted after every attack (the processes start at 20–100 MB).
@@ -64,9 +65,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	rcpdBin = filepath.Join(dir, "rcpd")
-	build := exec.Command("go", "build", "-o", rcpdBin, "github.com/rcpgo/rcpgo/cmd/rcpd")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
+	if err := gobuild.Build(rcpdBin, "github.com/rcpgo/rcpgo/cmd/rcpd"); err != nil {
 		fmt.Fprintln(os.Stderr, "attack: building rcpd:", err)
 		os.Exit(1)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
@@ -52,10 +53,7 @@ func builtRcpd(t *testing.T) string {
 		t.Skip("builds rcpd")
 	}
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "rcpd"), ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	gobuild.Binary(t, dir, "github.com/rcpgo/rcpgo/cmd/rcpd")
 	return dir
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/rcpgo/rcpgo/internal/testutil/childtest"
-	"github.com/rcpgo/rcpgo/internal/testutil/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -30,14 +30,9 @@ func TestOneVersionEverywhere(t *testing.T) {
 	}
 	const want = "v0.0.0-versiontest"
 	bin := t.TempDir()
-	for _, pkg := range []string{"./cmd/rcpd", "./cmd/rcp"} {
-		cmd := exec.Command("go", "build", "-o", bin, "-ldflags", "-X github.com/rcpgo/rcpgo/internal/buildinfo.version="+want, pkg)
-		cmd.Dir = shared.Root(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
-	rcpd, rcpCLI := filepath.Join(bin, "rcpd"), filepath.Join(bin, "rcp")
+	ldflags := "-X github.com/rcpgo/rcpgo/internal/buildinfo.version=" + want
+	rcpd := gobuild.Binary(t, bin, "github.com/rcpgo/rcpgo/cmd/rcpd", "-ldflags", ldflags)
+	rcpCLI := gobuild.Binary(t, bin, "github.com/rcpgo/rcpgo/cmd/rcp", "-ldflags", ldflags)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 

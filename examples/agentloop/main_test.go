@@ -3,12 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/testutil/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -19,14 +18,8 @@ func TestLoopAgainstRcpdDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the agent loop against a spawned rcpd; skipped with -short")
 	}
-	root := shared.Root(t)
 	dir := t.TempDir()
-	rcpd := filepath.Join(dir, "rcpd")
-	build := exec.Command("go", "build", "-o", rcpd, "./cmd/rcpd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	rcpd := gobuild.Binary(t, dir, "github.com/rcpgo/rcpgo/cmd/rcpd")
 	ctx := context.Background()
 	c, err := rcp.ConnectStdio(ctx, []string{rcpd, "serve", "--stdio", "--demo", "--data", filepath.Join(dir, "data"), "--log-level", "error"},
 		&rcp.ClientOptions{Info: rcp.PeerInfo{Name: "test", Version: "1"}})

@@ -5,47 +5,43 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/rcpgo/rcpgo/internal/testutil/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 	"github.com/rcpgo/rcpgo/internal/testutil/syncbuf"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // binary is a command of this module built once per test binary.
 type binary struct {
-	pkg  string // ./cmd/NAME
+	pkg  string // its import path
 	once sync.Once
 	path string
 	err  error
 }
 
 var (
-	rcpdBin = &binary{pkg: "./cmd/rcpd"}
-	rcpBin  = &binary{pkg: "./cmd/rcp"}
+	rcpdBin = &binary{pkg: "github.com/rcpgo/rcpgo/cmd/rcpd"}
+	rcpBin  = &binary{pkg: "github.com/rcpgo/rcpgo/cmd/rcp"}
 )
 
 // build builds b.pkg once into dir (a new temporary folder, which TestMain
 // removes, when empty) and returns the binary's path.
 func (b *binary) build(t *testing.T, dir string) string {
 	t.Helper()
-	root := shared.Root(t)
 	b.once.Do(func() {
 		if dir == "" {
 			if dir, b.err = os.MkdirTemp("", "rcp-cli-test"); b.err != nil {
 				return
 			}
 		}
-		b.path = filepath.Join(dir, filepath.Base(b.pkg))
-		build := exec.Command("go", "build", "-o", b.path, b.pkg)
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
-		}
+		b.path = filepath.Join(dir, path.Base(b.pkg))
+		b.err = gobuild.Build(b.path, b.pkg)
 	})
 	if b.err != nil {
 		t.Fatal(b.err)

@@ -2,12 +2,11 @@ package cli
 
 import (
 	"bytes"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rcpgo/rcpgo/internal/testutil/shared"
+	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 )
 
 func TestParseSignal(t *testing.T) {
@@ -28,14 +27,8 @@ func TestTransformAndFeedbackAgainstRcpd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds rcpd; skipped with -short")
 	}
-	root := shared.Root(t)
 	dir := t.TempDir()
-	rcpd := filepath.Join(dir, "rcpd")
-	build := exec.Command("go", "build", "-o", rcpd, "./cmd/rcpd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	rcpd := gobuild.Binary(t, dir, "github.com/rcpgo/rcpgo/cmd/rcpd")
 	server := []string{"--", rcpd, "serve", "--stdio", "--demo", "--data", filepath.Join(dir, "data"), "--log-level", "error"}
 	run := func(args ...string) string {
 		t.Helper()
