@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonltest"
 )
 
 type filterExpect struct {
@@ -105,24 +105,12 @@ var divergences = map[string]divergence{
 }
 
 func loadFilterCases(t testing.TB) []filterCase {
-	var out []filterCase
-	b, err := os.ReadFile(filepath.Join("testdata", "filter.jsonl")) // testdata/README.md: where it comes from
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range bytes.Lines(b) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var c filterCase
+	// testdata/README.md: where it comes from
+	return jsonltest.Load[filterCase](t, filepath.Join("testdata", "filter.jsonl"), func(line []byte, c any) error {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
-		if err := dec.Decode(&c); err != nil {
-			t.Fatalf("bad line: %v", err)
-		}
-		out = append(out, c)
-	}
-	return out
+		return dec.Decode(c)
+	})
 }
 
 func parseFields(t testing.TB, raw json.RawMessage) map[string]string {

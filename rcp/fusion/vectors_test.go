@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonltest"
 )
 
 type fusionCase struct {
@@ -87,22 +87,8 @@ func TestFusionChoicesCoverDisagreements(t *testing.T) {
 }
 
 func loadFusionCases(t testing.TB) []fusionCase {
-	var out []fusionCase
-	b, err := os.ReadFile(filepath.Join("testdata", "fusion.jsonl")) // testdata/README.md: where it comes from
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range bytes.Lines(b) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var c fusionCase
-		if err := json.Unmarshal(line, &c); err != nil {
-			t.Fatalf("bad line: %v", err)
-		}
-		out = append(out, c)
-	}
-	return out
+	// testdata/README.md: where it comes from
+	return jsonltest.Load[fusionCase](t, filepath.Join("testdata", "fusion.jsonl"), json.Unmarshal)
 }
 
 // decodeHit decodes a wire hit, mapping an absent or null score to NaN

@@ -1,18 +1,17 @@
 package vector
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/rcpgo/rcpgo/rcp"
+	"github.com/rcpgo/rcpgo/rcp/internal/jsonltest"
 )
 
 type vecExpect struct {
@@ -92,22 +91,8 @@ func TestVectorChoicesCoverDisagreements(t *testing.T) {
 }
 
 func loadVectorCases(t *testing.T) []vecCase {
-	var out []vecCase
-	b, err := os.ReadFile(filepath.Join("testdata", "vectors.jsonl")) // testdata/README.md: where it comes from
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range bytes.Lines(b) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var c vecCase
-		if err := json.Unmarshal(line, &c); err != nil {
-			t.Fatalf("bad line: %v", err)
-		}
-		out = append(out, c)
-	}
-	return out
+	// testdata/README.md: where it comes from
+	return jsonltest.Load[vecCase](t, filepath.Join("testdata", "vectors.jsonl"), json.Unmarshal)
 }
 
 func inputFloats(t *testing.T, row []any) []float64 {
