@@ -66,14 +66,14 @@ type Knowledge struct {
 	dense   *derive.Dense
 	board   *readiness.Board
 
-	g   *graph.Graph
-	b   *graph.Builder
+	g *graph.Graph
+	b *graph.Builder
 	// loaded: Open found a graph snapshot, so the graph is served (stale)
 	// while the builder catches up; without one it is building until the
 	// queue first drains.
 	loaded bool
-	mem *memory.Store
-	rt  *raptor // the summary tree; nil without a dense encoder
+	mem    *memory.Store
+	rt     *raptor // the summary tree; nil without a dense encoder
 }
 
 // Options configure the knowledge state.
@@ -359,15 +359,10 @@ func (kn *Knowledge) runGraphOp(ctx context.Context, pl *graphPlan) (*graphResul
 	seeds := graph.Seeds{Query: pl.query, IDs: pl.seeds}
 	switch pl.op {
 	case "local":
-		seeds, err := kn.graphSeeds(ctx, pl.query, pl.seeds)
+		hits, _, err := kn.graphLocal(ctx, pl)
 		if err != nil {
 			return nil, err
 		}
-		hits, err := g.Local(ctx, seeds, pl.k, pl.hops)
-		if err != nil {
-			return nil, err
-		}
-		hits = orRetrieved(hits, seeds, pl.k)
 		out, err := kn.graphHits(ctx, hits)
 		return &graphResult{Hits: &out, Usage: notesUsage(fallbackNote(hits))}, err
 	case "drift":
@@ -434,23 +429,32 @@ func wireCommunity(c *graph.Community, score *float64) rcp.Community {
 	return wc
 }
 
+// graphLocal is graph local's hits: the units around the query's seeds,
+// or the units retrieval found when the graph has none; seeds are the
+// seeds it started from.
+func (kn *Knowledge) graphLocal(ctx context.Context, pl *graphPlan) (hits []graph.UnitHit, seeds graph.Seeds, err error) {
+	seeds, err = kn.graphSeeds(ctx, pl.query, pl.seeds)
+	if err != nil {
+		return nil, seeds, err
+	}
+	hits, err = kn.g.Local(ctx, seeds, pl.k, pl.hops)
+	if err != nil {
+		return nil, seeds, err
+	}
+	return orRetrieved(hits, seeds, pl.k), seeds, nil
+}
+
 // graphDrift is DRIFT without an LLM: the local hits, follow-up queries
 // drawn from the seeds' neighbourhood (a bridge entity plus the
 // question's own words), and a sparse search for each follow-up, fused
 // with the local hits by weighted RRF (a follow-up weighs its share of the
 // rank).
 func (kn *Knowledge) graphDrift(ctx context.Context, pl *graphPlan) (*graphResult, error) {
-	g := kn.g
-	seeds, err := kn.graphSeeds(ctx, pl.query, pl.seeds)
+	local, seeds, err := kn.graphLocal(ctx, pl)
 	if err != nil {
 		return nil, err
 	}
-	local, err := g.Local(ctx, seeds, pl.k, pl.hops)
-	if err != nil {
-		return nil, err
-	}
-	local = orRetrieved(local, seeds, pl.k)
-	clues, err := g.Clues(ctx, seeds, driftFollowups, pl.hops)
+	clues, err := kn.g.Clues(ctx, seeds, driftFollowups, pl.hops)
 	if err != nil {
 		return nil, err
 	}
