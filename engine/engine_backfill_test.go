@@ -218,10 +218,7 @@ func TestSparseWritesMarkTheDenseLogBehind(t *testing.T) {
 		return quietEngine(t, Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64}})
 	}
 	e := dense()
-	if _, err := connect(t, e).IndexAdd(ctx, &rcp.IndexAddParams{Documents: topicDocs("a", 20, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, e)
+	addSettled(t, e, topicDocs("a", 20, 1))
 	e.Close()
 
 	e = quietEngine(t, Config{Dir: dir, Dense: DenseNone})

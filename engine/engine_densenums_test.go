@@ -21,13 +21,9 @@ import (
 func TestDenseRecallFollowsRewrites(t *testing.T) {
 	ctx := context.Background()
 	e := quietEngine(t, Config{Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64}})
-	c := connect(t, e)
 	docs := topicDocs("a", 40, 3)
-	if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: docs}); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, e)
-	c = connect(t, e) // a session offered dense
+	addSettled(t, e, docs)
+	c := connect(t, e) // a session offered dense
 	target := docs[0]
 	dense := func() map[string]rcp.Hit {
 		t.Helper()
@@ -76,10 +72,7 @@ func TestKeyNumsWarmedAtOpen(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{Dir: dir, Dense: DenseOpenAI, DenseProvider: &hashProvider{id: "hash", dim: 64}}
 	e := quietEngine(t, cfg)
-	if _, err := connect(t, e).IndexAdd(ctx, &rcp.IndexAddParams{Documents: topicDocs("a", 60, 3)}); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, e)
+	addSettled(t, e, topicDocs("a", 60, 3))
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -53,12 +53,8 @@ func pageThrough(t *testing.T, c *rcp.Client, q rcp.RetrieveParams, between func
 func TestDenseAndHybridPaging(t *testing.T) {
 	ctx := context.Background()
 	e := quietEngine(t, Config{MinFitDocs: 20})
-	c := connect(t, e)
-	if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: topicDocs("a", 80, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, e)
-	c = connect(t, e) // offered dense and hybrid
+	addSettled(t, e, topicDocs("a", 80, 1))
+	c := connect(t, e) // offered dense and hybrid
 	writes := 0
 	write := func(int) {
 		writes++

@@ -138,12 +138,8 @@ func testTreeNodeAfterWrites(t *testing.T, dense func(*Config), found bool) {
 func TestEmbedOutOfVocabulary(t *testing.T) {
 	ctx := context.Background()
 	e := quietEngine(t, Config{MinFitDocs: 20})
+	addSettled(t, e, topicDocs("a", 40, 1))
 	c := connect(t, e)
-	if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: topicDocs("a", 40, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, e)
-	c = connect(t, e)
 	if !*c.Capabilities().Embed.Normalized {
 		t.Fatal("LSA advertises normalized")
 	}
@@ -164,12 +160,8 @@ func TestEmbedOutOfVocabulary(t *testing.T) {
 func TestDenseReadYourWrites(t *testing.T) {
 	ctx := context.Background()
 	e := quietEngine(t, Config{MinFitDocs: 20, refitQuiet: time.Hour})
+	addSettled(t, e, topicDocs("a", 40, 1))
 	c := connect(t, e)
-	if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: topicDocs("a", 40, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, e)
-	c = connect(t, e)
 	for i := range 5 {
 		id := fmt.Sprintf("fresh%d", i)
 		if _, err := c.IndexAdd(ctx, &rcp.IndexAddParams{Documents: []rcp.Document{{ID: id, Text: "piston torque gear crank valve exhaust fuel engine"}}}); err != nil {

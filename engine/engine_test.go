@@ -65,6 +65,16 @@ func settle(t testing.TB, e *Engine) {
 	}
 }
 
+// addSettled adds docs through a client of e and waits for the dense
+// side to take them in (fitted, once MinFitDocs are there).
+func addSettled(t *testing.T, e *Engine, docs []rcp.Document) {
+	t.Helper()
+	if _, err := connect(t, e).IndexAdd(context.Background(), &rcp.IndexAddParams{Documents: docs}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e)
+}
+
 // call invokes method with params (any JSON-marshallable value or a raw
 // string) and validates a successful result against the schema.
 func call(t testing.TB, e *Engine, method string, params any) (json.RawMessage, *rcp.Error) {
