@@ -24,6 +24,21 @@ func buildRcpd(t *testing.T) string {
 	return gobuild.Binary(t, t.TempDir(), "github.com/rcpgo/rcpgo/cmd/rcpd")
 }
 
+// hitOrigins retrieves k hits for query through the gateway client c and
+// counts them by the engine they came from.
+func hitOrigins(ctx context.Context, t *testing.T, c *rcp.Client, query string, k int) (map[string]int, *rcp.RetrieveResult) {
+	t.Helper()
+	res, err := c.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery(query), K: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := map[string]int{}
+	for _, h := range res.Hits {
+		from[h.Meta["engine"].(string)]++
+	}
+	return from, res
+}
+
 func docsOf(name string) []rcp.Document {
 	var docs []rcp.Document
 	for _, d := range fedtest.Corpora[name] {
@@ -92,14 +107,7 @@ func TestRcpdEngines(t *testing.T) {
 	}}
 	_, s := gatewayOver(t, reg, nil)
 	gc := dial(t, s.URL, nil)
-	res, err := gc.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("federated search fusion ranked results"), K: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	from := map[string]int{}
-	for _, h := range res.Hits {
-		from[h.Meta["engine"].(string)]++
-	}
+	from, res := hitOrigins(ctx, t, gc, "federated search fusion ranked results", 6)
 	t.Logf("origins %v, notes %q", from, res.Usage.Notes)
 	if from["rcpd-stdio"] == 0 || from["rcpd-http"] == 0 {
 		t.Errorf("origins = %v", from)

@@ -163,14 +163,7 @@ func TestMemserverEngine(t *testing.T) {
 
 	_, s := gatewayOver(t, reg, nil)
 	c := dial(t, s.URL, nil)
-	res, err := c.Retrieve(ctx, &rcp.RetrieveParams{Query: rcp.TextQuery("eiffel tower paris seine"), K: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	from := map[string]int{}
-	for _, h := range res.Hits {
-		from[h.Meta["engine"].(string)]++
-	}
+	from, _ := hitOrigins(ctx, t, c, "eiffel tower paris seine", 5)
 	if from["mem"] == 0 || from["gamma"] == 0 {
 		t.Errorf("origins = %v", from)
 	}

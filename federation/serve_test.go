@@ -9,12 +9,43 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
 	"github.com/rcpgo/rcpgo/rcp"
 )
+
+// runServe runs Gateway.Serve for a gateway over reg with opts (its
+// server logging nowhere) until stop is called or the test ends, then
+// closes the gateway: stop cancels Serve, which must return nil within
+// 15 s.
+func runServe(t *testing.T, reg *federation.Registry, opts federation.ServeOptions) (stop func()) {
+	t.Helper()
+	gw := federation.NewGateway(reg, &federation.GatewayOptions{Federation: federation.Options{Client: clientOpts(), Logger: quiet}})
+	opts.Server = &rcp.ServerOptions{Logger: quiet}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gw.Serve(ctx, opts) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Serve: %v", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Error("Serve did not return after cancel")
+			}
+			_ = gw.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
 
 func writeRegistry(t *testing.T, reg *federation.Registry) string {
 	t.Helper()
@@ -74,21 +105,8 @@ func TestServeHTTPSelfListing(t *testing.T) {
 		{ID: "beta", URL: beta.URL},
 		{ID: "me", URL: "http://" + ln.Addr().String() + "/rcp"},
 	}}
-	gw := federation.NewGateway(reg, &federation.GatewayOptions{Federation: federation.Options{Client: clientOpts(), Logger: quiet}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	start := time.Now()
-	go func() {
-		done <- gw.Serve(ctx, federation.ServeOptions{Listener: ln, HTTP: &rcp.HTTPOptions{Sessions: rcp.SessionStateful},
-			Server: &rcp.ServerOptions{Logger: quiet}})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		_ = gw.Close()
-	})
+	runServe(t, reg, federation.ServeOptions{Listener: ln, HTTP: &rcp.HTTPOptions{Sessions: rcp.SessionStateful}})
 	c := dial(t, "http://"+ln.Addr().String()+"/rcp", nil)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("start took %v", took)
@@ -109,21 +127,14 @@ func TestServeHTTPMount(t *testing.T) {
 	_, beta := httpEngine(t, "beta", nil)
 	ln := listen(t)
 	reg := &federation.Registry{Engines: []federation.EngineSpec{{ID: "beta", URL: beta.URL}}}
-	gw := federation.NewGateway(reg, &federation.GatewayOptions{Federation: federation.Options{Client: clientOpts(), Logger: quiet}})
-	defer gw.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- gw.Serve(ctx, federation.ServeOptions{Listener: ln, HTTP: &rcp.HTTPOptions{BearerTokens: []string{"tok"}},
-			Server: &rcp.ServerOptions{Logger: quiet},
-			Mount: func(mux *http.ServeMux, srv *rcp.Server) {
-				msg := "console"
-				if srv == nil {
-					msg = "no server"
-				}
-				mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, msg) })
-			}})
-	}()
+	stop := runServe(t, reg, federation.ServeOptions{Listener: ln, HTTP: &rcp.HTTPOptions{BearerTokens: []string{"tok"}},
+		Mount: func(mux *http.ServeMux, srv *rcp.Server) {
+			msg := "console"
+			if srv == nil {
+				msg = "no server"
+			}
+			mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, msg) })
+		}})
 	base := "http://" + ln.Addr().String()
 	c := dial(t, base+"/rcp", &rcp.ClientOptions{BearerToken: "tok"})
 	if res, err := retrieve(t, c, "dense retrieval", 3, nil); err != nil || len(res.Hits) == 0 {
@@ -146,15 +157,7 @@ func TestServeHTTPMount(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("ping without the token: %d", resp.StatusCode)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("Serve did not return after cancel")
-	}
+	stop()
 }
 
 // With routes mounted (the console, on by default) the gateway's listener
@@ -166,16 +169,8 @@ func TestServeHTTPMountLimits(t *testing.T) {
 	_, beta := httpEngine(t, "beta", nil)
 	ln := listen(t)
 	reg := &federation.Registry{Engines: []federation.EngineSpec{{ID: "beta", URL: beta.URL}}}
-	gw := federation.NewGateway(reg, &federation.GatewayOptions{Federation: federation.Options{Client: clientOpts(), Logger: quiet}})
-	defer gw.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- gw.Serve(ctx, federation.ServeOptions{Listener: ln, HTTP: &rcp.HTTPOptions{Limits: rcp.HTTPLimits{MaxConns: 2}},
-			Server: &rcp.ServerOptions{Logger: quiet},
-			Mount:  func(mux *http.ServeMux, _ *rcp.Server) {}})
-	}()
-	defer func() { cancel(); <-done }()
+	runServe(t, reg, federation.ServeOptions{Listener: ln, HTTP: &rcp.HTTPOptions{Limits: rcp.HTTPLimits{MaxConns: 2}},
+		Mount: func(mux *http.ServeMux, _ *rcp.Server) {}})
 	var conns []net.Conn
 	for range 4 {
 		c, err := net.Dial("tcp", ln.Addr().String())
