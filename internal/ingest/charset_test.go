@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"crypto/rand"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,11 +94,7 @@ func TestReadFileCharsetAndSniffing(t *testing.T) {
 		"blob":       {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0},
 		"notes.log":  []byte("a log line"),
 	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 	ctx := context.Background()
 	docs, err := ReadFile(ctx, filepath.Join(dir, "latin1.txt"))
 	if err != nil || !strings.Contains(docs[0].Text, "Café crème") || docs[0].Meta[MetaCharset] == nil || docs[0].Meta[MetaCharsetFrom] == nil {

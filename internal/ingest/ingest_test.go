@@ -29,6 +29,16 @@ func minimalPDF(title, text string) []byte {
 	return pdftest.Assemble(objs, "/Info 6 0 R")
 }
 
+// writeFiles writes each of files (name → content) into dir.
+func writeFiles(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestReadFileFormats(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string][]byte{
@@ -41,11 +51,7 @@ func TestReadFileFormats(t *testing.T) {
 		".hidden.txt": []byte("skip me"),
 		"image.png":   []byte("not text"),
 	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 	paths, skipped, err := Collect([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -160,11 +166,7 @@ func TestReadFileEncodingsAndFormats(t *testing.T) {
 		"book.adoc":   []byte("= AsciiDoc book\n\nChapter text.\n"),
 		"main.go":     []byte("package main\n\nfunc main() {}\n"),
 	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 	paths, skipped, err := Collect([]string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
