@@ -40,7 +40,8 @@ type checks struct {
 // over engine.db, the index's deferred checksums); Close stops them.
 func (d *Dir) StartChecks(log *slog.Logger, each ...func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	d.checks = &checks{done: outcome.New(), cancel: cancel}
+	c := &checks{done: outcome.New(), cancel: cancel}
+	d.checks.Store(c)
 	go func() {
 		start := time.Now()
 		var err error
@@ -57,35 +58,39 @@ func (d *Dir) StartChecks(log *slog.Logger, each ...func(context.Context) error)
 			err = fmt.Errorf("engine: %w%s", err, RepairHint(err))
 			log.Error("engine: the data directory is damaged; every request is refused", "err", err)
 		}
-		d.checks.done.Finish(err)
+		c.done.Finish(err)
 	}()
 }
 
 // StopChecks ends the checks and waits for them.
 func (d *Dir) StopChecks() {
-	if d.checks != nil {
-		d.checks.cancel()
-		<-d.checks.done.Done()
+	if c := d.checks.Load(); c != nil {
+		c.cancel()
+		<-c.done.Done()
 	}
 }
 
 // Checking reports whether the checks after Open have not passed yet
 // (they run, or found damage): until they pass, a request may read a
 // damaged page.
-func (d *Dir) Checking() bool { return d.checks != nil && !d.checks.done.Passed() }
+func (d *Dir) Checking() bool {
+	c := d.checks.Load()
+	return c != nil && !c.done.Passed()
+}
 
 // Verified waits for the checks that Open leaves to the background and
 // returns the damage they found (nil: none), or ctx's error if it ends
 // first.
-func (d *Dir) Verified(ctx context.Context) error { return d.checks.done.Wait(ctx) }
+func (d *Dir) Verified(ctx context.Context) error { return d.checks.Load().done.Wait(ctx) }
 
 // Damage is what the finished checks found: nil while they run, when they
 // passed, or when Close stopped them.
 func (d *Dir) Damage() error {
-	if d.checks == nil {
+	c := d.checks.Load()
+	if c == nil {
 		return nil
 	}
-	if err, finished := d.checks.done.Result(); finished && !errors.Is(err, context.Canceled) {
+	if err, finished := c.done.Result(); finished && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil

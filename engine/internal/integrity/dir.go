@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
@@ -36,7 +37,9 @@ type Dir struct {
 	release  func()
 	tmp      string
 	watch    *dirWatch
-	checks   *checks
+	// checks is set once by StartChecks, while background work may
+	// already ask Health.
+	checks atomic.Pointer[checks]
 }
 
 // Take takes dir's lock for holder. When another process holds it and
