@@ -83,10 +83,11 @@ func indexLine(c *rcp.Capabilities, vendor *rcp.RCPGoCap) string {
 		return "read-only: " + why
 	}
 	s := "writable"
-	for name, on := range map[string]bool{"chunking": ix.Chunking, "contextual": ix.Contextual} {
-		if on {
-			s += ", " + name
-		}
+	if ix.Chunking {
+		s += ", chunking"
+	}
+	if ix.Contextual {
+		s += ", contextual"
 	}
 	if vendor != nil && vendor.Limits != nil {
 		l := vendor.Limits
