@@ -12,6 +12,7 @@ import (
 	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/engine/internal/integrity"
 	"github.com/rcpgo/rcpgo/engine/internal/models"
+	"github.com/rcpgo/rcpgo/engine/internal/readiness"
 	"github.com/rcpgo/rcpgo/engine/internal/retrieval"
 	"github.com/rcpgo/rcpgo/engine/internal/writer"
 	"github.com/rcpgo/rcpgo/engine/memory"
@@ -52,6 +53,8 @@ var errorTable = []struct {
 		message: "invalid params: " + tooManyTerms, detail: tooManyTerms},
 	{err: derive.ErrRebuilding, code: rcp.CodeBackendUnavailable, message: "the dense index is being rebuilt", retryable: &yes,
 		retryAfterMs: 5000},
+	{err: readiness.ErrBuilding, code: rcp.CodeBackendUnavailable, message: "not built yet", retryable: &yes, retryAfterMs: 1000},
+	{err: readiness.ErrWaiting, code: rcp.CodeBackendUnavailable, message: "cannot be built yet", retryable: &no},
 	{err: derive.ErrDamaged, code: rcp.CodeBackendUnavailable, message: "the dense index is damaged on disk and is being rebuilt", retryable: &no},
 	{err: search.ErrUnavailable, code: rcp.CodeBackendUnavailable, message: "the backend is unavailable", retryable: &yes},
 	{err: memory.ErrNotFound, code: rcp.CodeNotFound, message: "unknown memoryId"},
@@ -93,6 +96,10 @@ func (e *Engine) rpcError(ctx context.Context, method string, err error) error {
 			re.Data.Option = f.Option
 			if f.Detail != "" {
 				re.Data.Detail = f.Detail
+			}
+			if f.RetryAfterMs > 0 {
+				after := f.RetryAfterMs
+				re.Data.RetryAfterMs = &after
 			}
 		}
 		return re

@@ -14,6 +14,9 @@ type Error struct {
 	// Field and Option name what in the request caused it; Detail says
 	// what to do about it (error.data).
 	Field, Option, Detail string
+	// RetryAfterMs, when set, replaces the table's error.data.retryAfterMs
+	// (how long this occurrence expects the client to wait).
+	RetryAfterMs int64
 }
 
 func (e *Error) Error() string {

@@ -20,10 +20,12 @@ package readiness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -216,16 +218,23 @@ func Budget(ctx context.Context, now time.Time) time.Duration {
 	return left - max(left/20, 50*time.Millisecond)
 }
 
-// NotReady is the -32010 a call gets on a structure (named label) that is
-// not built, in state s: retryable with retryAfterMs while it is building,
-// not retryable while it is waiting for data.
-func NotReady(label string, s rcp.DerivedState) *rcp.Error {
+// Errors the engine's error table translates (-32010).
+var (
+	// ErrBuilding: the structure is being built; retry after the
+	// fault.Error's RetryAfterMs.
+	ErrBuilding = errors.New("not built yet")
+	// ErrWaiting: the structure cannot be built until more data comes;
+	// retrying sooner does not help.
+	ErrWaiting = errors.New("cannot be built yet")
+)
+
+// NotReady is the error a call gets on a structure (named label) that is
+// not built, in state s: ErrBuilding with retryAfterMs while it is
+// building, ErrWaiting while it waits for data.
+func NotReady(label string, s rcp.DerivedState) error {
 	if s.State == rcp.StateWaiting {
-		no := false
-		return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: label + " cannot be built yet",
-			Data: &rcp.ErrorData{Retryable: &no, Detail: s.Detail}}
+		return &fault.Error{Err: ErrWaiting, Message: label + " cannot be built yet", Detail: s.Detail}
 	}
-	yes := true
 	after := int64(1000)
 	if s.ETAMs > 0 {
 		after = min(max(s.ETAMs, 250), 60_000)
@@ -241,8 +250,8 @@ func NotReady(label string, s rcp.DerivedState) *rcp.Error {
 	if s.Detail != "" {
 		detail += "; " + s.Detail
 	}
-	return &rcp.Error{Code: rcp.CodeBackendUnavailable, Message: label + " is not built yet",
-		Data: &rcp.ErrorData{Retryable: &yes, RetryAfterMs: &after, Detail: detail + "; retry after retryAfterMs"}}
+	return &fault.Error{Err: ErrBuilding, Message: label + " is not built yet",
+		Detail: detail + "; retry after retryAfterMs", RetryAfterMs: after}
 }
 
 // Note is the usage note of an answer served from a stale structure ("" when

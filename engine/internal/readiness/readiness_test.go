@@ -2,11 +2,13 @@ package readiness
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/engine/internal/fault"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -123,12 +125,12 @@ func TestWaitAnswersBeforeTheDeadline(t *testing.T) {
 	start := time.Now()
 	_, err := b.Wait(ctx, "dense")
 	took := time.Since(start)
-	e, ok := rcp.AsError(err)
-	if !ok || e.Code != rcp.CodeBackendUnavailable || !e.Retryable() || e.Data.RetryAfterMs == nil || *e.Data.RetryAfterMs < 250 {
+	var e *fault.Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrBuilding) || e.RetryAfterMs < 250 {
 		t.Fatalf("%v", err)
 	}
-	if !strings.Contains(e.Data.Detail, "1/4 units") {
-		t.Fatalf("detail %q", e.Data.Detail)
+	if !strings.Contains(e.Detail, "1/4 units") {
+		t.Fatalf("detail %q", e.Detail)
 	}
 	if took >= 300*time.Millisecond || ctx.Err() != nil {
 		t.Fatalf("answered after %v: past the deadline", took)
@@ -140,8 +142,8 @@ func TestWaitOnWaitingStructure(t *testing.T) {
 	b := New()
 	b.Add("dense", "the dense index", func() Observation { return Observation{Waiting: "LSA needs ≥ 20 documents; 1 indexed"} })
 	_, err := b.Wait(context.Background(), "dense")
-	e, _ := rcp.AsError(err)
-	if e.Code != rcp.CodeBackendUnavailable || e.Retryable() || !strings.Contains(e.Data.Detail, "1 indexed") {
+	var e *fault.Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrWaiting) || !strings.Contains(e.Detail, "1 indexed") {
 		t.Fatalf("%v", err)
 	}
 }
