@@ -100,7 +100,12 @@ type Client struct {
 	redial     func(ctx context.Context) (clientTransport, error)
 	closeFirst bool
 	reinitMu   sync.Mutex
-	retiring   sync.WaitGroup // old connections closing after re-initialization
+	// swapMu orders a call's registration on a session (clientConn.calls)
+	// against that session's retirement: a call either registers before
+	// the retirement, and is waited for, or sees the session retired and
+	// goes to its successor without having sent anything.
+	swapMu   sync.RWMutex
+	retiring sync.WaitGroup // old connections closing after re-initialization
 	// abandoned is set when a call gave up waiting for its answer (its
 	// context ended) or the server answered it -32014: the server is not
 	// keeping up, so Close waits for it only briefly.
@@ -120,9 +125,32 @@ const (
 // clientConn is one session: its connection and what its initialize
 // answered. A re-initialization replaces it (Client.reinitialize).
 type clientConn struct {
-	tr    clientTransport
-	init  InitializeResult
-	calls sync.WaitGroup // calls in flight on tr
+	tr      clientTransport
+	init    InitializeResult
+	calls   sync.WaitGroup // calls in flight on tr
+	retired bool           // replaced by a re-initialization (guarded by Client.swapMu)
+}
+
+// errRetired: the session was retired before the request was sent on it.
+var errRetired = errors.New("rcp: the session was replaced before the request was sent")
+
+// enter registers a call on cc unless cc is retired.
+func (c *Client) enter(cc *clientConn) bool {
+	c.swapMu.RLock()
+	defer c.swapMu.RUnlock()
+	if cc.retired {
+		return false
+	}
+	cc.calls.Add(1)
+	return true
+}
+
+// retire marks cc replaced: calls that have not registered on it yet go to
+// its successor instead.
+func (c *Client) retire(cc *clientConn) {
+	c.swapMu.Lock()
+	cc.retired = true
+	c.swapMu.Unlock()
 }
 
 // clientTransport moves requests and notifications.
@@ -256,6 +284,18 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		return fmt.Errorf("rcp: %s: encoding params: %w", method, err)
 	}
 	err = c.doOn(ctx, cc, method, raw, result)
+	if errors.Is(err, errRetired) {
+		// Nothing was sent: the call goes to the session that replaced cc.
+		next, rerr := c.reinitialize(ctx, cc)
+		if rerr != nil {
+			return rerr
+		}
+		if gerr := gate(&next.init.Capabilities, method); gerr != nil {
+			return gerr
+		}
+		cc = next
+		err = c.doOn(ctx, cc, method, raw, result)
+	}
 	var e *Error
 	if !errors.As(err, &e) || !e.CapabilitiesChanged() || c.opts.NoReinitialize || method == MethodShutdown {
 		return err
@@ -291,6 +331,7 @@ func (c *Client) reinitialize(ctx context.Context, failed *clientConn) (*clientC
 	if c.closeFirst {
 		// The command's resources (rcpd's data directory lock) go with the
 		// old process: let the calls in flight finish (bounded), then end it.
+		c.retire(failed)
 		waitFor(&failed.calls, c.closeGrace())
 		_ = failed.tr.close(c.closeGrace())
 	}
@@ -305,6 +346,7 @@ func (c *Client) reinitialize(ctx context.Context, failed *clientConn) (*clientC
 	}
 	c.cur.Store(cc)
 	if !c.closeFirst {
+		c.retire(failed)
 		c.retiring.Add(1)
 		go func() {
 			defer c.retiring.Done()
@@ -471,7 +513,9 @@ func retrySafe(method string, params json.RawMessage) bool {
 // once sends one request: it attaches _meta.progressToken when the context
 // asks for progress and _meta.deadlineMs when it has a deadline (§16.2).
 func (c *Client) once(ctx context.Context, cc *clientConn, method string, params json.RawMessage) (*response, error) {
-	cc.calls.Add(1)
+	if !c.enter(cc) {
+		return nil, errRetired
+	}
 	defer cc.calls.Done()
 	id := c.nextID.Add(1)
 	progress, _ := ctx.Value(progressKey{}).(func(ProgressParams))

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // generations is a handler whose sessions negotiate the current
@@ -277,5 +278,40 @@ func TestClientReinitializesStdio(t *testing.T) {
 	res, err = c.Retrieve(context.Background(), q)
 	if err != nil || res.Hits[0].ID.String() != "proc-1" {
 		t.Fatalf("after the change: %v %+v", err, res)
+	}
+}
+
+// A call that picks the session up just as a concurrent re-initialization
+// retires it is sent on the new session, never failed with "connection
+// closed" (the retiring session's close could run before the late call
+// registered itself: TestClientReinitializes failed 1 run in 8).
+func TestCallsRacingARetirementUseTheNewSession(t *testing.T) {
+	checkNoLeaks(t)
+	g := &generations{}
+	c, err := ConnectInProcess(context.Background(), NewServer(g, &ServerOptions{Logger: quietLogger()}), &ClientOptions{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	q := &RetrieveParams{Query: TextQuery("q"), K: 1}
+	for round := 0; round < 100; round++ {
+		g.advance()
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(i*i) * 5 * time.Microsecond) // staggered: some start during the swap
+				if _, err := c.Retrieve(context.Background(), q); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
 	}
 }
