@@ -78,6 +78,16 @@ var issue33Attacks = []attack{
 		long := strings.Repeat(typos.String(), 17)[:64<<10-1]
 		expectCode(t, "64 KiB rewrite", codeIn(call33(t, base, "r-secret", "retrieve", map[string]any{"query": long, "k": 3, "rewrite": "rewrite"})), -32602)
 	}},
+	{"PRF on a long query", func(t *testing.T, base string) {
+		// RM3 expansion runs a first sparse pass and reads its top documents:
+		// bounded by the documents it reads, not by the query (measured: a
+		// 39 KB query with PRF, 18 ms and 0.02 s of server CPU on the demo).
+		long := strings.Repeat("bm25 ranking dense retrieval fusion posting ", 60<<10/44)
+		prf := map[string]any{"x-rcpgo/prf": true}
+		expectCode(t, "60 KiB with PRF", codeIn(call33(t, base, "r-secret", "retrieve", map[string]any{"query": long, "k": 10, "_meta": prf})), 0, -32602)
+		expectCode(t, "60 KiB with PRF and multi-query", codeIn(call33(t, base, "r-secret", "retrieve",
+			map[string]any{"query": long, "k": 10, "rewrite": "multi-query", "_meta": prf})), -32602)
+	}},
 	{"33.3-4 hostile PDFs", func(t *testing.T, base string) {
 		text := []byte("BT /F1 12 Tf 72 712 Td (Hello) Tj ET")
 		var z bytes.Buffer
