@@ -268,7 +268,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := readBody(r, h.opts.MaxBodyBytes)
 	if errors.Is(err, ErrBodyBudget) {
-		refuseBusy(w)
+		refuseBusy(w, r)
 		return
 	}
 	if err != nil {

@@ -96,7 +96,7 @@ func (b *bodyBudget) handler(h http.Handler) http.Handler {
 			ok := b.take(ctx, n)
 			cancel()
 			if !ok {
-				refuseBusy(w)
+				refuseBusy(w, r)
 				return
 			}
 			defer b.give(n)
@@ -111,14 +111,32 @@ func (b *bodyBudget) handler(h http.Handler) http.Handler {
 }
 
 // refuseBusy answers a request the budget has no room for: 503, with a
-// JSON-RPC error every face's client understands.
-func refuseBusy(w http.ResponseWriter) {
+// JSON-RPC error every face's client understands. The body is not kept:
+// what the client is still sending is discarded (up to drainLimit, for at
+// most drainWait) so that it reads the 503 — closing with the body unread
+// resets the connection, and the client sees "connection reset by peer"
+// instead of a retryable refusal.
+func refuseBusy(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Retry-After", "1")
-	w.Header().Set("Connection", "close") // its body stays unread
+	w.Header().Set("Connection", "close")
 	writeJSON(w, http.StatusServiceUnavailable, errorFrame(nil, &Error{Code: CodeRateLimited,
 		Message: "the server is reading too many large request bodies; retry shortly",
 		Data:    &ErrorData{Retryable: ptr(true), RetryAfterMs: ptr(int64(1000))}}))
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	_ = rc.SetReadDeadline(time.Now().Add(drainWait))
+	body := r.Body
+	if bb, ok := body.(*budgetedBody); ok {
+		body = bb.ReadCloser // past the budget: discarding holds nothing
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainLimit))
 }
+
+// How much of a refused body refuseBusy discards, and for how long.
+const (
+	drainLimit = 32 << 20
+	drainWait  = 2 * time.Second
+)
 
 // budgetedBody takes budget for the bytes it reads beyond smallBody.
 type budgetedBody struct {
