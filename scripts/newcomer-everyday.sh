@@ -108,8 +108,8 @@ rcp index add "$big" --chunk --batch 1 "${srv[@]}" >"$work/out" 2>&1 &
 adder=$!
 # Interrupt while it sends: its server is spawned once the files are read.
 for _ in $(seq 1 600); do pgrep -P $adder >/dev/null && break; sleep 0.1; done
-sleep 4
-kill -INT $adder
+sleep 1
+kill -INT $adder 2>/dev/null || true # on a quiet machine the add may be done already
 rc=0
 wait $adder || rc=$?
 grep -v "^indexing" "$work/out" || true
