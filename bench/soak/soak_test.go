@@ -306,7 +306,6 @@ func goTool() string {
 	return "go"
 }
 
-
 // stop sends SIGTERM, then SIGKILL after 15 s; it reports an unclean exit.
 func (s *server) stop() error {
 	s.once.Do(func() {
