@@ -2,8 +2,6 @@ package llm
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,13 +37,7 @@ var _ embed.Scorer = (*Reranker)(nil)
 
 // NewReranker grades with chat.
 func NewReranker(chat Chat) *Reranker {
-	return &Reranker{chat: chat, PerCall: 10, MaxPassageChars: 4000, nonce: randomNonce}
-}
-
-func randomNonce() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return &Reranker{chat: chat, PerCall: 10, MaxPassageChars: 4000, nonce: Nonce}
 }
 
 // Identity names the chat model.

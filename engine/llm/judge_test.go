@@ -83,7 +83,7 @@ func TestReranker(t *testing.T) {
 }
 
 func TestRandomNonceDiffers(t *testing.T) {
-	a, b := randomNonce(), randomNonce()
+	a, b := Nonce(), Nonce()
 	if a == b || len(a) != 16 {
 		t.Errorf("nonces %q %q", a, b)
 	}

@@ -6,7 +6,11 @@
 // the summary tree, rerank) know nothing else about them.
 package llm
 
-import "context"
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+)
 
 // Chat is a chat model.
 type Chat interface {
@@ -20,4 +24,13 @@ type Chat interface {
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+}
+
+// Nonce is a fresh random tag for the delimiters that mark text sent to a
+// model as data (<query-NONCE>…</query-NONCE>): text cannot close a tag it
+// cannot guess (§15.2).
+func Nonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -2,8 +2,6 @@ package transform
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -48,12 +46,6 @@ func Messages(method, query string, n int, nonce string) []llm.Message {
 	}
 }
 
-func newNonce() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // WithModel runs req on chat alone, with no offline fallback: for callers
 // that must know the model answered, like the MCP bridge running hyde and
 // rewrite on its client's model through sampling.
@@ -69,7 +61,7 @@ func WithModel(ctx context.Context, chat llm.Chat, req Request) (Result, error) 
 }
 
 func chatTransform(ctx context.Context, chat llm.Chat, method, query string, n int) (Result, error) {
-	reply, err := chat.Complete(ctx, Messages(method, query, n, newNonce()))
+	reply, err := chat.Complete(ctx, Messages(method, query, n, llm.Nonce()))
 	if err != nil {
 		return Result{}, fmt.Errorf("transform: chat: %w", err)
 	}

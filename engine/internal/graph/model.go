@@ -10,8 +10,6 @@ package graph
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -40,9 +38,7 @@ type ModelTriple struct {
 
 // AskTriples asks chat for the triples of text.
 func AskTriples(ctx context.Context, chat llm.Chat, text string) ([]ModelTriple, error) {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	nonce := hex.EncodeToString(b[:])
+	nonce := llm.Nonce()
 	text = truncate(strings.ReplaceAll(text, nonce, ""), modelTextBytes)
 	reply, err := chat.Complete(ctx, []llm.Message{
 		{Role: "system", Content: fmt.Sprintf(modelTriplesSystem, nonce)},

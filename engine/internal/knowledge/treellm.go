@@ -12,8 +12,6 @@ package knowledge
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -82,14 +80,8 @@ func (kn *Knowledge) summarizeTree(ctx context.Context, ts *treeSummaries, t *tr
 	return calls
 }
 
-func clusterSummary(ctx context.Context, chat interface {
-	Complete(context.Context, []llm.Message) (string, error)
-}, n *tree.Node, text func(id string) string) (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	nonce := hex.EncodeToString(b[:])
+func clusterSummary(ctx context.Context, chat llm.Chat, n *tree.Node, text func(id string) string) (string, error) {
+	nonce := llm.Nonce()
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "<passages-%s>\n", nonce)
 	for _, id := range n.Central[:min(treeLLMMembers, len(n.Central))] {
