@@ -288,7 +288,8 @@ func TestClientReinitializesStdio(t *testing.T) {
 func TestCallsRacingARetirementUseTheNewSession(t *testing.T) {
 	checkNoLeaks(t)
 	g := &generations{}
-	c, err := ConnectInProcess(context.Background(), NewServer(g, &ServerOptions{Logger: quietLogger()}), &ClientOptions{Logger: quietLogger()})
+	c, err := ConnectInProcess(context.Background(), NewServer(g, &ServerOptions{Logger: quietLogger()}),
+		&ClientOptions{Logger: quietLogger(), Timeout: 10 * time.Second}) // every call, so every wait, is bounded
 	if err != nil {
 		t.Fatal(err)
 	}

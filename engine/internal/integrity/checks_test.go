@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The engine's background work (the deriver asks Writable before each
@@ -32,7 +33,9 @@ func TestHealthWhileChecksStart(t *testing.T) {
 		}
 	}()
 	d.StartChecks(slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context) error { return damaged })
-	if err := d.Verified(context.Background()); !errors.Is(err, damaged) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Verified(ctx); !errors.Is(err, damaged) {
 		t.Errorf("Verified = %v, want the damage found", err)
 	}
 	close(stop)
