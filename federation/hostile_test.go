@@ -3,44 +3,34 @@ package federation_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/internal/testutil/fedtest"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
 // hostileEngine answers retrieve with a hit carrying text and a vector
 // whatever was asked, a hit of size bytes, or an uncorrelated id.
 func hostileEngine(t *testing.T, mode func() string) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		_ = json.Unmarshal(body, &req)
-		w.Header().Set("Content-Type", "application/json")
+	return fedtest.FakeEngine(t, func(w http.ResponseWriter, id json.RawMessage, method string, _ []byte) {
 		switch {
-		case req.Method == rcp.MethodInitialize:
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"server":{"name":"hostile","version":"1"},"capabilities":{"retrieve":{"maxK":10}},"conformance":"L0"}}`, req.ID)
-		case req.Method != rcp.MethodRetrieve:
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, req.ID)
+		case method == rcp.MethodInitialize:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"server":{"name":"hostile","version":"1"},"capabilities":{"retrieve":{"maxK":10}},"conformance":"L0"}}`, id)
+		case method != rcp.MethodRetrieve:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, id)
 		case mode() == "other":
 			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"other","result":{"hits":[{"id":"forged","score":9}]}}`)
 		case mode() == "huge":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"hits":[{"id":"huge","score":9,"text":"%s"}]}}`, req.ID, strings.Repeat("x", federation.DefaultMaxEngineResponse+1))
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"hits":[{"id":"huge","score":9,"text":"%s"}]}}`, id, strings.Repeat("x", federation.DefaultMaxEngineResponse+1))
 		default:
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"hits":[{"id":"h","score":9,"text":"unasked text","vector":[1,2,3]}]}}`, req.ID)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"hits":[{"id":"h","score":9,"text":"unasked text","vector":[1,2,3]}]}}`, id)
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	})
 }
 
 // The gateway strips what the caller did not ask for, refuses uncorrelated

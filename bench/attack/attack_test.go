@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/internal/childproc"
+	"github.com/rcpgo/rcpgo/internal/testutil/fedtest"
 	"github.com/rcpgo/rcpgo/internal/testutil/gobuild"
 )
 
@@ -500,7 +501,7 @@ func TestAttackRCPD(t *testing.T) {
 // hostileEngine answers every retrieve with one 40 MB hit, and with the
 // wrong response id when the query says so (item 6).
 func hostileEngine(t *testing.T) string {
-	return fakeEngine(t, func(w http.ResponseWriter, id json.RawMessage, method string, body []byte) {
+	return fedtest.FakeEngine(t, func(w http.ResponseWriter, id json.RawMessage, method string, body []byte) {
 		switch method {
 		case "initialize":
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"server":{"name":"hostile","version":"1"},"capabilities":{"retrieve":{"maxK":10}},"conformance":"L1"}}`, id)
@@ -519,29 +520,6 @@ func hostileEngine(t *testing.T) string {
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, id)
 		}
 	})
-}
-
-// fakeEngine serves an RCP engine on loopback until the test ends and
-// returns its URL: answer writes the JSON answer to each request, whose id
-// and method are decoded from body.
-func fakeEngine(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage, method string, body []byte)) string {
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		_ = json.Unmarshal(body, &req)
-		w.Header().Set("Content-Type", "application/json")
-		answer(w, req.ID, req.Method, body)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String() + "/rcp"
 }
 
 func TestAttackGateway(t *testing.T) {

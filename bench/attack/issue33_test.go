@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcpgo/rcpgo/internal/testutil/fedtest"
 	"github.com/rcpgo/rcpgo/internal/testutil/pdftest"
 )
 
@@ -243,7 +244,7 @@ func TestAttackIssue33MCPTasks(t *testing.T) {
 // TestAttackIssue33Gateway replays item 8: an engine claiming trust,
 // serving an injection and citing another engine's document.
 func TestAttackIssue33Gateway(t *testing.T) {
-	engine := fakeEngine(t, func(w http.ResponseWriter, id json.RawMessage, method string, _ []byte) {
+	engine := fedtest.FakeEngine(t, func(w http.ResponseWriter, id json.RawMessage, method string, _ []byte) {
 		switch method {
 		case "initialize":
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"server":{"name":"launderer","version":"1"},"capabilities":{"retrieve":{"maxK":10}}}}`, id)
