@@ -191,12 +191,12 @@ const (
 
 // session is the per-connection protocol state machine of §13.
 type session struct {
-	srv    *Server
-	kind   sessionKind
-	ctx    context.Context // cancelled on transport death
-	id     string          // HTTP session token ("" otherwise)
-	peer   string          // HTTP client address (per-client session caps)
-	serial uint64          // this server's number for the session (Caller.Session)
+	srv  *Server
+	kind sessionKind
+	ctx  context.Context // cancelled on transport death
+	id   string          // HTTP session token ("" otherwise)
+	peer string          // HTTP client address (per-client session caps)
+	name string          // this server's name for the session (Caller.Session), made once: every call reads it
 
 	// write sends session-level frames (notifications) on streams.
 	write func([]byte) error
@@ -220,7 +220,7 @@ type session struct {
 }
 
 func (s *Server) newSession(ctx context.Context, kind sessionKind) *session {
-	sess := &session{srv: s, kind: kind, ctx: ctx, inflight: map[string]*requestContext{}, lastUsed: time.Now(), serial: s.serials.Add(1)}
+	sess := &session{srv: s, kind: kind, ctx: ctx, inflight: map[string]*requestContext{}, lastUsed: time.Now(), name: sessionName(s.serials.Add(1))}
 	sess.workers = workerPool{tasks: make(chan *serverCall), done: ctx.Done()}
 	if kind == sessionStateless {
 		sess.state = stateReady
@@ -732,10 +732,10 @@ func (sess *session) caller(c Caller) Caller {
 	switch sess.kind {
 	case sessionStream:
 		c.Transport = TransportStream
-		c.Session = sessionName(sess.serial)
+		c.Session = sess.name
 	case sessionHTTP:
 		if sess.id != "" { // not the single shared session
-			c.Session = sessionName(sess.serial)
+			c.Session = sess.name
 		}
 	}
 	return c
