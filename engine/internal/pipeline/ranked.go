@@ -41,18 +41,30 @@ func RunKeeping(ctx context.Context, deps *Deps, req *Request) (*Page, *Ranked, 
 	if err := s.run(ctx, stages[:len(stages)-1]); err != nil {
 		return nil, nil, err
 	}
-	r := &Ranked{cands: make([]*Candidate, len(s.Cands)), candidates: s.Page.Candidates, reranked: s.Page.Reranked,
+	r := &Ranked{cands: slices.Clone(s.Cands), candidates: s.Page.Candidates, reranked: s.Page.Reranked,
 		version: s.Page.Version, notes: slices.Clone(s.Page.Notes)}
-	copies := make([]Candidate, len(s.Cands)) // pack loads into the page's own
-	for i, c := range s.Cands {
-		copies[i] = *c
-		r.cands[i] = &copies[i]
+	for _, c := range s.Cands {
 		r.bytes += candidateBytes(c)
 	}
+	ownPage(s)
 	if err := s.run(ctx, stages[len(stages)-1:]); err != nil {
 		return nil, nil, err
 	}
 	return &s.Page, r, nil
+}
+
+// ownPage points the candidates of s's page at copies of them: pack loads
+// documents into the candidates it packs, and the kept list must stay as
+// the stages before pack left it. Only the page is copied (k candidates,
+// not the whole list of candidateK).
+func ownPage(s *State) {
+	start := min(s.Req.Offset, len(s.Cands))
+	end := min(start+s.Req.K, len(s.Cands))
+	page := make([]Candidate, end-start)
+	for i := range page {
+		page[i] = *s.Cands[start+i]
+		s.Cands[start+i] = &page[i]
+	}
 }
 
 // candidateBytes estimates what a kept candidate holds.
@@ -70,14 +82,7 @@ func candidateBytes(c *Candidate) int64 {
 func Replay(ctx context.Context, deps *Deps, req *Request, r *Ranked) (*Page, error) {
 	s := newState(deps, req)
 	s.Cands = slices.Clone(r.cands)
-	// pack loads documents into the page's candidates: copies of them.
-	start := min(req.Offset, len(s.Cands))
-	end := min(start+req.K, len(s.Cands))
-	page := make([]Candidate, end-start)
-	for i := range page {
-		page[i] = *s.Cands[start+i]
-		s.Cands[start+i] = &page[i]
-	}
+	ownPage(s)
 	s.Page.Candidates, s.Page.Reranked, s.Page.Version = r.candidates, r.reranked, r.version
 	s.Page.Notes = slices.Clone(r.notes)
 	if err := s.run(ctx, Stages()[len(Stages())-1:]); err != nil {
