@@ -1,7 +1,10 @@
 package natq
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -60,5 +63,38 @@ func TestJudgementsResolve(t *testing.T) {
 				t.Errorf("%s: anchor %q occurs %d times in the Go documentation, want 1", q.ID, a, n)
 			}
 		}
+	}
+}
+
+var updateQueries = flag.Bool("update", false, "rewrite testdata/demo-queries.jsonl from the Demo set")
+
+// TestDemoQueriesFile holds testdata/demo-queries.jsonl — the Demo set's
+// questions in the BEIR queries layout, what `rcp bench -queries` and
+// `rcp eval` read — to the set (go test ./bench/natq -run
+// TestDemoQueriesFile -update rewrites it).
+func TestDemoQueriesFile(t *testing.T) {
+	var b bytes.Buffer
+	for _, q := range Demo.Qs {
+		line, err := json.Marshal(struct {
+			ID   string `json:"_id"`
+			Text string `json:"text"`
+		}{q.ID, q.Text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(line, '\n'))
+	}
+	const path = "testdata/demo-queries.jsonl"
+	if *updateQueries {
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, b.Bytes()) {
+		t.Fatalf("%s differs from the Demo set; run with -update", path)
 	}
 }

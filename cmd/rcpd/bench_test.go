@@ -15,7 +15,10 @@ import (
 // BenchmarkServeDemoRetrieve measures the full server path of `rcpd serve
 // --stdio --demo` — line framing, JSON-RPC decoding, dispatch, metrics,
 // the engine's retrieve and the response encoding — for a retrieve of k 3
-// (the query rotates over the demo queries of docs/benchmarks.md). The
+// (the query rotates over the demo queries of docs/benchmarks.md) in the
+// default sparse mode, and in dense and hybrid mode (whose first pages keep
+// their ranked lists for the cursor; the warm-up waits out the demo's LSA
+// fit, which a dense call awaits). The
 // client side only writes pre-encoded request lines and counts response
 // lines, 64 requests in flight. It reports the process CPU per request
 // (cpu-µs/op, user+system from getrusage: the server's CPU plus the small
@@ -27,6 +30,8 @@ func BenchmarkServeDemoRetrieve(b *testing.B) {
 		{"text", ``},
 		{"noText", `,"includeText":false`},
 		{"ping", ``}, // the protocol stack alone, for reference
+		{"dense", `,"mode":"dense"`},
+		{"hybrid", `,"mode":"hybrid"`},
 	} {
 		b.Run(bc.name, func(b *testing.B) { benchServe(b, bc.name == "ping", bc.extra) })
 	}
