@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rcpgo/rcpgo/federation"
+	"github.com/rcpgo/rcpgo/internal/testutil/within"
 	"github.com/rcpgo/rcpgo/rcp"
 )
 
@@ -31,16 +32,11 @@ func runServe(t *testing.T, reg *federation.Registry, opts federation.ServeOptio
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
+			defer gw.Close()
 			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Serve: %v", err)
-				}
-			case <-time.After(15 * time.Second):
-				t.Error("Serve did not return after cancel")
+			if err := within.RecvIn(t, 15*time.Second, done, "Serve to return after cancel"); err != nil {
+				t.Errorf("Serve: %v", err)
 			}
-			_ = gw.Close()
 		})
 	}
 	t.Cleanup(stop)
