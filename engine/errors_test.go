@@ -33,8 +33,12 @@ func TestErrorTableTranslatesReadiness(t *testing.T) {
 			if !ok || re.Code != rcp.CodeBackendUnavailable || re.Retryable() != tc.retryable || !strings.Contains(re.Data.Detail, tc.detail) {
 				t.Fatalf("%v (data %+v)", err, re.Data)
 			}
-			if got := re.Data.RetryAfterMs; tc.after == 0 && got != nil || tc.after > 0 && (got == nil || *got != tc.after) {
-				t.Fatalf("retryAfterMs %v, want %d", got, tc.after)
+			var got int64 // 0: none
+			if re.Data.RetryAfterMs != nil {
+				got = *re.Data.RetryAfterMs
+			}
+			if got != tc.after {
+				t.Fatalf("retryAfterMs %d, want %d (0: none)", got, tc.after)
 			}
 		})
 	}
